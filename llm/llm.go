@@ -1,0 +1,261 @@
+// Package llm holds deputy's provider-neutral conversation types and the
+// Model interface every provider implements.
+//
+// Two rules shape this package:
+//
+//   - A tool call's input stays the exact JSON bytes the model produced
+//     (Block.Input), from the provider to storage and back. Re-marshalling a
+//     decoded map reorders keys and breaks byte-stable prompt-cache prefixes.
+//   - A block deputy does not interpret (thinking, redacted thinking, images,
+//     types that do not exist yet) is carried as its raw provider JSON
+//     (Block.Raw) and sent back untouched.
+//
+// Streaming reaches callers through exactly one mechanism: the callback
+// passed to Model.Generate. It is called synchronously, in order, from the
+// goroutine running Generate, and may be nil.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Role is who wrote a message.
+type Role string
+
+// The two conversation roles. The system prompt travels in Request.System.
+const (
+	User      Role = "user"
+	Assistant Role = "assistant"
+)
+
+// Block types deputy interprets. Any other type is carried in Block.Raw.
+const (
+	TypeText       = "text"
+	TypeToolUse    = "tool_use"
+	TypeToolResult = "tool_result"
+)
+
+// Block is one piece of a message. It is a flat struct rather than an
+// interface so the agent loop can build transcripts without an allocation per
+// block; which fields are meaningful depends on Type:
+//
+//	text:        Text
+//	tool_use:    ID, Name, Input (raw JSON object, never re-marshalled)
+//	tool_result: ToolUseID, Text (the result content), IsError
+//	other:       Raw (the provider's exact JSON for the block)
+type Block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	Raw       json.RawMessage `json:"raw,omitempty"`
+}
+
+// Text returns a text block.
+func Text(s string) Block { return Block{Type: TypeText, Text: s} }
+
+// ToolUse returns a tool_use block; input must be a JSON object.
+func ToolUse(id, name string, input json.RawMessage) Block {
+	return Block{Type: TypeToolUse, ID: id, Name: name, Input: input}
+}
+
+// ToolResult returns a tool_result block answering the tool_use with id.
+func ToolResult(toolUseID, content string, isError bool) Block {
+	return Block{Type: TypeToolResult, ToolUseID: toolUseID, Text: content, IsError: isError}
+}
+
+// Opaque returns a block deputy carries without interpreting, such as a
+// thinking block. raw is the provider's JSON for the whole block.
+func Opaque(typ string, raw json.RawMessage) Block { return Block{Type: typ, Raw: raw} }
+
+// Message is one turn of the conversation.
+type Message struct {
+	Role    Role    `json:"role"`
+	Content []Block `json:"content"`
+}
+
+// UserText returns a user message holding one text block.
+func UserText(s string) Message { return Message{Role: User, Content: []Block{Text(s)}} }
+
+// Text joins the message's text blocks.
+func (m Message) Text() string {
+	var n int
+	for i := range m.Content {
+		if m.Content[i].Type == TypeText {
+			n++
+		}
+	}
+	if n == 1 {
+		for i := range m.Content {
+			if m.Content[i].Type == TypeText {
+				return m.Content[i].Text
+			}
+		}
+	}
+	var s string
+	for i := range m.Content {
+		if m.Content[i].Type == TypeText {
+			s += m.Content[i].Text
+		}
+	}
+	return s
+}
+
+// ToolUses returns the message's tool_use blocks in order.
+func (m Message) ToolUses() []Block {
+	var out []Block
+	for i := range m.Content {
+		if m.Content[i].Type == TypeToolUse {
+			out = append(out, m.Content[i])
+		}
+	}
+	return out
+}
+
+// ToolSpec describes a tool offered to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// ToolChoice says whether and which tool the model must call.
+type ToolChoice struct {
+	// Type is "auto" (the default when empty), "any" (some tool), "none" or
+	// "tool" (the tool named by Name).
+	Type string `json:"type,omitempty"`
+	Name string `json:"name,omitempty"`
+	// DisableParallel asks the model for at most one tool call per turn.
+	DisableParallel bool `json:"disable_parallel_tool_use,omitempty"`
+}
+
+// Request is one call to a model.
+type Request struct {
+	Model         string     `json:"model"`
+	System        string     `json:"system,omitempty"`
+	Messages      []Message  `json:"messages"`
+	Tools         []ToolSpec `json:"tools,omitempty"`
+	ToolChoice    ToolChoice `json:"tool_choice,omitzero"`
+	MaxTokens     int        `json:"max_tokens,omitempty"`
+	Temperature   *float64   `json:"temperature,omitempty"`
+	StopSequences []string   `json:"stop_sequences,omitempty"`
+}
+
+// StopReason says why the model stopped. Providers map their own values onto
+// these; a value deputy does not know is passed through unchanged.
+type StopReason string
+
+// Stop reasons of the Anthropic Messages API, which deputy uses as its
+// vocabulary (OpenAI's finish_reason values are mapped onto them).
+const (
+	StopEndTurn      StopReason = "end_turn"
+	StopToolUse      StopReason = "tool_use"
+	StopMaxTokens    StopReason = "max_tokens"
+	StopSequence     StopReason = "stop_sequence"
+	StopPauseTurn    StopReason = "pause_turn"
+	StopRefusal      StopReason = "refusal"
+	StopContextLimit StopReason = "model_context_window_exceeded"
+)
+
+// Usage counts the tokens of one or more model calls.
+//
+// InputTokens follows Anthropic's meaning: input tokens that were neither read
+// from nor written to the prompt cache. The whole prompt is
+// InputTokens+CacheReadTokens+CacheWriteTokens. Providers that report the
+// whole prompt (OpenAI's prompt_tokens includes cached tokens) subtract.
+type Usage struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+// Add accumulates o into u.
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
+}
+
+// Prompt is the whole prompt size: cached, cache-written and uncached input.
+func (u Usage) Prompt() int64 { return u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens }
+
+// Total is every token counted: the whole prompt plus the output.
+func (u Usage) Total() int64 { return u.Prompt() + u.OutputTokens }
+
+// Response is a model's complete answer to one Request.
+type Response struct {
+	ID           string     `json:"id,omitempty"`
+	Model        string     `json:"model,omitempty"`
+	Content      []Block    `json:"content"`
+	StopReason   StopReason `json:"stop_reason"`
+	StopSequence string     `json:"stop_sequence,omitempty"`
+	Usage        Usage      `json:"usage"`
+}
+
+// Message returns the response as an assistant message.
+func (r *Response) Message() Message { return Message{Role: Assistant, Content: r.Content} }
+
+// Delta is one streamed fragment of a response.
+type Delta struct {
+	// Index is the content block the fragment belongs to.
+	Index int
+	// Type is the block's type: text (Text is a text fragment), tool_use
+	// (Text is a fragment of the input JSON; ID and Name are set on the
+	// block's first delta), or another type such as thinking (Text is the
+	// fragment, when the provider streams one).
+	Type string
+	Text string
+	ID   string
+	Name string
+}
+
+// Model generates one response. Implementations must be safe for concurrent
+// use. stream, when not nil, receives deltas as they arrive; the returned
+// Response is complete whether or not stream is nil.
+type Model interface {
+	Generate(ctx context.Context, req *Request, stream func(Delta)) (*Response, error)
+}
+
+// ModelFunc adapts a function to the Model interface.
+type ModelFunc func(ctx context.Context, req *Request, stream func(Delta)) (*Response, error)
+
+// Generate calls f.
+func (f ModelFunc) Generate(ctx context.Context, req *Request, stream func(Delta)) (*Response, error) {
+	return f(ctx, req, stream)
+}
+
+// APIError is an error answered by a model API (or by the fake server). It
+// never carries request headers, so credentials cannot leak through it.
+type APIError struct {
+	Provider   string
+	StatusCode int
+	Type       string // the provider's error type, e.g. rate_limit_error
+	Message    string
+	RequestID  string
+	RetryAfter time.Duration // zero when the provider gave none
+}
+
+func (e *APIError) Error() string {
+	s := fmt.Sprintf("%s: %d %s: %s", e.Provider, e.StatusCode, e.Type, e.Message)
+	if e.RequestID != "" {
+		s += " (request " + e.RequestID + ")"
+	}
+	return s
+}
+
+// Temporary reports whether retrying the same request may succeed.
+func (e *APIError) Temporary() bool {
+	switch e.StatusCode {
+	case 408, 409, 429, 500, 502, 503, 504, 529:
+		return e.Type != "insufficient_quota"
+	}
+	return e.StatusCode > 500
+}
