@@ -1,0 +1,276 @@
+// Package tool defines what a tool is to deputy, the set of tools offered to
+// one agent, argument validation against each tool's JSON schema, and output
+// truncation. The built-in tools live in sub-packages.
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/deputy-run/deputy/llm"
+)
+
+// Tool is something a model can call.
+type Tool interface {
+	// Spec names the tool and gives its description and input JSON schema.
+	Spec() llm.ToolSpec
+	// ReadOnly reports that the tool changes nothing outside itself. Calls
+	// to read-only tools of one turn may run concurrently, and after a crash
+	// a read-only call may simply run again.
+	ReadOnly() bool
+	// Run executes one call. input has already been validated against the
+	// schema. A returned error becomes a tool error result the model sees;
+	// it must not contain secrets.
+	Run(ctx context.Context, input json.RawMessage) (string, error)
+}
+
+// Set is the tools offered to one agent: ordered, unique by name, with
+// compiled input schemas. A Set is immutable and safe for concurrent use.
+type Set struct {
+	tools   []Tool
+	specs   []llm.ToolSpec
+	index   map[string]int
+	schemas []*jsonschema.Schema
+}
+
+// NewSet builds a set. Duplicate names and invalid schemas are errors.
+func NewSet(tools ...Tool) (*Set, error) {
+	s := &Set{index: make(map[string]int, len(tools))}
+	for _, t := range tools {
+		spec := t.Spec()
+		if spec.Name == "" {
+			return nil, fmt.Errorf("tool %T has no name", t)
+		}
+		if _, dup := s.index[spec.Name]; dup {
+			return nil, fmt.Errorf("tool %q is defined twice", spec.Name)
+		}
+		sch, err := compileSchema(spec.Name, spec.InputSchema)
+		if err != nil {
+			return nil, err
+		}
+		s.index[spec.Name] = len(s.tools)
+		s.tools = append(s.tools, t)
+		s.specs = append(s.specs, spec)
+		s.schemas = append(s.schemas, sch)
+	}
+	return s, nil
+}
+
+// MustSet is NewSet for tool lists known to be valid at compile time.
+func MustSet(tools ...Tool) *Set {
+	s, err := NewSet(tools...)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{"type":"object"}`)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: input schema: %w", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "deputy:///tools/" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("tool %q: input schema: %w", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: input schema: %w", name, err)
+	}
+	return sch, nil
+}
+
+// Len is the number of tools.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.tools)
+}
+
+// Specs returns the tool specs in order, for a model request. The slice is
+// shared; callers must not modify it.
+func (s *Set) Specs() []llm.ToolSpec {
+	if s == nil {
+		return nil
+	}
+	return s.specs
+}
+
+// Names returns the tool names in order.
+func (s *Set) Names() []string {
+	if s == nil {
+		return nil
+	}
+	out := make([]string, len(s.specs))
+	for i := range s.specs {
+		out[i] = s.specs[i].Name
+	}
+	return out
+}
+
+// Lookup returns the named tool.
+func (s *Set) Lookup(name string) (Tool, bool) {
+	if s == nil {
+		return nil, false
+	}
+	i, ok := s.index[name]
+	if !ok {
+		return nil, false
+	}
+	return s.tools[i], true
+}
+
+// Filter returns the tools named in allow (all of them when allow is nil)
+// minus those named in deny, in the set's order.
+func (s *Set) Filter(allow, deny []string) *Set {
+	out := &Set{index: map[string]int{}}
+	if s == nil {
+		return out
+	}
+	for i, t := range s.tools {
+		name := s.specs[i].Name
+		if (allow != nil && !slices.Contains(allow, name)) || slices.Contains(deny, name) {
+			continue
+		}
+		out.index[name] = len(out.tools)
+		out.tools = append(out.tools, t)
+		out.specs = append(out.specs, s.specs[i])
+		out.schemas = append(out.schemas, s.schemas[i])
+	}
+	return out
+}
+
+// With returns a set holding s's tools followed by more.
+func (s *Set) With(more ...Tool) (*Set, error) {
+	var all []Tool
+	if s != nil {
+		all = append(all, s.tools...)
+	}
+	return NewSet(append(all, more...)...)
+}
+
+// ReadOnly reports whether the named tool is read-only. Unknown tools count
+// as read-only: calling one changes nothing, it only earns an error.
+func (s *Set) ReadOnly(name string) bool {
+	t, ok := s.Lookup(name)
+	return !ok || t.ReadOnly()
+}
+
+// Call runs one tool call the way the agent loop needs it: an unknown tool,
+// input that is not a JSON object matching the schema, a returned error and
+// even a panic all become an error result for the model, never a failure of
+// the run. The output is not yet truncated.
+func (s *Set) Call(ctx context.Context, name string, input json.RawMessage) (out string, isError bool) {
+	i, ok := -1, false
+	if s != nil {
+		i, ok = s.index[name]
+	}
+	if !ok {
+		return fmt.Sprintf("unknown tool %q; available tools: %s", name, strings.Join(s.Names(), ", ")), true
+	}
+	if err := s.validate(i, input); err != nil {
+		return fmt.Sprintf("invalid arguments for %s: %v", name, err), true
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			out, isError = fmt.Sprintf("tool %s crashed: %v\n%s", name, r, firstLines(string(debug.Stack()), 12)), true
+		}
+	}()
+	out, err := s.tools[i].Run(ctx, input)
+	if err != nil {
+		if out != "" {
+			return out + "\n" + err.Error(), true
+		}
+		return err.Error(), true
+	}
+	return out, false
+}
+
+func (s *Set) validate(i int, input json.RawMessage) error {
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("{}")
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
+	if err != nil {
+		return fmt.Errorf("input is not valid JSON: %v", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Errorf("input must be a JSON object")
+	}
+	if err := s.schemas[i].Validate(v); err != nil {
+		return schemaError(err)
+	}
+	return nil
+}
+
+// schemaError flattens a jsonschema validation error into one readable line
+// per cause, without the schema URL noise.
+func schemaError(err error) error {
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return err
+	}
+	var causes []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			causes = append(causes, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(nil)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return fmt.Errorf("%s", strings.Join(causes, "; "))
+}
+
+func firstLines(s string, n int) string {
+	for i, c := 0, 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			if c++; c == n {
+				return s[:i]
+			}
+		}
+	}
+	return s
+}
+
+// DefaultOutputLimit caps one tool result, in characters.
+const DefaultOutputLimit = 50_000
+
+// Truncate caps s at max characters (runes). What is cut is the middle: the
+// head and the tail of an output (a command's first lines and its final
+// error) are usually what matter. The marker says how much was cut so the
+// model can ask for a range instead of guessing.
+func Truncate(s string, max int) string {
+	if max <= 0 || len(s) <= max { // len counts bytes >= runes
+		return s
+	}
+	runes := []rune(s)
+	if len(runes) <= max {
+		return s
+	}
+	marker := fmt.Sprintf("\n[... %d of %d characters cut by deputy; narrow the request (offset/limit, a pattern) to see them ...]\n", len(runes)-max, len(runes))
+	keep := max - len([]rune(marker))
+	if keep < 0 {
+		keep = 0
+	}
+	head := keep * 2 / 3
+	tail := keep - head
+	return string(runes[:head]) + marker + string(runes[len(runes)-tail:])
+}
