@@ -1,0 +1,107 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/tool"
+)
+
+// Steps is the seam between the loop and how its steps are executed. The
+// loop hands every model call and every turn's batch of tool calls to Steps;
+// Direct just runs them, and the runtime runs them as durable, checkpointed
+// steps (so it, not the loop, owns any concurrency the durable engine needs
+// to know about).
+type Steps interface {
+	// Model performs one model call of a turn. purpose tells the turn's
+	// main call from a compaction summary made in the same turn.
+	Model(ctx context.Context, turn int, purpose StepPurpose, generate func(context.Context) (*llm.Response, error)) (*llm.Response, error)
+	// Tools runs a batch, filling b.Results in call order; RunBatch does it.
+	// An error fails the run (a tool's own failure is a result, not an error).
+	Tools(ctx context.Context, turn int, b *Batch) error
+}
+
+// StepPurpose names what a model step is for.
+type StepPurpose string
+
+// Model step purposes.
+const (
+	StepGenerate StepPurpose = "generate"
+	StepCompact  StepPurpose = "compact"
+)
+
+// Batch is one turn's tool calls.
+type Batch struct {
+	Calls []llm.Block // tool_use blocks, in the order the model made them
+	// Parallel is true when there are several calls and every one is
+	// read-only, so they may run at once.
+	Parallel bool
+	Results  []llm.Block // tool_result blocks, Results[i] answering Calls[i]
+
+	set   *tool.Set
+	limit int
+}
+
+// ReadOnly reports whether call i's tool is read-only (unknown tools are: a
+// call to one only earns an error). The runtime uses it for crash recovery:
+// a read-only call may run again, a side-effecting one may not.
+func (b *Batch) ReadOnly(i int) bool { return b.set.ReadOnly(b.Calls[i].Name) }
+
+// Run executes call i and returns its result, capped at the output limit.
+// It never fails: unknown tools, invalid arguments and tool errors are error
+// results for the model.
+func (b *Batch) Run(ctx context.Context, i int) llm.Block {
+	c := &b.Calls[i]
+	if err := ctx.Err(); err != nil {
+		return llm.ToolResult(c.ID, "not run: "+interruption(ctx), true)
+	}
+	out, isErr := b.set.Call(ctx, c.Name, c.Input)
+	if ctx.Err() != nil && isErr {
+		out = "interrupted: " + interruption(ctx) + "\n" + out
+	}
+	return llm.ToolResult(c.ID, tool.Truncate(out, b.limit), isErr)
+}
+
+func interruption(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), errWallTime) {
+		return "the wall-time limit was reached"
+	}
+	return fmt.Sprint(context.Cause(ctx))
+}
+
+// RunBatch runs every call of b, concurrently when b.Parallel, and stores
+// the results in call order.
+func RunBatch(ctx context.Context, b *Batch) {
+	if !b.Parallel {
+		for i := range b.Calls {
+			b.Results[i] = b.Run(ctx, i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range b.Calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.Results[i] = b.Run(ctx, i)
+		}()
+	}
+	wg.Wait()
+}
+
+// Direct runs steps as plain calls: an ephemeral run that nothing recovers.
+type Direct struct{}
+
+// Model calls generate.
+func (Direct) Model(ctx context.Context, _ int, _ StepPurpose, generate func(context.Context) (*llm.Response, error)) (*llm.Response, error) {
+	return generate(ctx)
+}
+
+// Tools runs the batch.
+func (Direct) Tools(ctx context.Context, _ int, b *Batch) error {
+	RunBatch(ctx, b)
+	return nil
+}
