@@ -92,9 +92,15 @@ func (r *run) compactIfNeeded(ctx context.Context, res *Result) error {
 	}
 	res.Usage.Add(resp.Usage)
 
+	// The new summary covers any earlier one (the summarizer saw it), so
+	// the head is the task's own blocks plus exactly one summary.
 	first := res.Messages[0]
 	head := llm.Message{Role: llm.User, Content: make([]llm.Block, 0, len(first.Content)+1)}
-	head.Content = append(head.Content, first.Content...)
+	for _, b := range first.Content {
+		if b.Type != llm.TypeText || !strings.HasPrefix(b.Text, SummaryPrefix) {
+			head.Content = append(head.Content, b)
+		}
+	}
 	head.Content = append(head.Content, llm.Text(SummaryPrefix+resp.Message().Text()))
 	msgs := make([]llm.Message, 0, 1+len(res.Messages)-cut)
 	msgs = append(msgs, head)
