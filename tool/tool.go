@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/deputy-run/deputy/llm"
 )
@@ -228,7 +230,7 @@ func schemaError(err error) error {
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
 			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			causes = append(causes, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(nil)))
+			causes = append(causes, fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(english)))
 			return
 		}
 		for _, c := range e.Causes {
@@ -238,6 +240,9 @@ func schemaError(err error) error {
 	walk(ve)
 	return fmt.Errorf("%s", strings.Join(causes, "; "))
 }
+
+// english prints schema errors; the validator needs a printer to format them.
+var english = message.NewPrinter(language.English)
 
 func firstLines(s string, n int) string {
 	for i, c := 0, 0; i < len(s); i++ {
