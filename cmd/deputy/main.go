@@ -1,0 +1,71 @@
+// Command deputy runs LLM agents that delegate to managed subagents.
+//
+// Exit codes: 0 the run completed; 1 the run failed (model error,
+// cancelled); 2 usage or configuration error (nothing ran); 3 the run was
+// stopped by a limit (its partial answer is still printed).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	exitLimited = 3
+)
+
+// exitError carries an exit code up to main; its message is printed once.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run executes the CLI and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintln(stderr, "deputy:", ee.err)
+		}
+		return ee.code
+	}
+	// cobra's own errors (unknown flag, wrong arg count) are usage errors.
+	fmt.Fprintln(stderr, "deputy:", err)
+	return exitUsage
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "deputy",
+		Short:         "Run LLM agents that hand subtasks to managed subagents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newRunCmd(), newFakeLLMCmd(), newVersionCmd())
+	return root
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// bin is the deputy binary built once for the whole package: the CLI is
+// tested as users run it, as a separate process.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "deputy-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "deputy")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build deputy: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	// goleak.VerifyTestMain would exit before the clean-up; check by hand.
+	if err := goleak.Find(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// deputy runs the binary with a clean environment (no credentials, no
+// DEPUTY_MODEL from the developer's shell) plus env.
+func deputy(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestRunFakeDemoWorksOnARealWorkspace(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := deputy(t, ws, nil, "run", "--model", "fake", "describe this workspace")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if !strings.Contains(out, "describe this workspace") {
+		t.Fatalf("answer does not mention the task:\n%s", out)
+	}
+	demo, err := os.ReadFile(filepath.Join(ws, "deputy-demo.md"))
+	if err != nil {
+		t.Fatalf("the demo did not write its file: %v\nstderr: %s", err, errOut)
+	}
+	if !strings.Contains(string(demo), "describe this workspace") {
+		t.Fatalf("demo file:\n%s", demo)
+	}
+	if !strings.Contains(errOut, "write_file") {
+		t.Fatalf("no tool progress on stderr:\n%s", errOut)
+	}
+}
+
+func TestRunJSONFromEnvModel(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	out, errOut, code := deputy(t, ws, []string{"DEPUTY_MODEL=fake"}, "run", "--json", "-q", "--workspace", ws, "count files")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Answer     string `json:"answer"`
+		StopReason string `json:"stop_reason"`
+		Turns      int    `json:"turns"`
+		ToolCalls  int    `json:"tool_calls"`
+		Usage      struct {
+			InputTokens  int64 `json:"input_tokens"`
+			OutputTokens int64 `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if res.StopReason != "completed" || res.Answer == "" || res.Turns < 2 || res.ToolCalls < 1 ||
+		res.Usage.InputTokens <= 0 || res.Usage.OutputTokens <= 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if errOut != "" {
+		t.Fatalf("-q printed progress: %s", errOut)
+	}
+}
+
+func TestRunLimitedByMaxTurnsExits3(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	out, _, code := deputy(t, ws, nil, "run", "--model", "fake", "--json", "-q", "--max-turns", "1", "x")
+	if code != exitLimited || !strings.Contains(out, `"stop_reason": "max_turns"`) {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+func TestRunWithoutModelSaysHowToConfigureOne(t *testing.T) {
+	t.Parallel()
+	_, errOut, code := deputy(t, t.TempDir(), nil, "run", "do something")
+	if code != exitUsage {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"no model configured", "--model fake", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEPUTY_MODEL"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("help lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
+	cases := [][]string{
+		{"run"},
+		{"run", "--model", "fake", "--workspace", "/does/not/exist", "x"},
+		{"run", "--model", "nosuch:model", "x"},
+		{"run", "--model", "fake", "--scenario", "/does/not/exist.yaml", "x"},
+		{"run", "--bogus-flag", "x"},
+		{"nosuchcommand"},
+	}
+	for _, args := range cases {
+		_, errOut, code := deputy(t, t.TempDir(), nil, args...)
+		if code != exitUsage || !strings.HasPrefix(errOut, "deputy: ") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	out, _, code := deputy(t, t.TempDir(), nil, "version")
+	if code != 0 || !strings.HasPrefix(out, "deputy ") {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+}
+
+// TestFakeLLMServesAndStopsOnSIGTERM starts `deputy fakellm` as a real
+// process on a free port, talks to it over HTTP, and stops it with a signal.
+func TestFakeLLMServesAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(bin, "fakellm", "--addr", "127.0.0.1:0")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no address line: %v (%s)", err, stderr.String())
+	}
+	url := strings.TrimSpace(line[strings.Index(line, "http://"):])
+
+	body := `{"model":"claude-test","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`
+	req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(body))
+	req.Header.Set("content-type", "application/json")
+	req.Header.Set("x-api-key", "anything")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	client.CloseIdleConnections()
+	if resp.StatusCode != 200 || !strings.Contains(string(msg), `"type":"message"`) {
+		t.Fatalf("%d %s", resp.StatusCode, msg)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("fakellm exit after SIGTERM: %v (%s)", err, stderr.String())
+	}
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/llm/fake"
+)
+
+// modelFlagHelp documents --model for every command that runs agents.
+const modelFlagHelp = `model to run: "fake" (offline demo), anthropic:MODEL, openai:MODEL or ollama:MODEL (default $DEPUTY_MODEL)`
+
+// noModelHelp is printed when no model is configured: it says exactly what
+// to do, because this is the first thing a new user sees.
+const noModelHelp = `no model configured.
+
+  Try deputy offline, on its built-in scripted model:
+      deputy run --model fake "summarize this directory"
+
+  Use a real model with --model or $DEPUTY_MODEL:
+      export ANTHROPIC_API_KEY=...   then  --model anthropic:claude-sonnet-4-5
+      export OPENAI_API_KEY=...      then  --model openai:gpt-4.1
+      (Ollama on localhost:11434)    then  --model ollama:llama3.1
+  ANTHROPIC_BASE_URL / OPENAI_BASE_URL point the clients at another server,
+  such as one started with "deputy fakellm".`
+
+// resolveModel turns a --model value into a model and the name to send in
+// requests. scenario, for the fake model, replaces the built-in demo.
+func resolveModel(spec, scenario string) (llm.Model, string, error) {
+	if spec == "" {
+		spec = os.Getenv("DEPUTY_MODEL")
+	}
+	if spec == "" {
+		return nil, "", usageErr("%s", noModelHelp)
+	}
+	if spec == "fake" || strings.HasPrefix(spec, "fake:") {
+		s := fake.DemoScenario()
+		if scenario != "" {
+			var err error
+			if s, err = fake.LoadScenario(scenario); err != nil {
+				return nil, "", usageErr("%v", err)
+			}
+		}
+		return fake.NewModel(s), spec, nil
+	}
+	if scenario != "" {
+		return nil, "", usageErr("--scenario applies only to --model fake")
+	}
+	m, err := providerModel(spec)
+	if err != nil {
+		return nil, "", usageErr("model %q: %v", spec, err)
+	}
+	return m, spec, nil
+}
+
+// providerModel builds a real provider's model from a provider:model spec.
+var providerModel = func(spec string) (llm.Model, error) {
+	return nil, fmt.Errorf("unknown model; valid forms: fake, anthropic:MODEL, openai:MODEL, ollama:MODEL")
+}
