@@ -104,7 +104,10 @@ func task(s string) []llm.Message { return []llm.Message{llm.UserText(s)} }
 // checkTranscript asserts the invariants a provider enforces: roles
 // alternate starting with the user, and every tool_use is answered by a
 // tool_result, in the same order, in the very next message.
-func checkTranscript(t testing.TB, msgs []llm.Message) {
+func checkTranscript(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, msgs []llm.Message) {
 	t.Helper()
 	for i, m := range msgs {
 		want := llm.User
