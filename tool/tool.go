@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
@@ -258,24 +259,41 @@ func firstLines(s string, n int) string {
 // DefaultOutputLimit caps one tool result, in characters.
 const DefaultOutputLimit = 50_000
 
-// Truncate caps s at max characters (runes). What is cut is the middle: the
-// head and the tail of an output (a command's first lines and its final
-// error) are usually what matter. The marker says how much was cut so the
-// model can ask for a range instead of guessing.
+// Truncate caps s at max characters (runes); the result is never longer
+// than max. What is cut is the middle: the head and the tail of an output (a
+// command's first lines and its final error) are usually what matter. The
+// marker says exactly how much was cut so the model can ask for a range
+// instead of guessing. When max is too small to hold the marker, the head
+// alone is kept.
 func Truncate(s string, max int) string {
 	if max <= 0 || len(s) <= max { // len counts bytes >= runes
 		return s
 	}
-	runes := []rune(s)
-	if len(runes) <= max {
+	n := utf8.RuneCountInString(s)
+	if n <= max {
 		return s
 	}
-	marker := fmt.Sprintf("\n[... %d of %d characters cut by deputy; narrow the request (offset/limit, a pattern) to see them ...]\n", len(runes)-max, len(runes))
-	keep := max - len([]rune(marker))
-	if keep < 0 {
-		keep = 0
+	runes := []rune(s)
+	// The marker reports how many characters it replaces, and its own length
+	// depends on that number: cut = n - (max - len(marker(cut))). Iterate to
+	// the fixed point; cut only grows and is bounded by n, so this ends, in
+	// practice after one or two rounds.
+	cut := n - max
+	var marker string
+	for {
+		marker = truncMarker(cut, n)
+		keep := max - utf8.RuneCountInString(marker)
+		if keep < 0 {
+			return string(runes[:max])
+		}
+		if n-keep == cut {
+			head := keep * 2 / 3
+			return string(runes[:head]) + marker + string(runes[n-(keep-head):])
+		}
+		cut = n - keep
 	}
-	head := keep * 2 / 3
-	tail := keep - head
-	return string(runes[:head]) + marker + string(runes[len(runes)-tail:])
+}
+
+func truncMarker(cut, total int) string {
+	return fmt.Sprintf("\n[... %d of %d characters cut by deputy; narrow the request (offset/limit, a pattern) to see them ...]\n", cut, total)
 }

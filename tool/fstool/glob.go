@@ -1,0 +1,131 @@
+package fstool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/deputy-run/deputy/llm"
+)
+
+// Glob is the glob tool.
+type Glob struct {
+	ws  *Workspace
+	lim Limits
+}
+
+// NewGlob returns glob confined to ws.
+func NewGlob(ws *Workspace, lim Limits) *Glob {
+	return &Glob{ws: ws, lim: lim.withDefaults()}
+}
+
+// Spec implements tool.Tool.
+func (t *Glob) Spec() llm.ToolSpec {
+	return llm.ToolSpec{
+		Name: "glob",
+		Description: fmt.Sprintf("List workspace paths matching a glob pattern, sorted. `*` matches within one "+
+			"path segment, `**` matches any number of directories, `?` one character, `[abc]` a class, "+
+			"`{a,b}` alternatives. Examples: `**/*.go`, `src/**/test_*.py`, `docs/*`. Patterns are relative "+
+			"to the workspace root. Directories are listed with a trailing `/`. .git directories are skipped "+
+			"and symlinked directories are not entered. At most %d paths are listed.", t.lim.GlobResults),
+		InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern relative to the workspace root, e.g. **/*.go"}
+  },
+  "required": ["pattern"],
+  "additionalProperties": false
+}`),
+	}
+}
+
+// ReadOnly implements tool.Tool.
+func (t *Glob) ReadOnly() bool { return true }
+
+// Run implements tool.Tool.
+func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
+	var in struct {
+		Pattern string `json:"pattern"`
+	}
+	if err := decode(input, &in); err != nil {
+		return "", err
+	}
+	pattern := strings.TrimPrefix(in.Pattern, "./")
+	if !doublestar.ValidatePattern(pattern) {
+		return "", fmt.Errorf("invalid glob pattern %q (check brackets and braces)", in.Pattern)
+	}
+	base, pat := doublestar.SplitPattern(pattern)
+	r, err := t.ws.open()
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	shownBase, err := t.ws.lexical(base)
+	if err != nil {
+		return "", err
+	}
+	start, err := t.ws.resolve(r, base)
+	if err != nil {
+		return "", err
+	}
+	start = display(start)
+	if _, err := r.Stat(start); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Sprintf("no paths match %s (%s does not exist)", in.Pattern, base), nil
+		}
+		return "", t.ws.pathErr(base, err)
+	}
+	// Without **, nothing deeper than the pattern's own depth can match.
+	depth := -1
+	if !strings.Contains(pat, "**") {
+		depth = strings.Count(pat, "/") + 1
+	}
+	var matches []string
+	truncated, err := walk(ctx, r, start, t.lim.WalkEntries, func(p string, d fs.DirEntry) error {
+		if p == start {
+			return nil
+		}
+		sub := p
+		if start != "." {
+			sub = strings.TrimPrefix(p, start+"/")
+		}
+		if doublestar.MatchUnvalidated(pat, sub) {
+			shown := path.Join(display(shownBase), sub)
+			if d.IsDir() {
+				shown += "/"
+			}
+			matches = append(matches, shown)
+		}
+		if d.IsDir() && depth > 0 && strings.Count(sub, "/")+1 >= depth {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		return "", t.ws.pathErr(base, err)
+	}
+	if len(matches) == 0 && !truncated {
+		return fmt.Sprintf("no paths match %s", in.Pattern), nil
+	}
+	slices.Sort(matches)
+	var out strings.Builder
+	for i, m := range matches {
+		if i == t.lim.GlobResults {
+			fmt.Fprintf(&out, "[%d more paths not shown (%d in all); use a more specific pattern]\n", len(matches)-i, len(matches))
+			break
+		}
+		out.WriteString(m)
+		out.WriteByte('\n')
+	}
+	if truncated {
+		fmt.Fprintf(&out, "[stopped after visiting %d entries, so the list may be incomplete; use a more specific pattern]\n", t.lim.WalkEntries)
+	}
+	return out.String(), nil
+}

@@ -1,0 +1,233 @@
+package fstool
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/deputy-run/deputy/llm"
+)
+
+// Grep is the grep tool.
+type Grep struct {
+	ws  *Workspace
+	lim Limits
+}
+
+// NewGrep returns grep confined to ws.
+func NewGrep(ws *Workspace, lim Limits) *Grep {
+	return &Grep{ws: ws, lim: lim.withDefaults()}
+}
+
+// grepLineChars caps one result line: a match in a minified file must not
+// flood the result.
+const grepLineChars = 300
+
+// Spec implements tool.Tool.
+func (t *Grep) Spec() llm.ToolSpec {
+	return llm.ToolSpec{
+		Name: "grep",
+		Description: fmt.Sprintf("Search file contents with a regular expression (Go RE2 syntax: no "+
+			"backreferences or lookaround; use (?i) for case-insensitive). Searches every file under path "+
+			"(default: the whole workspace), skipping .git, binary files and files over %s, without "+
+			"following symlinks. Each result is `file:line: text`. At most %d matching lines are listed.",
+			sizeText(t.lim.MaxFileBytes), t.lim.GrepResults),
+		InputSchema: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "pattern": {"type": "string", "minLength": 1, "description": "Regular expression (Go RE2 syntax) matched against each line."},
+    "path": {"type": "string", "minLength": 1, "description": "File or directory to search, relative to the workspace root. Default: the workspace root."}
+  },
+  "required": ["pattern"],
+  "additionalProperties": false
+}`),
+	}
+}
+
+// ReadOnly implements tool.Tool.
+func (t *Grep) ReadOnly() bool { return true }
+
+type grepState struct {
+	out        strings.Builder
+	matches    int
+	full       bool // the result cap is reached; the rest is only counted
+	binary     int
+	large      int
+	unreadable int
+}
+
+// Run implements tool.Tool.
+func (t *Grep) Run(ctx context.Context, input json.RawMessage) (string, error) {
+	var in struct {
+		Pattern string `json:"pattern"`
+		Path    string `json:"path"`
+	}
+	if err := decode(input, &in); err != nil {
+		return "", err
+	}
+	re, err := regexp.Compile(in.Pattern)
+	if err != nil {
+		return "", fmt.Errorf("invalid regular expression: %v", err)
+	}
+	where := in.Path
+	if where == "" {
+		where = "."
+	}
+	r, err := t.ws.open()
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	start, err := t.ws.resolve(r, where)
+	if err != nil {
+		return "", err
+	}
+	start = display(start)
+	fi, err := r.Stat(start)
+	if err != nil {
+		return "", t.ws.pathErr(where, err)
+	}
+	// Results name files as the model would: through the path it gave.
+	shownBase, _ := t.ws.lexical(where)
+	shownBase = display(shownBase)
+	shown := func(p string) string {
+		if p == start {
+			return shownBase
+		}
+		sub := p
+		if start != "." {
+			sub = strings.TrimPrefix(p, start+"/")
+		}
+		if shownBase == "." {
+			return sub
+		}
+		return shownBase + "/" + sub
+	}
+
+	st := &grepState{}
+	if !fi.IsDir() {
+		if !fi.Mode().IsRegular() {
+			return "", fmt.Errorf("%s is not a regular file (%s)", where, fi.Mode().Type())
+		}
+		if fi.Size() > t.lim.MaxFileBytes {
+			return "", fmt.Errorf("%s is %d bytes, more than grep searches (%d)", where, fi.Size(), t.lim.MaxFileBytes)
+		}
+		bin, err := t.grepFile(ctx, r, start, shownBase, re, st)
+		if err != nil {
+			return "", t.ws.pathErr(where, err)
+		}
+		if bin {
+			return "", fmt.Errorf("%s is a binary file; grep searches text only", where)
+		}
+		return t.report(st, in.Pattern, where, false), nil
+	}
+	truncated, err := walk(ctx, r, start, t.lim.WalkEntries, func(p string, d fs.DirEntry) error {
+		if !d.Type().IsRegular() {
+			return nil // directories, and symlinks, which are not followed
+		}
+		info, err := d.Info()
+		if err != nil {
+			st.unreadable++
+			return nil
+		}
+		if info.Size() > t.lim.MaxFileBytes {
+			st.large++
+			return nil
+		}
+		bin, err := t.grepFile(ctx, r, p, shown(p), re, st)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch {
+		case err != nil:
+			st.unreadable++
+		case bin:
+			st.binary++
+		}
+		return nil
+	})
+	if err != nil {
+		return "", t.ws.pathErr(where, err)
+	}
+	return t.report(st, in.Pattern, where, truncated), nil
+}
+
+// grepFile adds the matching lines of one file to st. It reports a binary
+// file instead of searching it.
+func (t *Grep) grepFile(ctx context.Context, r *os.Root, p, name string, re *regexp.Regexp, st *grepState) (binary bool, err error) {
+	f, err := r.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, _ := br.Peek(binarySniff)
+	if isBinary(head) {
+		return true, nil
+	}
+	// Lines are matched whole (up to the file size cap), then shown cut.
+	lr := newLineReader(br, int(min(t.lim.MaxFileBytes, 1<<30)))
+	for n := 1; ; n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		line, _, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if !re.Match(line) {
+			continue
+		}
+		st.matches++
+		if st.full {
+			continue
+		}
+		shownLine := cutUTF8(line, grepLineChars)
+		cut := len(line) - len(shownLine)
+		row := fmt.Sprintf("%s:%d: %s\n", name, n, showLine(shownLine, cut))
+		if st.matches > t.lim.GrepResults || st.out.Len()+len(row) > t.lim.OutputChars {
+			st.full = true
+			continue
+		}
+		st.out.WriteString(row)
+	}
+}
+
+func (t *Grep) report(st *grepState, pattern, where string, truncated bool) string {
+	out := &st.out
+	if st.matches == 0 {
+		out.Reset()
+		fmt.Fprintf(out, "no matches for %q in %s\n", pattern, where)
+	}
+	if st.full {
+		shown := strings.Count(out.String(), "\n")
+		fmt.Fprintf(out, "[%d of %d matching lines shown; narrow the pattern or the path to see the rest]\n", shown, st.matches)
+	}
+	var skipped []string
+	if st.binary > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d binary", st.binary))
+	}
+	if st.large > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d larger than %s", st.large, sizeText(t.lim.MaxFileBytes)))
+	}
+	if st.unreadable > 0 {
+		skipped = append(skipped, fmt.Sprintf("%d unreadable", st.unreadable))
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(out, "[skipped files: %s]\n", strings.Join(skipped, ", "))
+	}
+	if truncated {
+		fmt.Fprintf(out, "[stopped after visiting %d entries, so results may be incomplete; narrow the path]\n", t.lim.WalkEntries)
+	}
+	return out.String()
+}
