@@ -1,0 +1,309 @@
+package fake
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/template"
+	"text/template/parse"
+	"unicode/utf8"
+
+	"github.com/deputy-run/deputy/llm"
+)
+
+// TemplateData is what a scenario template sees: `{{.Task}}`,
+// `{{.Result "glob"}}` and so on.
+type TemplateData struct {
+	// Turn is the number of assistant messages in the request, plus one.
+	Turn int
+	// Task is the text of the first user message.
+	Task string
+	// LastUser is the text of the last user message's text blocks.
+	LastUser string
+	// ToolResults are the contents of the last user message's tool results,
+	// in order.
+	ToolResults []string
+	// I is the 1-based position of a tool call within its `repeat` (1..N);
+	// N is the repeat count. Both are 1 for a tool call without repeat and 0
+	// in text and thinking.
+	I, N int
+	// Model is the model name the request asked for.
+	Model string
+
+	req *llm.Request
+}
+
+// Result returns the content of the most recent tool result answering a
+// call of the named tool anywhere in the conversation, or "" if there is
+// none. It lets a late turn quote an early tool's output without depending
+// on the order of results.
+func (d *TemplateData) Result(name string) string {
+	if d.req == nil {
+		return ""
+	}
+	msgs := d.req.Messages
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
+			b := &msgs[i].Content[j]
+			if b.Type != llm.TypeToolResult {
+				continue
+			}
+			if toolNameOf(msgs[:i], b.ToolUseID) == name {
+				return b.Text
+			}
+		}
+	}
+	return ""
+}
+
+// toolNameOf finds the name of the tool_use with id in msgs, searching from
+// the end, where the call answered by a result normally is.
+func toolNameOf(msgs []llm.Message, id string) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for j := range msgs[i].Content {
+			b := &msgs[i].Content[j]
+			if b.Type == llm.TypeToolUse && b.ID == id {
+				return b.Name
+			}
+		}
+	}
+	return ""
+}
+
+// templateFields are the names a template may use on its root data; a
+// template naming anything else is refused at load time instead of failing
+// on every request.
+var templateFields = map[string]bool{
+	"Turn": true, "Task": true, "LastUser": true, "ToolResults": true,
+	"I": true, "N": true, "Model": true, "Result": true,
+}
+
+// maxLorem bounds `lorem N` so a typo cannot make the fake allocate
+// gigabytes; 4 MiB of filler is more than any context window holds.
+const maxLorem = 4 << 20
+
+// templateFuncs are the functions scenario templates may call.
+var templateFuncs = template.FuncMap{
+	"lorem":    lorem,
+	"truncate": truncate,
+	"json":     jsonString,
+	"lines":    lines,
+	"add":      func(a, b int) int { return a + b },
+}
+
+// loremSentences is the filler prose `lorem` cycles through. It is ASCII,
+// so its length in bytes is its length in characters.
+const loremSentences = "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor " +
+	"incididunt ut labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation " +
+	"ullamco laboris nisi ut aliquip ex ea commodo consequat. Duis aute irure dolor in reprehenderit in " +
+	"voluptate velit esse cillum dolore eu fugiat nulla pariatur. Excepteur sint occaecat cupidatat non " +
+	"proident, sunt in culpa qui officia deserunt mollit anim id est laborum. "
+
+// loremBase is a few kilobytes of filler, so most `lorem N` calls are a
+// substring of it and allocate nothing.
+var loremBase = strings.Repeat(loremSentences, 16)
+
+// lorem returns exactly n characters of deterministic filler prose. A result
+// never ends in a space (a period takes its place), so text trimmed
+// downstream keeps its length.
+func lorem(n int) (string, error) {
+	if n < 0 || n > maxLorem {
+		return "", fmt.Errorf("lorem %d: want 0..%d characters", n, maxLorem)
+	}
+	var s string
+	if n <= len(loremBase) {
+		s = loremBase[:n]
+	} else {
+		var b strings.Builder
+		b.Grow(n)
+		for b.Len()+len(loremBase) <= n {
+			b.WriteString(loremBase)
+		}
+		b.WriteString(loremBase[:n-b.Len()])
+		s = b.String()
+	}
+	if n > 0 && s[n-1] == ' ' {
+		s = s[:n-1] + "."
+	}
+	return s, nil
+}
+
+// truncate returns s cut to at most n characters (runes), without an
+// ellipsis, so lengths stay predictable.
+func truncate(n int, s string) (string, error) {
+	if n < 0 {
+		return "", fmt.Errorf("truncate %d: negative length", n)
+	}
+	if len(s) <= n {
+		return s, nil
+	}
+	i := 0
+	for k := 0; k < n && i < len(s); k++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i], nil
+}
+
+// jsonString encodes v as JSON (a string becomes a quoted JSON string), for
+// templates that build JSON by hand. HTML characters are left alone.
+func jsonString(v any) (string, error) {
+	if s, ok := v.(string); ok {
+		return string(appendJSONString(nil, s)), nil
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// lines counts the lines of s: 0 for "", and a final newline does not start
+// another line.
+func lines(s string) int {
+	if s == "" {
+		return 0
+	}
+	n := strings.Count(s, "\n")
+	if !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
+}
+
+// tmpl is a string that may be a template. A string without "{{" is stored
+// rendered and costs nothing per request.
+type tmpl struct {
+	static string
+	t      *template.Template // nil when the string is static
+	where  string             // "file:line", for errors at execution
+}
+
+// newTmpl parses s. name identifies the field in parse errors.
+func newTmpl(s, name, where string) (*tmpl, error) {
+	if !strings.Contains(s, "{{") {
+		return &tmpl{static: s, where: where}, nil
+	}
+	t, err := template.New(name).Funcs(templateFuncs).Option("missingkey=error").Parse(s)
+	if err != nil {
+		return nil, templateErr(err)
+	}
+	for _, tt := range t.Templates() {
+		// Bodies of {{define}}d templates run with whatever dot they are
+		// given, so only the main body is checked against TemplateData.
+		if err := checkFields(tt.Tree.Root, tt == t); err != nil {
+			return nil, fmt.Errorf("template %s: %w", name, err)
+		}
+	}
+	return &tmpl{t: t, where: where}, nil
+}
+
+// templateErr strips text/template's "template: " prefix; the caller adds
+// the file position.
+func templateErr(err error) error {
+	return errors.New(strings.TrimPrefix(err.Error(), "template: "))
+}
+
+// isStatic reports whether rendering needs no request data.
+func (t *tmpl) isStatic() bool { return t.t == nil }
+
+// render executes the template. An execution error (an index out of range,
+// say) cannot be reported to anyone at request time, so it becomes the
+// rendered text, where a test or a user will see it.
+func (t *tmpl) render(d *TemplateData) string {
+	if t.t == nil {
+		return t.static
+	}
+	var b strings.Builder
+	if err := t.t.Execute(&b, d); err != nil {
+		return fmt.Sprintf("[fake: template error at %s: %v]", t.where, templateErr(err))
+	}
+	return b.String()
+}
+
+// checkFields refuses root fields TemplateData does not have, such as a
+// misspelt {{.Tsak}}. rootDot says whether dot is still the TemplateData:
+// inside range and with it is something else and is not checked.
+func checkFields(n parse.Node, rootDot bool) error {
+	if n == nil {
+		return nil
+	}
+	check := func(ident []string) error {
+		if len(ident) > 0 && !templateFields[ident[0]] {
+			return fmt.Errorf("unknown field .%s (known: %s)", ident[0], knownFields())
+		}
+		return nil
+	}
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := checkFields(c, rootDot); err != nil {
+				return err
+			}
+		}
+	case *parse.ActionNode:
+		return checkFields(n.Pipe, rootDot)
+	case *parse.PipeNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Cmds {
+			if err := checkFields(c, rootDot); err != nil {
+				return err
+			}
+		}
+	case *parse.CommandNode:
+		for _, a := range n.Args {
+			if err := checkFields(a, rootDot); err != nil {
+				return err
+			}
+		}
+	case *parse.FieldNode:
+		if rootDot {
+			return check(n.Ident)
+		}
+	case *parse.VariableNode:
+		// $ is always the root data, whatever dot is.
+		if len(n.Ident) > 1 && n.Ident[0] == "$" {
+			return check(n.Ident[1:])
+		}
+	case *parse.ChainNode:
+		return checkFields(n.Node, rootDot)
+	case *parse.IfNode:
+		return checkBranch(&n.BranchNode, rootDot, rootDot)
+	case *parse.RangeNode:
+		return checkBranch(&n.BranchNode, rootDot, false)
+	case *parse.WithNode:
+		return checkBranch(&n.BranchNode, rootDot, false)
+	case *parse.TemplateNode:
+		return checkFields(n.Pipe, rootDot)
+	}
+	return nil
+}
+
+func checkBranch(b *parse.BranchNode, rootDot, bodyDot bool) error {
+	if err := checkFields(b.Pipe, rootDot); err != nil {
+		return err
+	}
+	if err := checkFields(b.List, bodyDot); err != nil {
+		return err
+	}
+	return checkFields(b.ElseList, rootDot)
+}
+
+func knownFields() string {
+	names := make([]string, 0, len(templateFields))
+	for k := range templateFields {
+		names = append(names, "."+k)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
