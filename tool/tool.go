@@ -41,6 +41,7 @@ type Set struct {
 	specs   []llm.ToolSpec
 	index   map[string]int
 	schemas []*jsonschema.Schema
+	fast    []*fastSchema // nil where the schema is outside the fast subset
 }
 
 // NewSet builds a set. Duplicate names and invalid schemas are errors.
@@ -62,6 +63,7 @@ func NewSet(tools ...Tool) (*Set, error) {
 		s.tools = append(s.tools, t)
 		s.specs = append(s.specs, spec)
 		s.schemas = append(s.schemas, sch)
+		s.fast = append(s.fast, fastTopLevel(spec.InputSchema))
 	}
 	return s, nil
 }
@@ -152,6 +154,7 @@ func (s *Set) Filter(allow, deny []string) *Set {
 		out.tools = append(out.tools, t)
 		out.specs = append(out.specs, s.specs[i])
 		out.schemas = append(out.schemas, s.schemas[i])
+		out.fast = append(out.fast, s.fast[i])
 	}
 	return out
 }
@@ -202,7 +205,19 @@ func (s *Set) Call(ctx context.Context, name string, input json.RawMessage) (out
 	return out, false
 }
 
+// validate checks input against tool i's schema: the allocation-free fast
+// path first (see fastschema.go), the full validator when it is not sure.
 func (s *Set) validate(i int, input json.RawMessage) error {
+	if f := s.fast[i]; f != nil && f.accepts(input) {
+		return nil
+	}
+	return s.validateFull(i, input)
+}
+
+// jsonschemaSchema is the full validator's compiled schema.
+type jsonschemaSchema = jsonschema.Schema
+
+func (s *Set) validateFull(i int, input json.RawMessage) error {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}")
 	}

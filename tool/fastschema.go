@@ -1,0 +1,444 @@
+package tool
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// fastSchema is a compiled subset of JSON Schema that checks a tool call's
+// raw input bytes without decoding them into maps, and without allocating.
+// It exists because the general validator costs ~15 allocations per call
+// (decode to map[string]any, then walk it), which dominated the loop's
+// per-call overhead in BenchmarkTurnOneTool; built-in tool schemas use only
+// this subset.
+//
+// It is only ever trusted to say yes: when it rejects an input (or meets
+// anything outside the subset), Set.validate asks the full validator, which
+// has the final word and writes the error message. So the one property that
+// matters, tested against the full validator, is: accepts(x) implies the
+// schema accepts x.
+type fastSchema struct {
+	types    typeSet
+	props    []fastProp
+	required uint64 // bit i: props[i] is required
+	closed   bool   // additionalProperties: false
+	items    *fastSchema
+	enum     [][]byte // string enum values, as raw JSON string contents
+	min, max *float64
+}
+
+type fastProp struct {
+	name string
+	s    *fastSchema
+}
+
+type typeSet uint8
+
+const (
+	tObject typeSet = 1 << iota
+	tArray
+	tString
+	tInteger
+	tNumber
+	tBoolean
+	tNull
+)
+
+var typeNames = map[string]typeSet{"object": tObject, "array": tArray, "string": tString,
+	"integer": tInteger, "number": tNumber, "boolean": tBoolean, "null": tNull}
+
+// annotations are keywords that never affect validity.
+var annotations = map[string]bool{"description": true, "title": true, "default": true, "examples": true,
+	"$schema": true, "$comment": true, "deprecated": true, "readOnly": true, "writeOnly": true}
+
+// compileFast compiles raw into the subset, or reports false when the schema
+// uses anything outside it (the full validator then handles every call).
+func compileFast(raw json.RawMessage) (*fastSchema, bool) {
+	var kw map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &kw); err != nil {
+		return nil, false
+	}
+	s := &fastSchema{}
+	var required []string
+	for k, v := range kw {
+		switch {
+		case annotations[k]:
+		case k == "type":
+			var name string
+			if json.Unmarshal(v, &name) != nil || typeNames[name] == 0 {
+				return nil, false
+			}
+			s.types = typeNames[name]
+		case k == "properties":
+			var props map[string]json.RawMessage
+			if json.Unmarshal(v, &props) != nil || len(props) > 64 {
+				return nil, false
+			}
+			for name, ps := range props {
+				sub, ok := compileFast(ps)
+				if !ok {
+					return nil, false
+				}
+				s.props = append(s.props, fastProp{name: name, s: sub})
+			}
+		case k == "required":
+			if json.Unmarshal(v, &required) != nil {
+				return nil, false
+			}
+		case k == "additionalProperties":
+			var b bool
+			if json.Unmarshal(v, &b) != nil {
+				return nil, false
+			}
+			s.closed = !b
+		case k == "items":
+			sub, ok := compileFast(v)
+			if !ok {
+				return nil, false
+			}
+			s.items = sub
+		case k == "enum":
+			var vals []string
+			if json.Unmarshal(v, &vals) != nil {
+				return nil, false
+			}
+			for _, e := range vals {
+				b, _ := json.Marshal(e)
+				s.enum = append(s.enum, b[1:len(b)-1])
+			}
+		case k == "minimum" || k == "maximum":
+			var f float64
+			if json.Unmarshal(v, &f) != nil {
+				return nil, false
+			}
+			if k == "minimum" {
+				s.min = &f
+			} else {
+				s.max = &f
+			}
+		default:
+			return nil, false
+		}
+	}
+	for _, r := range required {
+		i := s.prop(r)
+		if i < 0 {
+			return nil, false // required but undeclared: leave it to the full validator
+		}
+		s.required |= 1 << i
+	}
+	return s, true
+}
+
+// fastTopLevel compiles a tool's input schema for the fast path, which
+// only takes schemas that demand an object (tool inputs must be objects).
+func fastTopLevel(raw json.RawMessage) *fastSchema {
+	if len(raw) == 0 {
+		return nil
+	}
+	fs, ok := compileFast(raw)
+	if !ok || fs.types != tObject {
+		return nil
+	}
+	return fs
+}
+
+func (s *fastSchema) prop(name string) int {
+	for i := range s.props {
+		if s.props[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// accepts reports whether data is one JSON value, valid against s. False
+// means "not sure", never "invalid".
+func (s *fastSchema) accepts(data []byte) bool {
+	sc := scanner{data: data}
+	if !sc.value(s) {
+		return false
+	}
+	sc.ws()
+	return sc.pos == len(sc.data)
+}
+
+type scanner struct {
+	data []byte
+	pos  int
+}
+
+func (sc *scanner) ws() {
+	for sc.pos < len(sc.data) {
+		switch sc.data[sc.pos] {
+		case ' ', '\t', '\n', '\r':
+			sc.pos++
+		default:
+			return
+		}
+	}
+}
+
+// value scans one value and checks it against s (nil: anything goes).
+func (sc *scanner) value(s *fastSchema) bool {
+	sc.ws()
+	if sc.pos >= len(sc.data) {
+		return false
+	}
+	var got typeSet
+	switch c := sc.data[sc.pos]; {
+	case c == '{':
+		got = tObject
+		if !sc.object(s) {
+			return false
+		}
+	case c == '[':
+		got = tArray
+		if !sc.array(s) {
+			return false
+		}
+	case c == '"':
+		got = tString
+		str, escaped, ok := sc.str()
+		if !ok {
+			return false
+		}
+		if s != nil && s.enum != nil && (escaped || !inEnum(s.enum, str)) {
+			return false
+		}
+	case c == 't':
+		got = tBoolean
+		if !sc.lit("true") {
+			return false
+		}
+	case c == 'f':
+		got = tBoolean
+		if !sc.lit("false") {
+			return false
+		}
+	case c == 'n':
+		got = tNull
+		if !sc.lit("null") {
+			return false
+		}
+	default:
+		start := sc.pos
+		isInt, ok := sc.number()
+		if !ok {
+			return false
+		}
+		got = tNumber
+		if isInt {
+			got |= tInteger
+		}
+		if s != nil && (s.min != nil || s.max != nil) {
+			f, err := strconv.ParseFloat(string(sc.data[start:sc.pos]), 64)
+			if err != nil || (s.min != nil && f < *s.min) || (s.max != nil && f > *s.max) {
+				return false
+			}
+		}
+	}
+	if s == nil {
+		return true
+	}
+	if s.enum != nil && got != tString {
+		return false
+	}
+	return s.types == 0 || got&s.types != 0
+}
+
+func inEnum(enum [][]byte, v []byte) bool {
+	for _, e := range enum {
+		if bytes.Equal(e, v) {
+			return true
+		}
+	}
+	return false
+}
+
+func (sc *scanner) object(s *fastSchema) bool {
+	sc.pos++ // {
+	var seen uint64
+	sc.ws()
+	if sc.pos < len(sc.data) && sc.data[sc.pos] == '}' {
+		sc.pos++
+		return s == nil || s.required == 0
+	}
+	for {
+		sc.ws()
+		if sc.pos >= len(sc.data) || sc.data[sc.pos] != '"' {
+			return false
+		}
+		key, escaped, ok := sc.str()
+		if !ok || escaped {
+			return false // an escaped key might spell a declared name: not sure
+		}
+		sc.ws()
+		if sc.pos >= len(sc.data) || sc.data[sc.pos] != ':' {
+			return false
+		}
+		sc.pos++
+		var sub *fastSchema
+		if s != nil {
+			i := s.propBytes(key)
+			switch {
+			case i >= 0:
+				if seen&(1<<i) != 0 {
+					return false // duplicate key: decoders keep the last; not sure
+				}
+				seen |= 1 << i
+				sub = s.props[i].s
+			case s.closed:
+				return false
+			}
+		}
+		if !sc.value(sub) {
+			return false
+		}
+		sc.ws()
+		if sc.pos >= len(sc.data) {
+			return false
+		}
+		switch sc.data[sc.pos] {
+		case ',':
+			sc.pos++
+		case '}':
+			sc.pos++
+			return s == nil || seen&s.required == s.required
+		default:
+			return false
+		}
+	}
+}
+
+func (s *fastSchema) propBytes(name []byte) int {
+	for i := range s.props {
+		if s.props[i].name == string(name) { // no allocation: compiler-optimized comparison
+			return i
+		}
+	}
+	return -1
+}
+
+func (sc *scanner) array(s *fastSchema) bool {
+	sc.pos++ // [
+	var items *fastSchema
+	if s != nil {
+		items = s.items
+	}
+	sc.ws()
+	if sc.pos < len(sc.data) && sc.data[sc.pos] == ']' {
+		sc.pos++
+		return true
+	}
+	for {
+		if !sc.value(items) {
+			return false
+		}
+		sc.ws()
+		if sc.pos >= len(sc.data) {
+			return false
+		}
+		switch sc.data[sc.pos] {
+		case ',':
+			sc.pos++
+		case ']':
+			sc.pos++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str scans a string and returns its raw contents (between the quotes).
+func (sc *scanner) str() (raw []byte, escaped, ok bool) {
+	sc.pos++ // "
+	start := sc.pos
+	for sc.pos < len(sc.data) {
+		c := sc.data[sc.pos]
+		switch {
+		case c == '"':
+			raw = sc.data[start:sc.pos]
+			sc.pos++
+			return raw, escaped, true
+		case c == '\\':
+			escaped = true
+			if sc.pos+1 >= len(sc.data) {
+				return nil, false, false
+			}
+			switch sc.data[sc.pos+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				sc.pos += 2
+			case 'u':
+				if sc.pos+6 > len(sc.data) {
+					return nil, false, false
+				}
+				for _, h := range sc.data[sc.pos+2 : sc.pos+6] {
+					if !isHex(h) {
+						return nil, false, false
+					}
+				}
+				sc.pos += 6
+			default:
+				return nil, false, false
+			}
+		case c < 0x20:
+			return nil, false, false
+		default:
+			sc.pos++
+		}
+	}
+	return nil, false, false
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func (sc *scanner) lit(word string) bool {
+	if len(sc.data)-sc.pos < len(word) || string(sc.data[sc.pos:sc.pos+len(word)]) != word {
+		return false
+	}
+	sc.pos += len(word)
+	return true
+}
+
+// number scans a JSON number's syntax. isInt means plain digits (no fraction or
+// exponent), which is always a JSON Schema integer.
+func (sc *scanner) number() (isInt, ok bool) {
+	if sc.pos < len(sc.data) && sc.data[sc.pos] == '-' {
+		sc.pos++
+	}
+	digits := func() int {
+		n := 0
+		for sc.pos < len(sc.data) && sc.data[sc.pos] >= '0' && sc.data[sc.pos] <= '9' {
+			sc.pos++
+			n++
+		}
+		return n
+	}
+	intStart := sc.pos
+	n := digits()
+	if n == 0 || (n > 1 && sc.data[intStart] == '0') {
+		return false, false
+	}
+	isInt = true
+	if sc.pos < len(sc.data) && sc.data[sc.pos] == '.' {
+		sc.pos++
+		if digits() == 0 {
+			return false, false
+		}
+		isInt = false
+	}
+	if sc.pos < len(sc.data) && (sc.data[sc.pos] == 'e' || sc.data[sc.pos] == 'E') {
+		sc.pos++
+		if sc.pos < len(sc.data) && (sc.data[sc.pos] == '+' || sc.data[sc.pos] == '-') {
+			sc.pos++
+		}
+		if digits() == 0 {
+			return false, false
+		}
+		isInt = false
+	}
+	return isInt, true
+}
