@@ -1,0 +1,335 @@
+package fake
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/deputy-run/deputy/llm"
+)
+
+// The Anthropic Messages API: responses, JSON and SSE.
+
+// anthropicMessages answers POST /v1/messages.
+func (s *Server) anthropicMessages(ex *exchange) {
+	d, werr := decodeAnthropic(ex.entry.Body, false)
+	if werr != nil {
+		ex.fail(werr)
+		return
+	}
+	ex.entry.Request, ex.entry.Stream = d.req, d.stream
+	lim := wireLimits{maxTokens: d.maxTokens, stop: d.req.StopSequences}
+	g, ok := s.generate(ex, d.req, lim, d.stream, "toolu_01", func() cachePlan { return s.cache.planAnthropic(d.elems) })
+	if !ok {
+		return
+	}
+	if !s.begin(ex, g) {
+		return
+	}
+	m := anthMessageOut{ID: s.newID("msg_01", 22), Type: "message", Role: "assistant", Model: d.req.Model, Content: []json.RawMessage{}}
+	if d.stream {
+		s.anthropicStream(ex, g, m)
+		return
+	}
+	if s.sleep(ex.r.Context(), time.Duration(g.output)*g.perToken) != nil {
+		ex.record(statusClientGone)
+		return
+	}
+	for i := range g.content {
+		m.Content = append(m.Content, anthBlockJSON(&g.content[i]))
+	}
+	stop := string(g.stop)
+	m.StopReason = &stop
+	if g.stopSeq != "" {
+		m.StopSequence = &g.stopSeq
+	}
+	m.Usage = anthUsageOut(g, g.output, true)
+	ex.startHeaders(false)
+	_ = newBodyWriter(ex.w, g.fault).whole(mustJSON(m))
+}
+
+// statusClientGone is logged for a request whose client left before the
+// response began (nginx's convention).
+const statusClientGone = 499
+
+// begin waits out the first-byte latency and makes the request's cache
+// writes readable: from here on the response has begun.
+func (s *Server) begin(ex *exchange, g *generation) bool {
+	if err := s.sleep(ex.r.Context(), g.first); err != nil {
+		ex.record(statusClientGone)
+		return false
+	}
+	if g.plan != nil {
+		s.cache.publish(g.plan)
+	}
+	return true
+}
+
+type anthMessageOut struct {
+	ID           string            `json:"id"`
+	Type         string            `json:"type"`
+	Role         string            `json:"role"`
+	Model        string            `json:"model"`
+	Content      []json.RawMessage `json:"content"`
+	StopReason   *string           `json:"stop_reason"`
+	StopSequence *string           `json:"stop_sequence"`
+	Usage        anthUsage         `json:"usage"`
+}
+
+type anthUsage struct {
+	InputTokens              int                `json:"input_tokens"`
+	CacheCreationInputTokens int                `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int                `json:"cache_read_input_tokens"`
+	CacheCreation            *anthCacheCreation `json:"cache_creation,omitempty"`
+	OutputTokens             int                `json:"output_tokens"`
+	ServiceTier              string             `json:"service_tier,omitempty"`
+}
+
+type anthCacheCreation struct {
+	Ephemeral5m int `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1h int `json:"ephemeral_1h_input_tokens"`
+}
+
+// anthUsageOut renders usage; full adds the TTL breakdown and service tier
+// that message objects carry (message_delta's usage has neither).
+func anthUsageOut(g *generation, output int, full bool) anthUsage {
+	u := anthUsage{
+		InputTokens:              g.usage.Input,
+		CacheCreationInputTokens: g.usage.Write(),
+		CacheReadInputTokens:     g.usage.Read,
+		OutputTokens:             output,
+	}
+	if full {
+		u.CacheCreation = &anthCacheCreation{Ephemeral5m: g.usage.Write5m, Ephemeral1h: g.usage.Write1h}
+		u.ServiceTier = "standard"
+	}
+	return u
+}
+
+type anthTextOut struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type anthToolUseOut struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+type anthThinkingOut struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
+// anthBlockJSON renders a finished content block.
+func anthBlockJSON(b *llm.Block) json.RawMessage {
+	switch b.Type {
+	case llm.TypeText:
+		return mustJSON(anthTextOut{Type: "text", Text: b.Text})
+	case llm.TypeToolUse:
+		return mustJSON(anthToolUseOut{Type: "tool_use", ID: b.ID, Name: b.Name, Input: b.Input})
+	}
+	return b.Raw
+}
+
+// Stream event payloads.
+type (
+	anthMessageStart struct {
+		Type    string         `json:"type"`
+		Message anthMessageOut `json:"message"`
+	}
+	anthBlockStart struct {
+		Type         string          `json:"type"`
+		Index        int             `json:"index"`
+		ContentBlock json.RawMessage `json:"content_block"`
+	}
+	anthBlockDelta struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+		Delta any    `json:"delta"`
+	}
+	anthTextDelta struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	anthJSONDelta struct {
+		Type        string `json:"type"`
+		PartialJSON string `json:"partial_json"`
+	}
+	anthThinkingDelta struct {
+		Type     string `json:"type"`
+		Thinking string `json:"thinking"`
+	}
+	anthSignatureDelta struct {
+		Type      string `json:"type"`
+		Signature string `json:"signature"`
+	}
+	anthBlockStop struct {
+		Type  string `json:"type"`
+		Index int    `json:"index"`
+	}
+	anthMessageDelta struct {
+		Type  string             `json:"type"`
+		Delta anthMessageDeltaIn `json:"delta"`
+		Usage anthUsage          `json:"usage"`
+	}
+	anthMessageDeltaIn struct {
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	}
+	anthTypeOnly struct {
+		Type string `json:"type"`
+	}
+)
+
+// anthStream writes one Messages stream.
+type anthStream struct {
+	s   *Server
+	ex  *exchange
+	g   *generation
+	bw  *bodyWriter
+	buf bytes.Buffer
+}
+
+// emit encodes v as the data of event name.
+func (st *anthStream) emit(name string, v any, last bool) error {
+	st.buf.Reset()
+	if err := jsonBuf(&st.buf, v); err != nil {
+		return err
+	}
+	return st.bw.event(name, st.buf.Bytes(), last)
+}
+
+// delta sends one content delta after its share of per-token latency.
+func (st *anthStream) delta(index int, d any, p *pacer, n int) error {
+	if err := st.s.sleep(st.ex.r.Context(), time.Duration(p.next(n))*st.g.perToken); err != nil {
+		return err
+	}
+	return st.emit("content_block_delta", anthBlockDelta{Type: "content_block_delta", Index: index, Delta: d}, false)
+}
+
+func (s *Server) anthropicStream(ex *exchange, g *generation, m anthMessageOut) {
+	st := &anthStream{s: s, ex: ex, g: g, bw: newBodyWriter(ex.w, g.fault)}
+	st.bw.errFrame = func() (string, []byte) {
+		return "error", mustJSON(anthropicErrorBody{Type: "error", Error: anthropicErrorInner{Type: "overloaded_error", Message: "Overloaded"}, RequestID: ex.requestID()})
+	}
+	st.bw.badFrame = func() (string, []byte) {
+		return "content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`)
+	}
+	ex.startHeaders(true)
+	_ = st.run(m) // a write error means the client left; a fault ends on purpose
+}
+
+func (st *anthStream) run(m anthMessageOut) error {
+	g := st.g
+	start := m
+	start.Usage = anthUsageOut(g, min(g.output, 1), true)
+	if err := st.emit("message_start", anthMessageStart{Type: "message_start", Message: start}, false); err != nil {
+		return err
+	}
+	for i := range g.content {
+		if err := st.block(i, &g.content[i]); err != nil {
+			return err
+		}
+	}
+	md := anthMessageDelta{Type: "message_delta", Delta: anthMessageDeltaIn{StopReason: string(g.stop)}, Usage: anthUsageOut(g, g.output, false)}
+	if g.stopSeq != "" {
+		md.Delta.StopSequence = &g.stopSeq
+	}
+	if err := st.emit("message_delta", md, false); err != nil {
+		return err
+	}
+	return st.emit("message_stop", anthTypeOnly{Type: "message_stop"}, true)
+}
+
+// block streams content block i: start, deltas, stop.
+func (st *anthStream) block(i int, b *llm.Block) error {
+	g := st.g
+	var startBlock json.RawMessage
+	var think anthThinkingOut
+	switch b.Type {
+	case llm.TypeText:
+		startBlock = mustJSON(anthTextOut{Type: "text"})
+	case llm.TypeToolUse:
+		startBlock = mustJSON(anthToolUseOut{Type: "tool_use", ID: b.ID, Name: b.Name, Input: json.RawMessage(`{}`)})
+	case "thinking":
+		if json.Unmarshal(b.Raw, &think) == nil {
+			startBlock = mustJSON(anthThinkingOut{Type: "thinking"})
+			break
+		}
+		fallthrough
+	default:
+		startBlock = b.Raw
+	}
+	if err := st.emit("content_block_start", anthBlockStart{Type: "content_block_start", Index: i, ContentBlock: startBlock}, false); err != nil {
+		return err
+	}
+	if i == 0 {
+		// The API pings right after the first block starts.
+		if err := st.emit("ping", anthTypeOnly{Type: "ping"}, false); err != nil {
+			return err
+		}
+	}
+	switch {
+	case b.Type == llm.TypeText:
+		p := newPacer(outputTokens([]llm.Block{*b}), len(b.Text))
+		for _, piece := range g.textPieces(b.Text) {
+			if err := st.delta(i, anthTextDelta{Type: "text_delta", Text: piece}, p, len(piece)); err != nil {
+				return err
+			}
+		}
+	case b.Type == llm.TypeToolUse:
+		// The API's first input fragment is empty; the rest cut the JSON
+		// text anywhere.
+		p := newPacer(outputTokens([]llm.Block{*b}), len(b.Input))
+		if err := st.delta(i, anthJSONDelta{Type: "input_json_delta"}, p, 0); err != nil {
+			return err
+		}
+		for _, piece := range g.jsonPieces(b.Input) {
+			if err := st.delta(i, anthJSONDelta{Type: "input_json_delta", PartialJSON: piece}, p, len(piece)); err != nil {
+				return err
+			}
+		}
+	case think.Type == "thinking":
+		p := newPacer(outputTokens([]llm.Block{*b}), len(think.Thinking)+len(think.Signature))
+		for _, piece := range g.textPieces(think.Thinking) {
+			if err := st.delta(i, anthThinkingDelta{Type: "thinking_delta", Thinking: piece}, p, len(piece)); err != nil {
+				return err
+			}
+		}
+		if think.Signature != "" {
+			if err := st.delta(i, anthSignatureDelta{Type: "signature_delta", Signature: think.Signature}, p, len(think.Signature)); err != nil {
+				return err
+			}
+		}
+	default:
+		// An opaque block arrives whole in its start event.
+		p := newPacer(outputTokens([]llm.Block{*b}), 0)
+		if err := st.s.sleep(st.ex.r.Context(), time.Duration(p.next(0))*g.perToken); err != nil {
+			return err
+		}
+	}
+	return st.emit("content_block_stop", anthBlockStop{Type: "content_block_stop", Index: i}, false)
+}
+
+// anthropicCountTokens answers POST /v1/messages/count_tokens with the
+// package's one token-counting rule.
+func (s *Server) anthropicCountTokens(ex *exchange) {
+	d, werr := decodeAnthropic(ex.entry.Body, true)
+	if werr != nil {
+		ex.fail(werr)
+		return
+	}
+	ex.entry.Request = d.req
+	n := 0
+	if len(d.elems) > 0 {
+		n = d.elems[len(d.elems)-1].tokens
+	}
+	ex.startHeaders(false)
+	_, _ = ex.w.Write(mustJSON(struct {
+		InputTokens int `json:"input_tokens"`
+	}{n}))
+}

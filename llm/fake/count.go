@@ -1,0 +1,48 @@
+package fake
+
+import "github.com/deputy-run/deputy/llm"
+
+// Token counting. The fake has one rule, used for usage on both wires, by
+// the prompt-cache simulator and by /v1/messages/count_tokens, so the three
+// always agree:
+//
+//   - A tool definition costs 4 + EstimateTokens(name) +
+//     EstimateTokens(description) + EstimateTokens(input schema JSON).
+//   - A system prompt text (one Anthropic system block, or one OpenAI
+//     system/developer message) costs EstimateTokens(text).
+//   - Every other message costs 4, plus llm.EstimateBlock for each content
+//     block (4 + EstimateTokens of the block's text, tool name and input
+//     bytes, or raw JSON for an opaque block).
+//
+// llm.EstimateTokens is ceil(bytes/4). For a request with at most one system
+// text this is exactly llm.EstimateRequest of the decoded request.
+//
+// Output tokens are EstimateTokens of each generated text, of each tool
+// call's input JSON, and of each opaque block's raw JSON (thinking), summed.
+
+// messageOverhead is what a message's framing costs, matching llm's
+// per-message estimate.
+const messageOverhead = 4
+
+func toolTokens(t *llm.ToolSpec) int {
+	return 4 + llm.EstimateTokens(t.Name) + llm.EstimateTokens(t.Description) + llm.EstimateTokens(string(t.InputSchema))
+}
+
+func systemTokens(text string) int { return llm.EstimateTokens(text) }
+
+// outputTokens counts a reply's generated content.
+func outputTokens(content []llm.Block) int {
+	n := 0
+	for i := range content {
+		b := &content[i]
+		switch b.Type {
+		case llm.TypeText:
+			n += llm.EstimateTokens(b.Text)
+		case llm.TypeToolUse:
+			n += llm.EstimateTokens(string(b.Input))
+		default:
+			n += llm.EstimateTokens(string(b.Raw))
+		}
+	}
+	return n
+}

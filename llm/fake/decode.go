@@ -1,0 +1,95 @@
+package fake
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// decodeStrict decodes one JSON object into v, refusing fields v does not
+// declare and anything after the object. It returns a wire-neutral
+// description of what was wrong, which each wire words its own way.
+func decodeStrict(body []byte, v any) *decodeProblem {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return classifyDecodeErr(body, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		off := int(dec.InputOffset())
+		return &decodeProblem{syntax: "unexpected data after the top-level value", offset: off, body: body}
+	}
+	return nil
+}
+
+// decodeProblem is why a body did not decode.
+type decodeProblem struct {
+	// syntax is set when the body is not JSON at all; offset is where.
+	syntax string
+	offset int
+	body   []byte
+	// unknown is an undeclared field's name.
+	unknown string
+	// field and want describe a value of the wrong JSON type.
+	field, want string
+	// other is any other failure.
+	other string
+}
+
+func classifyDecodeErr(body []byte, err error) *decodeProblem {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return &decodeProblem{syntax: strings.TrimPrefix(se.Error(), "json: "), offset: int(se.Offset), body: body}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &decodeProblem{syntax: "unexpected end of input", offset: len(body), body: body}
+	case errors.As(err, &te):
+		return &decodeProblem{field: te.Field, want: jsonKind(te.Type.Kind().String())}
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return &decodeProblem{unknown: strings.Trim(name, `"`)}
+	}
+	return &decodeProblem{other: err.Error()}
+}
+
+// jsonKind names a Go kind the way a JSON schema validator would.
+func jsonKind(k string) string {
+	switch k {
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "integer"
+	case "float32", "float64":
+		return "number"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "list"
+	case "struct", "map":
+		return "dictionary"
+	}
+	return k
+}
+
+// position renders a byte offset as "line L column C (char N)", the way
+// the Messages API reports JSON errors.
+func (p *decodeProblem) position() string {
+	off := min(max(p.offset, 0), len(p.body))
+	line, col := 1, 1
+	for _, c := range p.body[:off] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d column %d (char %d)", line, col, off)
+}
+
+// isNull reports whether a raw value is absent or JSON null, which the
+// APIs treat alike for optional fields.
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}

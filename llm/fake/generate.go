@@ -1,0 +1,277 @@
+package fake
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/deputy-run/deputy/llm"
+)
+
+// generation is a decided answer to one numbered request, ready to encode
+// on either wire.
+type generation struct {
+	n        int
+	content  []llm.Block
+	stop     llm.StopReason
+	stopSeq  string
+	usage    cacheUsage
+	output   int // output tokens
+	plan     *cachePlan
+	fault    *Fault // body-level fault, or nil
+	first    time.Duration
+	perToken time.Duration
+	rng      *rand.Rand // delta sizes
+	maxDelta int
+}
+
+// wireLimits are the request's generation limits as the wire gave them.
+type wireLimits struct {
+	maxTokens int // -1: no limit
+	stop      []string
+}
+
+// generate numbers the request, applies a server fault or asks the
+// Responder, and settles content, stop reason and usage. plan runs the
+// prompt-cache lookup (at arrival, so requests racing an unstarted write
+// miss). On false the exchange has been answered with an error.
+func (s *Server) generate(ex *exchange, req *llm.Request, lim wireLimits, stream bool, toolIDPrefix string, plan func() cachePlan) (*generation, bool) {
+	n := ex.number()
+	fault := s.pickFault(n)
+	if werr, ok := statusFault(fault, stream); ok {
+		ex.entry.Fault = fault
+		ex.fail(werr)
+		return nil, false
+	}
+	reply, err := s.respond(req, RequestInfo{Provider: ex.entry.Provider, N: n})
+	if err != nil {
+		ex.fail(internalErr(err))
+		return nil, false
+	}
+	if fault == nil && reply.Fault != nil {
+		f := *reply.Fault
+		fault = &f
+	}
+	ex.entry.Fault = fault
+	if werr, ok := statusFault(fault, stream); ok {
+		ex.fail(werr)
+		return nil, false
+	}
+	g := &generation{n: n, fault: fault, maxDelta: s.maxDelta}
+	if err := s.settleContent(g, &reply, lim, toolIDPrefix); err != nil {
+		ex.fail(internalErr(err))
+		return nil, false
+	}
+	g.output = outputTokens(g.content)
+	if reply.Usage != nil {
+		u := reply.Usage
+		g.usage = cacheUsage{Input: int(u.InputTokens), Read: int(u.CacheReadTokens), Write5m: int(u.CacheWriteTokens)}
+		g.output = int(u.OutputTokens)
+	} else {
+		p := plan()
+		g.plan = &p
+		g.usage = p.usage
+	}
+	g.first, g.perToken = s.latency(&reply, fault)
+	g.rng = rand.New(rand.NewPCG(s.opts.Seed^0x63687566, uint64(n)))
+	return g, true
+}
+
+// respond calls the Responder, turning a panic into an error so one bad
+// scenario fails its request instead of the server.
+func (s *Server) respond(req *llm.Request, info RequestInfo) (r Reply, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("fake: responder panicked on request %d: %v", info.N, p)
+		}
+	}()
+	return s.responder.Respond(req, info), nil
+}
+
+// settleContent validates the reply's blocks, fills missing tool IDs, and
+// decides the stop reason. Unless the Responder fixed one, a stop sequence
+// in the text or the max_tokens limit ends the content early, as on the
+// real APIs.
+func (s *Server) settleContent(g *generation, r *Reply, lim wireLimits, toolIDPrefix string) error {
+	content := make([]llm.Block, 0, len(r.Content))
+	for i, b := range r.Content {
+		switch b.Type {
+		case llm.TypeText:
+			if !utf8.ValidString(b.Text) {
+				return fmt.Errorf("fake: reply block %d: text is not valid UTF-8", i)
+			}
+		case llm.TypeToolUse:
+			if b.Name == "" {
+				return fmt.Errorf("fake: reply block %d: tool_use without a name", i)
+			}
+			if len(b.Input) == 0 {
+				b.Input = json.RawMessage(`{}`)
+			}
+			if !json.Valid(b.Input) || !utf8.Valid(b.Input) || firstNonSpace(b.Input) != '{' {
+				return fmt.Errorf("fake: reply block %d: tool_use input is not a JSON object: %.80q", i, b.Input)
+			}
+			if b.ID == "" {
+				b.ID = s.newToolID(toolIDPrefix)
+			}
+		case "":
+			return fmt.Errorf("fake: reply block %d has no type", i)
+		default:
+			if !json.Valid(b.Raw) || firstNonSpace(b.Raw) != '{' {
+				return fmt.Errorf("fake: reply block %d (%s): raw is not a JSON object", i, b.Type)
+			}
+		}
+		content = append(content, b)
+	}
+	g.content, g.stop = content, r.StopReason
+	if g.stop != "" {
+		return nil
+	}
+	if cutAtStopSequence(g, lim.stop) || cutAtMaxTokens(g, lim.maxTokens) {
+		return nil
+	}
+	g.stop = llm.StopEndTurn
+	for i := range g.content {
+		if g.content[i].Type == llm.TypeToolUse {
+			g.stop = llm.StopToolUse
+		}
+	}
+	return nil
+}
+
+// newToolID makes a tool call ID in the wire's style.
+func (s *Server) newToolID(prefix string) string {
+	if prefix == "call_" {
+		return s.newID(prefix, 24)
+	}
+	return s.newID(prefix, 22)
+}
+
+// cutAtStopSequence ends the content at the first stop sequence found in a
+// text block.
+func cutAtStopSequence(g *generation, stops []string) bool {
+	if len(stops) == 0 {
+		return false
+	}
+	for i := range g.content {
+		b := &g.content[i]
+		if b.Type != llm.TypeText {
+			continue
+		}
+		at, seq := -1, ""
+		for _, st := range stops {
+			if st == "" {
+				continue
+			}
+			if j := strings.Index(b.Text, st); j >= 0 && (at < 0 || j < at) {
+				at, seq = j, st
+			}
+		}
+		if at >= 0 {
+			b.Text = b.Text[:at]
+			g.content = g.content[:i+1]
+			g.stop, g.stopSeq = llm.StopSequence, seq
+			return true
+		}
+	}
+	return false
+}
+
+// cutAtMaxTokens ends the content where the output reaches max tokens: a
+// text block is cut at a rune boundary, a tool call that does not fit is
+// dropped with everything after it.
+func cutAtMaxTokens(g *generation, maxTokens int) bool {
+	if maxTokens < 0 || outputTokens(g.content) <= maxTokens {
+		return false
+	}
+	left := maxTokens
+	for i := range g.content {
+		b := &g.content[i]
+		t := outputTokens(g.content[i : i+1])
+		if t <= left {
+			left -= t
+			continue
+		}
+		if b.Type == llm.TypeText && left > 0 {
+			cut := min(left*4, len(b.Text))
+			for cut > 0 && !utf8.RuneStart(b.Text[cut]) {
+				cut--
+			}
+			b.Text = b.Text[:cut]
+			g.content = g.content[:i+1]
+		} else {
+			g.content = g.content[:i]
+		}
+		break
+	}
+	g.stop = llm.StopMaxTokens
+	return true
+}
+
+func firstNonSpace(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// textPieces cuts s into deltas of 1..max runes, never inside a UTF-8
+// sequence (a JSON string must stay valid UTF-8).
+func (g *generation) textPieces(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		k := 1 + g.rng.IntN(g.maxDelta)
+		i := 0
+		for r := 0; r < k && i < len(s); r++ {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return out
+}
+
+// jsonPieces cuts raw JSON into fragments of 1..max bytes at arbitrary
+// points: inside keys, strings, numbers and escapes, as the APIs stream tool
+// input. Only a multi-byte character is kept whole, since each fragment
+// travels as a JSON string, which cannot hold half a character.
+func (g *generation) jsonPieces(b []byte) []string {
+	var out []string
+	for len(b) > 0 {
+		k := min(1+g.rng.IntN(g.maxDelta), len(b))
+		for k < len(b) && !utf8.RuneStart(b[k]) {
+			k++
+		}
+		out = append(out, string(b[:k]))
+		b = b[k:]
+	}
+	return out
+}
+
+// pacer spreads a block's per-token latency over its deltas: once sent of
+// length bytes have gone out, ceil(cost*sent/length) tokens are paid for, so
+// the whole block pays exactly its output tokens (cost) however it is cut.
+type pacer struct {
+	cost, length, sent, paid int
+}
+
+func newPacer(cost, length int) *pacer { return &pacer{cost: cost, length: length} }
+
+// next returns how many tokens a delta of n more bytes pays for.
+func (p *pacer) next(n int) int {
+	p.sent += n
+	target := p.cost
+	if p.length > 0 && p.sent < p.length {
+		target = (p.cost*p.sent + p.length - 1) / p.length
+	}
+	d := target - p.paid
+	p.paid = target
+	return d
+}

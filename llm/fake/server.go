@@ -1,0 +1,425 @@
+package fake
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/llm"
+)
+
+// Options configures a Server. The zero value is a working server: no
+// authentication, the built-in greeting Responder, the real clock, no
+// latency, no faults.
+type Options struct {
+	// Responder decides every answer. Nil means a built-in Responder that
+	// answers "Hello from deputy's fake model." and ends the turn.
+	Responder Responder
+	// APIKey, when set, must arrive as "x-api-key: KEY" or
+	// "Authorization: Bearer KEY" (either header, on either wire); anything
+	// else is a 401 authentication error in the provider's shape.
+	APIKey string
+	// Clock times latency, faults and prompt-cache expiry. Nil means
+	// clock.Real; tests pass a *clock.Fake.
+	Clock clock.Clock
+
+	// MinCacheTokens is the shortest prefix the prompt-cache simulator will
+	// cache (both wires). Zero means 1024, the documented minimum of most
+	// Claude models and of OpenAI's automatic caching.
+	MinCacheTokens int
+
+	// FirstByte delays every response's headers; PerToken delays each output
+	// token (a stream spreads it over its deltas). A Reply's own non-zero
+	// FirstByte or PerToken replaces these for that request.
+	FirstByte time.Duration
+	PerToken  time.Duration
+
+	// FaultRate is the probability (0..1) that a request fails with
+	// RandomFault, drawn from a generator seeded with Seed, so a run is
+	// repeatable. RandomFault.Kind defaults to FaultServerError.
+	FaultRate   float64
+	RandomFault Fault
+	// Faults injects a fault into given requests, keyed by request number
+	// (RequestInfo.N, from 1). It wins over FaultRate and over a Reply's
+	// Fault.
+	Faults map[int]Fault
+
+	// MaxDelta bounds the size of streamed deltas: text deltas carry 1 to
+	// MaxDelta runes, tool-input fragments 1 to MaxDelta bytes (cut anywhere
+	// in the JSON, after a first empty fragment on the Anthropic wire). Zero
+	// means 16. Sizes are drawn from a generator seeded with Seed and the
+	// request number, so a stream is the same on every run.
+	MaxDelta int
+	// Seed makes IDs, delta sizes and random faults repeatable.
+	Seed uint64
+}
+
+// Server is the fake model API: an http.Handler serving
+//
+//	POST /v1/messages               Anthropic Messages (JSON and SSE)
+//	POST /v1/messages/count_tokens  Anthropic token counting
+//	POST /v1/chat/completions       OpenAI Chat Completions (JSON and SSE)
+//
+// It is safe for concurrent use.
+type Server struct {
+	opts      Options
+	clock     clock.Clock
+	responder Responder
+	cache     *promptCache
+	maxDelta  int
+
+	mu       sync.Mutex
+	n        int // generation requests numbered so far
+	log      []LoggedRequest
+	faultRNG *rand.Rand
+	idRNG    *rand.Rand
+}
+
+// LoggedRequest is one request as the server received it, for tests that
+// check what a client sent.
+type LoggedRequest struct {
+	// N is the request's number (RequestInfo.N); 0 for requests that do not
+	// generate (count_tokens, or requests rejected before numbering).
+	N        int
+	Provider Provider
+	Method   string
+	Path     string
+	// Status is the HTTP status the server answered (200 for a stream that
+	// a fault later cut or ended with an error event).
+	Status int
+	// Header holds the request headers with credential values redacted.
+	Header http.Header
+	// Body is the raw request body.
+	Body []byte
+	// Request is the decoded request; nil when the body did not decode.
+	Request *llm.Request
+	Stream  bool
+	// Fault is the fault injected into this request, if any.
+	Fault *Fault
+}
+
+// NewServer returns a server configured by opts.
+func NewServer(opts Options) *Server {
+	s := &Server{opts: opts, clock: opts.Clock, responder: opts.Responder, maxDelta: opts.MaxDelta}
+	if s.clock == nil {
+		s.clock = clock.Real
+	}
+	if s.responder == nil {
+		s.responder = greeter{}
+	}
+	if s.maxDelta <= 0 {
+		s.maxDelta = 16
+	}
+	min := opts.MinCacheTokens
+	if min <= 0 {
+		min = 1024
+	}
+	s.cache = newPromptCache(s.clock, min)
+	s.faultRNG = rand.New(rand.NewPCG(opts.Seed, 0x6661756c74))
+	s.idRNG = rand.New(rand.NewPCG(opts.Seed, 0x6964))
+	return s
+}
+
+// greeter is the Responder used when Options.Responder is nil.
+type greeter struct{}
+
+func (greeter) Respond(*llm.Request, RequestInfo) Reply {
+	return Reply{Content: []llm.Block{llm.Text("Hello from deputy's fake model.")}}
+}
+
+// Requests returns a copy of every request logged so far, in arrival order.
+func (s *Server) Requests() []LoggedRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]LoggedRequest(nil), s.log...)
+}
+
+// Listen serves s on addr (such as "127.0.0.1:0") until the returned close
+// function is called. It returns the base URL to give a client (for example
+// "http://127.0.0.1:41234"; both SDKs append /v1/... themselves). close stops
+// accepting, drops open connections (aborting streams and latency waits in
+// progress) and returns once every handler has returned.
+func (s *Server) Listen(addr string) (url string, close func() error, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("fake server: listen %s: %w", addr, err)
+	}
+	var handlers sync.WaitGroup
+	hs := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			handlers.Add(1)
+			defer handlers.Done()
+			s.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 30 * time.Second,
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	var once sync.Once
+	var closeErr error
+	close = func() error {
+		once.Do(func() {
+			closeErr = hs.Close()
+			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) && closeErr == nil {
+				closeErr = err
+			}
+			handlers.Wait()
+		})
+		return closeErr
+	}
+	return "http://" + ln.Addr().String(), close, nil
+}
+
+// maxBodyBytes is the Messages API's request size limit.
+const maxBodyBytes = 32 << 20
+
+// ServeHTTP routes a request to the wire it belongs to.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	var p Provider
+	switch path {
+	case "/v1/messages", "/v1/messages/count_tokens":
+		p = Anthropic
+	case "/v1/chat/completions":
+		p = OpenAI
+	default:
+		p = Anthropic
+		if strings.HasPrefix(path, "/v1/chat") {
+			p = OpenAI
+		}
+		ex := &exchange{s: s, w: w, r: r, entry: LoggedRequest{Provider: p, Method: r.Method, Path: r.URL.Path, Header: redact(r.Header)}}
+		ex.fail(apiErr(http.StatusNotFound, "Not found"))
+		return
+	}
+	ex := &exchange{s: s, w: w, r: r, entry: LoggedRequest{Provider: p, Method: r.Method, Path: r.URL.Path, Header: redact(r.Header)}}
+	if r.Method != http.MethodPost {
+		ex.w.Header().Set("Allow", http.MethodPost)
+		ex.fail(apiErr(http.StatusMethodNotAllowed, "Method Not Allowed"))
+		return
+	}
+	if !s.authorized(r.Header) {
+		ex.fail(authErr(r.Header))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	ex.entry.Body = body
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			ex.fail(apiErr(http.StatusRequestEntityTooLarge, "Request exceeds the maximum allowed number of bytes."))
+			return
+		}
+		ex.fail(apiErr(http.StatusBadRequest, "could not read the request body: "+err.Error()))
+		return
+	}
+	switch path {
+	case "/v1/messages":
+		s.anthropicMessages(ex)
+	case "/v1/messages/count_tokens":
+		s.anthropicCountTokens(ex)
+	default:
+		s.openaiChat(ex)
+	}
+}
+
+// authorized reports whether h carries the configured key in either header.
+// The comparison is constant-time so the fake cannot teach a timing attack.
+func (s *Server) authorized(h http.Header) bool {
+	if s.opts.APIKey == "" {
+		return true
+	}
+	want := []byte(s.opts.APIKey)
+	if k := h.Get("x-api-key"); k != "" && subtle.ConstantTimeCompare([]byte(k), want) == 1 {
+		return true
+	}
+	if a := h.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(a[7:])), want) == 1 {
+		return true
+	}
+	return false
+}
+
+// authErr is the 401 for a missing or wrong key; it never echoes the key.
+func authErr(h http.Header) *wireError {
+	if h.Get("x-api-key") == "" && h.Get("Authorization") == "" {
+		return &wireError{status: http.StatusUnauthorized, kind: errAuth, msg: "x-api-key header is required",
+			oaiMsg: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."}
+	}
+	return &wireError{status: http.StatusUnauthorized, kind: errAuth, msg: "invalid x-api-key",
+		oaiMsg: "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.", oaiCode: "invalid_api_key"}
+}
+
+// redact copies h with credential values replaced, keeping the scheme of an
+// Authorization header so tests can see which style a client used.
+func redact(h http.Header) http.Header {
+	out := h.Clone()
+	for k, vs := range out {
+		switch strings.ToLower(k) {
+		case "x-api-key", "api-key":
+			for i := range vs {
+				vs[i] = "REDACTED"
+			}
+		case "authorization", "proxy-authorization":
+			for i, v := range vs {
+				scheme, _, _ := strings.Cut(v, " ")
+				vs[i] = scheme + " REDACTED"
+			}
+		}
+	}
+	return out
+}
+
+// exchange is one request being answered: it carries the log entry and
+// records it when the status is decided.
+type exchange struct {
+	s      *Server
+	w      http.ResponseWriter
+	r      *http.Request
+	entry  LoggedRequest
+	logged bool
+	reqID  string
+}
+
+// requestID returns the request's id in the wire's style, made once.
+func (ex *exchange) requestID() string {
+	if ex.reqID == "" {
+		if ex.entry.Provider == OpenAI {
+			ex.reqID = ex.s.newID("req_", 32)
+		} else {
+			ex.reqID = ex.s.newID("req_011C", 20)
+		}
+	}
+	return ex.reqID
+}
+
+// record stores the log entry with its final status. Called once per
+// request, before the response body is written, so a test polling Requests
+// sees a request whose stream is still in flight.
+func (ex *exchange) record(status int) {
+	if ex.logged {
+		return
+	}
+	ex.logged = true
+	ex.entry.Status = status
+	ex.s.mu.Lock()
+	ex.s.log = append(ex.s.log, ex.entry)
+	ex.s.mu.Unlock()
+}
+
+// number assigns the request its number; only requests that reach the
+// Responder (or a fault in its place) are numbered.
+func (ex *exchange) number() int {
+	ex.s.mu.Lock()
+	ex.s.n++
+	n := ex.s.n
+	ex.s.mu.Unlock()
+	ex.entry.N = n
+	return n
+}
+
+// fail answers err in the wire's error shape.
+func (ex *exchange) fail(err *wireError) {
+	h := ex.w.Header()
+	h.Set("Content-Type", "application/json")
+	id := ex.requestID()
+	if ex.entry.Provider == OpenAI {
+		h.Set("x-request-id", id)
+	} else {
+		h.Set("request-id", id)
+	}
+	if err.retryAfter != nil {
+		d := *err.retryAfter
+		h.Set("retry-after", fmt.Sprint(int64((d+time.Second-1)/time.Second)))
+		h.Set("retry-after-ms", fmt.Sprint(d.Milliseconds()))
+	}
+	status := err.statusOn(ex.entry.Provider)
+	ex.record(status)
+	ex.w.WriteHeader(status)
+	_, _ = ex.w.Write(err.body(ex.entry.Provider, id))
+}
+
+// startHeaders writes the headers of a successful response.
+func (ex *exchange) startHeaders(stream bool) {
+	h := ex.w.Header()
+	if stream {
+		h.Set("Content-Type", "text/event-stream; charset=utf-8")
+		h.Set("Cache-Control", "no-cache")
+	} else {
+		h.Set("Content-Type", "application/json")
+	}
+	if ex.entry.Provider == OpenAI {
+		h.Set("x-request-id", ex.requestID())
+		h.Set("openai-version", "2020-10-01")
+	} else {
+		h.Set("request-id", ex.requestID())
+	}
+	ex.record(http.StatusOK)
+	ex.w.WriteHeader(http.StatusOK)
+}
+
+// base62 is the alphabet of the providers' opaque IDs.
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// newID returns prefix followed by n random base62 characters, as the real
+// APIs' IDs look (msg_01…, toolu_01…, req_011C…, chatcmpl-…, call_…).
+func (s *Server) newID(prefix string, n int) string {
+	b := make([]byte, len(prefix), len(prefix)+n)
+	copy(b, prefix)
+	s.mu.Lock()
+	for range n {
+		b = append(b, base62[s.idRNG.IntN(len(base62))])
+	}
+	s.mu.Unlock()
+	return string(b)
+}
+
+// sleep waits d on the server's clock, or until ctx ends. A non-positive d
+// returns at once without arming a timer (a fake clock would otherwise hold
+// it until the next Advance).
+func (s *Server) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	done := make(chan struct{})
+	t := s.clock.AfterFunc(d, func() { close(done) })
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}
+
+// jsonBuf encodes v as compact JSON without HTML escaping, as both APIs
+// write it (an SDK comparing bytes would otherwise see \u003c for <).
+func jsonBuf(dst *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(dst)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	dst.Truncate(dst.Len() - 1) // Encode's newline
+	return nil
+}
+
+// mustJSON encodes a value whose type cannot fail to encode (structs of
+// strings, numbers and validated raw JSON).
+func mustJSON(v any) []byte {
+	var b bytes.Buffer
+	if err := jsonBuf(&b, v); err != nil {
+		panic(fmt.Sprintf("fake: encode %T: %v", v, err))
+	}
+	return b.Bytes()
+}
