@@ -1,0 +1,15 @@
+//go:build !unix
+
+package shell
+
+import (
+	"os"
+	"os/exec"
+)
+
+// Without process groups, only the shell itself can be killed.
+func ownProcessGroup(cmd *exec.Cmd) {}
+
+func killProcessGroup(pid int) {}
+
+func signaled(ps *os.ProcessState) (string, bool) { return "", false }
