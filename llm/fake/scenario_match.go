@@ -214,11 +214,23 @@ func (st *reqState) toolID(block int) string {
 	}
 	var buf [32]byte
 	n := copy(buf[:], prefix)
-	x := st.idHash ^ uint64(block)<<40
-	for i := 0; i < 24; i++ {
-		x = mix64(x)
-		buf[n] = idAlphabet[x%62]
-		n++
-	}
+	n += putID(buf[n:], st.idHash^uint64(block)<<40)
 	return string(buf[:n])
+}
+
+// putID writes 24 base-62 characters derived from x into buf and returns
+// 24: three hash rounds of eight characters each (62⁸ < 2⁴⁸, so the digits
+// of a 64-bit round are close to uniform).
+func putID(buf []byte, x uint64) int {
+	n := 0
+	for range 3 {
+		x = mix64(x)
+		y := x
+		for range 8 {
+			buf[n] = idAlphabet[y%62]
+			y /= 62
+			n++
+		}
+	}
+	return n
 }

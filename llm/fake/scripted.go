@@ -298,11 +298,6 @@ func (s *Scenario) seedOrZero() int64 {
 func responseID(seed int64, n int) string {
 	var buf [28]byte
 	k := copy(buf[:], "msg_")
-	x := mix64(uint64(seed) ^ mix64(uint64(n)))
-	for i := 0; i < 24; i++ {
-		x = mix64(x)
-		buf[k] = idAlphabet[x%62]
-		k++
-	}
+	k += putID(buf[k:], uint64(seed)^mix64(uint64(n)))
 	return string(buf[:k])
 }

@@ -219,11 +219,35 @@ func (t *tmpl) render(d *TemplateData) string {
 	if t.t == nil {
 		return t.static
 	}
-	var b strings.Builder
+	var b limitedBuilder
 	if err := t.t.Execute(&b, d); err != nil {
 		return fmt.Sprintf("[fake: template error at %s: %v]", t.where, templateErr(err))
 	}
 	return b.String()
+}
+
+// maxRendered bounds one rendered string, so a template looping over lorem
+// fails visibly instead of exhausting memory.
+const maxRendered = maxLorem + 64<<10
+
+var errTooLong = fmt.Errorf("output longer than %d bytes", maxRendered)
+
+// limitedBuilder is a strings.Builder that refuses to grow past
+// maxRendered.
+type limitedBuilder struct{ strings.Builder }
+
+func (b *limitedBuilder) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > maxRendered {
+		return 0, errTooLong
+	}
+	return b.Builder.Write(p)
+}
+
+func (b *limitedBuilder) WriteString(s string) (int, error) {
+	if b.Len()+len(s) > maxRendered {
+		return 0, errTooLong
+	}
+	return b.Builder.WriteString(s)
 }
 
 // checkFields refuses root fields TemplateData does not have, such as a
