@@ -1,0 +1,97 @@
+// Package builtin assembles deputy's built-in tools from one Config.
+package builtin
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/tool"
+	"github.com/deputy-run/deputy/tool/fstool"
+	"github.com/deputy-run/deputy/tool/shell"
+	"github.com/deputy-run/deputy/tool/web"
+)
+
+// Config configures the built-in tools. Only Workspace is required; zero
+// fields take each tool's defaults.
+type Config struct {
+	// Workspace is the directory the file tools are confined to and where
+	// bash runs. It must exist.
+	Workspace string
+	// Clock times bash, web_fetch and web_search timeouts (clock.Real).
+	Clock clock.Clock
+
+	// SearchURL is the base URL of a SearXNG instance for web_search.
+	// Without it (and without Searcher) web_search is not offered.
+	SearchURL string
+	// Searcher overrides SearchURL with any backend.
+	Searcher web.Searcher
+
+	// Files bounds the file tools.
+	Files fstool.Limits
+
+	BashTimeout    time.Duration // default per command (120 s)
+	BashMaxTimeout time.Duration // cap on timeout_s (600 s)
+	BashMaxOutput  int           // bytes of output kept (30,000)
+	// BashEnv is the environment for commands before secret filtering
+	// (os.Environ() when nil).
+	BashEnv []string
+
+	// FetchPolicy decides which addresses web_fetch may reach
+	// (web.DefaultPolicy: everything but link-local/metadata).
+	FetchPolicy  web.AddrPolicy
+	FetchTimeout time.Duration // (30 s)
+	FetchMaxRead int64         // body bytes read (2 MiB)
+}
+
+// Tools returns the built-in tools in a stable order: read_file,
+// write_file, edit_file, glob, grep, bash, web_fetch, and web_search when a
+// backend is configured.
+func Tools(cfg Config) ([]tool.Tool, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real
+	}
+	ws, err := fstool.NewWorkspace(cfg.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	tools := fstool.Tools(ws, cfg.Files)
+	bash, err := shell.New(shell.Config{
+		Dir:            ws.Dir(),
+		Clock:          cfg.Clock,
+		DefaultTimeout: cfg.BashTimeout,
+		MaxTimeout:     cfg.BashMaxTimeout,
+		MaxOutput:      cfg.BashMaxOutput,
+		Env:            cfg.BashEnv,
+	})
+	if err != nil {
+		return nil, err
+	}
+	tools = append(tools, bash, web.NewFetch(web.FetchConfig{
+		Clock:     cfg.Clock,
+		Timeout:   cfg.FetchTimeout,
+		MaxBytes:  cfg.FetchMaxRead,
+		AllowAddr: cfg.FetchPolicy,
+	}))
+	searcher := cfg.Searcher
+	if searcher == nil && cfg.SearchURL != "" {
+		s, err := web.NewSearXNG(cfg.SearchURL, nil)
+		if err != nil {
+			return nil, fmt.Errorf("web_search: %w", err)
+		}
+		searcher = s
+	}
+	if t := web.NewSearch(web.SearchConfig{Searcher: searcher, Clock: cfg.Clock}); t != nil {
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// Set is Tools wrapped in a tool.Set.
+func Set(cfg Config) (*tool.Set, error) {
+	tools, err := Tools(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return tool.NewSet(tools...)
+}
