@@ -1,0 +1,151 @@
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/llm/retry"
+)
+
+// exchange is what the middleware saw of one attempt's HTTP response.
+type exchange struct {
+	hint retry.Hint
+}
+
+// attemptOptions returns the per-attempt request options: a middleware that
+// records the response status and retry headers into out and hint, and
+// feeds the watchdog with the response's bytes.
+func (m *Model) attemptOptions(req *llm.Request, w *retry.Watchdog, out *retry.Outcome, ex *exchange) []option.RequestOption {
+	clk := m.policy.Clock
+	opts := []option.RequestOption{option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(r)
+		if resp != nil {
+			w.Kick()
+			out.Status = resp.StatusCode
+			out.RequestID = resp.Header.Get("request-id")
+			if resp.StatusCode >= 300 {
+				now := timeNow(clk)
+				ex.hint = retry.ParseHint(resp.Header, now)
+			}
+			resp.Body = w.Body(resp.Body)
+		}
+		return resp, err
+	})}
+	if req.Temperature != nil {
+		// The SDK's params have no temperature field; set it on the encoded
+		// body, leaving the rest of the bytes as they are.
+		opts = append(opts, option.WithJSONSet("temperature", *req.Temperature))
+	}
+	return opts
+}
+
+// once makes one non-streaming attempt.
+func (m *Model) once(ctx context.Context, w *retry.Watchdog, req *llm.Request, p *sdk.MessageNewParams, out *retry.Outcome) (*llm.Response, error) {
+	var ex exchange
+	msg, err := m.client.Messages.New(ctx, *p, m.attemptOptions(req, w, out, &ex)...)
+	if err != nil {
+		return nil, m.wrapErr(err, out, &ex)
+	}
+	return toResponse(msg), nil
+}
+
+// streamOnce makes one streaming attempt, passing deltas to stream (which
+// may be nil) and accumulating the message with the SDK's accumulator.
+func (m *Model) streamOnce(ctx context.Context, w *retry.Watchdog, req *llm.Request, p *sdk.MessageNewParams, stream func(llm.Delta), out *retry.Outcome) (*llm.Response, error) {
+	var ex exchange
+	s := m.client.Messages.NewStreaming(ctx, *p, m.attemptOptions(req, w, out, &ex)...)
+	defer s.Close()
+	var acc sdk.Message
+	stopped := false
+	emit := func(d llm.Delta) {
+		if stream != nil {
+			out.Streamed = true
+			stream(d)
+		}
+	}
+	for s.Next() {
+		ev := s.Current()
+		if err := acc.Accumulate(ev); err != nil {
+			return nil, retry.Transient(retry.ReasonMalformed, fmt.Errorf("anthropic: stream: %w", err))
+		}
+		switch ev.Type {
+		case "content_block_start":
+			cb := &ev.ContentBlock
+			switch cb.Type {
+			case "tool_use":
+				emit(llm.Delta{Index: int(ev.Index), Type: llm.TypeToolUse, ID: cb.ID, Name: cb.Name})
+			case "text":
+				if cb.Text != "" {
+					emit(llm.Delta{Index: int(ev.Index), Type: llm.TypeText, Text: cb.Text})
+				}
+			case "thinking":
+				if cb.Thinking != "" {
+					emit(llm.Delta{Index: int(ev.Index), Type: "thinking", Text: cb.Thinking})
+				}
+			}
+		case "content_block_delta":
+			d := &ev.Delta
+			switch d.Type {
+			case "text_delta":
+				emit(llm.Delta{Index: int(ev.Index), Type: llm.TypeText, Text: d.Text})
+			case "input_json_delta":
+				if d.PartialJSON != "" {
+					emit(llm.Delta{Index: int(ev.Index), Type: llm.TypeToolUse, Text: d.PartialJSON})
+				}
+			case "thinking_delta":
+				emit(llm.Delta{Index: int(ev.Index), Type: "thinking", Text: d.Thinking})
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, m.wrapErr(err, out, &ex)
+	}
+	if !stopped {
+		// The body ended cleanly but without message_stop: the connection
+		// was closed early. The partial message is not an answer.
+		return nil, retry.Transient(retry.ReasonStreamCut, errors.New("anthropic: stream ended before message_stop"))
+	}
+	return toResponse(&acc), nil
+}
+
+// wrapErr turns an attempt's error into deputy's: an *llm.APIError carrying
+// the retry headers for an API error; a transient error for a response body
+// that broke off or did not decode; the transport error otherwise. None of
+// them carries request headers, so the key cannot leak.
+func (m *Model) wrapErr(err error, out *retry.Outcome, ex *exchange) error {
+	var se *sdk.Error
+	if errors.As(err, &se) {
+		ae := &llm.APIError{
+			Provider:   ProviderName,
+			StatusCode: se.StatusCode,
+			Type:       string(se.Type()),
+			Message:    se.Message,
+			RequestID:  se.RequestID,
+		}
+		if ae.Message == "" {
+			ae.Message = bodySnippet(se.RawJSON(), se.StatusCode)
+		}
+		if ae.Type == "" {
+			ae.Type = "error"
+		}
+		if ex.hint.HasAfter {
+			ae.RetryAfter = ex.hint.After
+		}
+		return retry.WithHint(ae, ex.hint)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("anthropic: %w", err)
+	}
+	if out.Status == http.StatusOK {
+		return bodyError(ProviderName, err)
+	}
+	return fmt.Errorf("anthropic: %w", err)
+}

@@ -1,0 +1,157 @@
+// Package openai is deputy's provider for OpenAI-compatible Chat Completions
+// servers (OpenAI, Ollama, vLLM, llama.cpp), on the official SDK
+// (github.com/openai/openai-go/v3).
+//
+// As in package anthropic: the SDK's retries are off and deputy's
+// (llm/retry) are on, every attempt is reported through llm.ReportAttempt,
+// and Generate streams by default (Options.NonStreaming selects the plain
+// endpoint for calls without a stream callback). A stream cut after some
+// output is retried from the start; the attempt report before the retry
+// (Retry and Discarded set) tells a stream consumer to drop the deltas it
+// got, and the next attempt streams from block 0 again.
+//
+// Mapping to deputy's Anthropic-shaped vocabulary:
+//
+//   - finish_reason: tool_calls → tool_use, stop → end_turn, length →
+//     max_tokens, content_filter → refusal; others pass through. A stop
+//     with tool calls (some Ollama versions) is tool_use.
+//   - usage: InputTokens = prompt_tokens − cached_tokens, CacheReadTokens =
+//     cached_tokens (absent on Ollama: zero).
+//   - streamed tool calls are assembled by the SDK's accumulator by index;
+//     a chunk without an index (old Ollama) continues the current call
+//     unless it brings a new id.
+//   - transcript blocks the wire has no place for (thinking and other opaque
+//     blocks) are left out of the request; tool_result IsError has no field
+//     and is carried only by the result text.
+package openai
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/llm/retry"
+)
+
+// DefaultBaseURL is the OpenAI API.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Options configures a Model. APIKey is required (send any non-empty string
+// to a server that ignores keys, such as Ollama).
+type Options struct {
+	APIKey string
+	// BaseURL defaults to DefaultBaseURL; the SDK appends
+	// /chat/completions, so it includes the /v1.
+	BaseURL    string
+	HTTPClient *http.Client
+	// Retry is the retry policy; nil means retry.Default().
+	Retry *retry.Policy
+	// Provider labels attempts and errors; "openai" when empty (the
+	// provider package passes "ollama").
+	Provider string
+	// LegacyMaxTokens sends max_tokens instead of max_completion_tokens,
+	// for servers that predate it.
+	LegacyMaxTokens bool
+	// NonStreaming uses the non-streaming endpoint when Generate gets no
+	// stream callback. By default every call streams.
+	NonStreaming bool
+}
+
+// Model is an llm.Model backed by a Chat Completions server. It is safe for
+// concurrent use.
+type Model struct {
+	model   string
+	name    string
+	opts    Options
+	policy  retry.Policy
+	service sdk.ChatCompletionService
+
+	// schemas caches decoded tool schemas: the SDK wants parameters as a
+	// map, and decoding every tool's schema on every turn would dominate the
+	// per-call cost. The maps are only read after insertion.
+	mu      sync.Mutex
+	schemas map[string]shared.FunctionParameters
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New returns a Model answering with model (a request's own Model, when set,
+// wins).
+func New(model string, opts Options) (*Model, error) {
+	name := opts.Provider
+	if name == "" {
+		name = "openai"
+	}
+	if opts.APIKey == "" {
+		return nil, fmt.Errorf("%s: no API key (set OPENAI_API_KEY)", name)
+	}
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%s: base URL %q: want http(s)://host[:port]/path", name, base)
+	}
+	m := &Model{model: model, name: name, opts: opts, schemas: make(map[string]shared.FunctionParameters)}
+	if opts.Retry != nil {
+		m.policy = *opts.Retry
+	} else {
+		m.policy = retry.Default()
+	}
+	sopts := []option.RequestOption{
+		option.WithAPIKey(opts.APIKey),
+		option.WithBaseURL(base),
+		option.WithMaxRetries(0),
+	}
+	if opts.HTTPClient != nil {
+		sopts = append(sopts, option.WithHTTPClient(opts.HTTPClient))
+	}
+	// The chat service alone, not openai.NewClient: the client would read
+	// OPENAI_* variables on its own, and deputy resolves its environment in
+	// one place (llm/provider).
+	m.service = sdk.NewChatCompletionService(sopts...)
+	return m, nil
+}
+
+// Name returns the model the Model answers with by default.
+func (m *Model) Name() string { return m.model }
+
+// Generate answers req, retrying failed attempts under the retry policy.
+func (m *Model) Generate(ctx context.Context, req *llm.Request, stream func(llm.Delta)) (*llm.Response, error) {
+	if req == nil {
+		return nil, fmt.Errorf("%s: nil request", m.name)
+	}
+	params, err := m.params(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.name, err)
+	}
+	streaming := stream != nil || !m.opts.NonStreaming
+	if streaming {
+		params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
+	}
+	var resp *llm.Response
+	err = m.policy.Do(ctx, m.name, params.Model, func(actx context.Context, w *retry.Watchdog) (retry.Outcome, error) {
+		var out retry.Outcome
+		var r *llm.Response
+		var err error
+		if streaming {
+			r, err = m.streamOnce(actx, w, &params, stream, &out)
+		} else {
+			r, err = m.once(actx, w, &params, &out)
+		}
+		resp = r
+		return out, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
