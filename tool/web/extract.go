@@ -50,10 +50,10 @@ type extractor struct {
 
 	dropTag   string // the element whose content is being dropped
 	dropDepth int    // how many dropTag elements are open
-	pre     int // depth inside <pre>
-	inTitle bool
-	space   bool // a space is due before the next word
-	brk     int  // line breaks due before the next word: 1 newline, 2 blank line
+	pre       int    // depth inside <pre>
+	inTitle   bool
+	space     bool // a space is due before the next word
+	brk       int  // line breaks due before the next word: 1 newline, 2 blank line
 
 	href      string // the open link's target, if worth showing
 	linkStart int    // out.Len() when the open link's text began
