@@ -214,7 +214,9 @@ func (st *anthStream) delta(index int, d any, p *pacer, n int) error {
 func (s *Server) anthropicStream(ex *exchange, g *generation, m anthMessageOut) {
 	st := &anthStream{s: s, ex: ex, g: g, bw: newBodyWriter(ex.w, g.fault)}
 	st.bw.errFrame = func() (string, []byte) {
-		return "error", mustJSON(anthropicErrorBody{Type: "error", Error: anthropicErrorInner{Type: "overloaded_error", Message: "Overloaded"}, RequestID: ex.requestID()})
+		// As documented, a mid-stream error event carries no request_id:
+		// the response headers already did.
+		return "error", mustJSON(anthropicErrorBody{Type: "error", Error: anthropicErrorInner{Type: "overloaded_error", Message: "Overloaded"}})
 	}
 	st.bw.badFrame = func() (string, []byte) {
 		return "content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`)
