@@ -6,8 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
