@@ -198,3 +198,30 @@ func TestInsidePathsAndLinksAreAccepted(t *testing.T) {
 		t.Errorf("link replaced: %v %v", fi, err)
 	}
 }
+
+func TestSymlinkLoopAndFileAsDir(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	for _, l := range [][2]string{{"loop1", "loop2"}, {"loop2", "loop1"}, {"self", "self"}} {
+		if err := os.Symlink(l[1], filepath.Join(ws, l[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustWrite(t, filepath.Join(ws, "f.txt"), "x")
+	set := newSet(t, ws)
+	for _, p := range []string{"loop1", "self/x"} {
+		out, isErr := callTool(t, set, "read_file", map[string]any{"path": p})
+		if !isErr || !strings.Contains(out, "too many levels of symbolic links") {
+			t.Errorf("%s: %q", p, out)
+		}
+	}
+	out, isErr := callTool(t, set, "write_file", map[string]any{"path": "f.txt/x", "content": "x"})
+	if !isErr || !strings.Contains(out, "f.txt/x: not a directory") {
+		t.Errorf("file as dir: %q", out)
+	}
+	// Walks list the links without following them.
+	out, _ = callTool(t, set, "glob", map[string]any{"pattern": "**"})
+	if out != "f.txt\nloop1\nloop2\nself\n" {
+		t.Errorf("glob: %q", out)
+	}
+}

@@ -62,6 +62,7 @@ func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		return "", fmt.Errorf("invalid glob pattern %q (check brackets and braces)", in.Pattern)
 	}
 	base, pat := doublestar.SplitPattern(pattern)
+	base = unescape(base) // the base has no unescaped meta characters left
 	r, err := t.ws.open()
 	if err != nil {
 		return "", err
@@ -128,4 +129,20 @@ func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		fmt.Fprintf(&out, "[stopped after visiting %d entries, so the list may be incomplete; use a more specific pattern]\n", t.lim.WalkEntries)
 	}
 	return out.String(), nil
+}
+
+// unescape removes glob escapes (\* for a literal *) from a pattern's
+// literal base, giving the path it names.
+func unescape(p string) string {
+	if !strings.Contains(p, `\`) {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' && i+1 < len(p) {
+			i++
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
 }

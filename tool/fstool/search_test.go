@@ -26,6 +26,7 @@ func searchTree(t *testing.T) string {
 		mustWrite(t, filepath.Join(ws, p), c)
 	}
 	mkdir(t, filepath.Join(ws, "emptydir"))
+	mustWrite(t, filepath.Join(ws, "we[ird]", "f.txt"), "")
 	if err := os.Symlink("src", filepath.Join(ws, "srclink")); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestGlob(t *testing.T) {
 	}{
 		{"**/*.go", "main.go\nsrc/deep/y.go\nsrc/deep/z_test.go\nsrc/x.go\n"},
 		{"src/**/*_test.go", "src/deep/z_test.go\n"},
-		{"*", "a.txt\nemptydir/\nimg.png\nmain.go\nsrc/\nsrclink\nsub/\n"},
+		{"*", "a.txt\nemptydir/\nimg.png\nmain.go\nsrc/\nsrclink\nsub/\nwe[ird]/\n"},
 		{"src/*", "src/deep/\nsrc/x.go\n"},
 		{"./src/*.go", "src/x.go\n"},
 		{filepath.Join(ws, "src", "*.go"), "src/x.go\n"}, // absolute inside
@@ -50,6 +51,7 @@ func TestGlob(t *testing.T) {
 		{".git/*", ".git/config\n"},                      // unless asked for
 		{"{main,a}.*", "a.txt\nmain.go\n"},
 		{"nope/**", "no paths match nope/** (nope does not exist)"},
+		{`we\[ird\]/*`, "we[ird]/f.txt\n"}, // an escaped literal in the base
 	}
 	for _, tc := range tests {
 		out, isErr := callTool(t, set, "glob", map[string]any{"pattern": tc.pattern})

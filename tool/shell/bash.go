@@ -145,7 +145,7 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	defer pr.Close()
 	cmd := exec.CommandContext(ctx, b.cfg.Shell, "-c", in.Command)
 	cmd.Dir = b.cfg.Dir
-	cmd.Env = FilterEnv(b.env())
+	cmd.Env = b.environ()
 	cmd.Stdout, cmd.Stderr = pw, pw // stdin stays nil: /dev/null
 	cmd.WaitDelay = b.cfg.WaitDelay
 	ownProcessGroup(cmd)
@@ -188,11 +188,22 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	return res.String(), nil
 }
 
-func (b *Bash) env() []string {
-	if b.cfg.Env != nil {
-		return b.cfg.Env
+// environ is the command's environment: the configured one without
+// secrets, and with PWD naming the working directory (exec sets PWD only
+// when it builds the environment itself, and an inherited PWD would name
+// deputy's directory).
+func (b *Bash) environ() []string {
+	base := b.cfg.Env
+	if base == nil {
+		base = os.Environ()
 	}
-	return os.Environ()
+	env := make([]string, 0, len(base)+1)
+	for _, kv := range FilterEnv(base) {
+		if !strings.HasPrefix(kv, "PWD=") && !strings.HasPrefix(kv, "OLDPWD=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "PWD="+b.cfg.Dir)
 }
 
 func (b *Bash) stopErr(timedOut bool, timeout time.Duration, parent context.Context) error {

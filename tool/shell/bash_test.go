@@ -85,7 +85,8 @@ func TestBashStartFailure(t *testing.T) {
 
 func TestBashEnvDropsSecrets(t *testing.T) {
 	t.Parallel()
-	set := newBash(t, shell.Config{Env: []string{
+	ws := t.TempDir()
+	set := newBash(t, shell.Config{Dir: ws, Env: []string{
 		"PATH=" + os.Getenv("PATH"),
 		"ANTHROPIC_API_KEY=sk-ant-leak1",
 		"OPENAI_API_KEY=sk-leak2",
@@ -93,6 +94,7 @@ func TestBashEnvDropsSecrets(t *testing.T) {
 		"aws_secret_access_key=leak4",
 		"DB_PASSWORD=leak5",
 		"HARMLESS=kept",
+		"PWD=/somewhere/else",
 	}})
 	out, isErr := run(context.Background(), set, map[string]any{"command": "env"})
 	if isErr {
@@ -103,6 +105,9 @@ func TestBashEnvDropsSecrets(t *testing.T) {
 	}
 	if !strings.Contains(out, "HARMLESS=kept") || !strings.Contains(out, "PATH=") {
 		t.Errorf("ordinary variables dropped:\n%s", out)
+	}
+	if strings.Contains(out, "/somewhere/else") || !strings.Contains("\n"+out, "\nPWD="+ws+"\n") {
+		t.Errorf("PWD not set to the working directory:\n%s", out)
 	}
 }
 
