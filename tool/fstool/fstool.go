@@ -18,7 +18,7 @@ type Limits struct {
 	ReadLines    int   // lines read_file returns when no limit is given (2000)
 	LineChars    int   // bytes of one line shown before it is cut (2000)
 	OutputChars  int   // bytes one read_file or grep result may hold (45,000)
-	MaxFileBytes int64 // larger files are refused by edit_file and skipped by grep (10 MiB)
+	MaxFileBytes int64 // larger files are refused by edit_file, skipped by grep, not line-counted by read_file (10 MiB)
 	GlobResults  int   // paths glob lists (1000)
 	GrepResults  int   // matching lines grep lists (200)
 	WalkEntries  int   // directory entries glob and grep visit at most (200,000)

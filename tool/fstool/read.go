@@ -94,6 +94,9 @@ func (t *ReadFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 		return "", fmt.Errorf("%s is a binary file (%d bytes); read_file shows text only", in.Path, fi.Size())
 	}
 
+	// Counting the lines of a huge file would read all of it; past this
+	// size the note says only that more lines remain.
+	countAll := fi.Size() <= t.lim.MaxFileBytes
 	lr := newLineReader(br, t.lim.LineChars)
 	var out strings.Builder
 	n, shown, last := 0, 0, 0 // lines seen, lines shown, last line shown
@@ -111,6 +114,9 @@ func (t *ReadFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 		}
 		n++
 		if n < first || shown >= limit || full {
+			if n > last && last > 0 && !countAll {
+				break // a huge file: knowing that more remains is enough
+			}
 			continue // keep counting: the note tells the total
 		}
 		row := fmt.Sprintf("%6d\t%s\n", n, showLine(line, cut))
@@ -133,8 +139,13 @@ func (t *ReadFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 		if full {
 			why = " (output size limit)"
 		}
-		fmt.Fprintf(&out, "[showing lines %d-%d of %d%s; %d more lines remain: continue with offset=%d]\n",
-			first, last, n, why, n-last, last+1)
+		if countAll {
+			fmt.Fprintf(&out, "[showing lines %d-%d of %d%s; %d more lines remain: continue with offset=%d]\n",
+				first, last, n, why, n-last, last+1)
+		} else {
+			fmt.Fprintf(&out, "[showing lines %d-%d%s of a %d-byte file; more lines remain: continue with offset=%d]\n",
+				first, last, why, fi.Size(), last+1)
+		}
 	}
 	return out.String(), nil
 }

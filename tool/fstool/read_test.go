@@ -110,6 +110,22 @@ func TestReadFileLimits(t *testing.T) {
 	}
 }
 
+func TestReadFileHugeFileIsNotCounted(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	mustWrite(t, filepath.Join(ws, "log"), numbered(1, 100)) // 792 bytes
+	set := newSetLimits(t, ws, fstool.Limits{MaxFileBytes: 500})
+	out, _ := callTool(t, set, "read_file", map[string]any{"path": "log", "offset": 10, "limit": 2})
+	want := "    10\tline 10\n    11\tline 11\n[showing lines 10-11 of a 792-byte file; more lines remain: continue with offset=12]\n"
+	if out != want {
+		t.Errorf("got %q", out)
+	}
+	out, _ = callTool(t, set, "read_file", map[string]any{"path": "log", "offset": 99})
+	if out != "    99\tline 99\n   100\tline 100\n" {
+		t.Errorf("end: %q", out)
+	}
+}
+
 func TestReadFileHugeLine(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
