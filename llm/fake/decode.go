@@ -44,7 +44,8 @@ func classifyDecodeErr(body []byte, err error) *decodeProblem {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		return &decodeProblem{syntax: strings.TrimPrefix(se.Error(), "json: "), offset: int(se.Offset), body: body}
+		// Offset counts the offending byte; the API reports its index.
+		return &decodeProblem{syntax: strings.TrimPrefix(se.Error(), "json: "), offset: max(int(se.Offset)-1, 0), body: body}
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return &decodeProblem{syntax: "unexpected end of input", offset: len(body), body: body}
 	case errors.As(err, &te):
@@ -74,7 +75,8 @@ func jsonKind(k string) string {
 }
 
 // position renders a byte offset as "line L column C (char N)", the way
-// the Messages API reports JSON errors.
+// the Messages API reports JSON errors: N is the 0-based index of the
+// offending character (the length, at the end of input), C is 1-based.
 func (p *decodeProblem) position() string {
 	off := min(max(p.offset, 0), len(p.body))
 	line, col := 1, 1
