@@ -11,7 +11,9 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 
 	"github.com/deputy-run/deputy/llm"
 )
@@ -62,8 +64,12 @@ type entry struct {
 }
 
 func decodeScenario(data []byte, file string) (*Scenario, error) {
-	f, err := parseYAML(data)
+	f, err := parseYAML(data, file)
 	if err != nil {
+		var se *ScenarioError
+		if errors.As(err, &se) {
+			return nil, se
+		}
 		var ye yaml.Error
 		if errors.As(err, &ye) {
 			e := &ScenarioError{File: file, Msg: ye.GetMessage()}
@@ -91,16 +97,85 @@ func decodeScenario(data []byte, file string) (*Scenario, error) {
 	return d.scenario(body)
 }
 
-// parseYAML runs goccy/go-yaml's parser. A panic inside the third-party
-// parser on some odd input must not take the process down with it: it
-// becomes an error like any other bad input.
-func parseYAML(data []byte) (f *ast.File, err error) {
+// parseYAML runs goccy/go-yaml's lexer and parser. A panic inside the
+// third-party code on some odd input must not take the process down with
+// it: it becomes an error like any other bad input.
+func parseYAML(data []byte, file string) (f *ast.File, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			f, err = nil, fmt.Errorf("YAML parser failed: %v", r)
 		}
 	}()
-	return parser.ParseBytes(data, 0)
+	if len(data) > maxScenarioBytes {
+		return nil, &ScenarioError{File: file, Msg: fmt.Sprintf("%d bytes is more than a scenario may have (%d)", len(data), maxScenarioBytes)}
+	}
+	tokens := lexer.Tokenize(string(data))
+	if err := checkShape(tokens, file); err != nil {
+		return nil, err
+	}
+	return parser.Parse(tokens, 0)
+}
+
+// Limits on the shape of the YAML, checked on the tokens before parsing.
+// goccy/go-yaml's lexer is linear, but its parser takes quadratic time in
+// the nesting depth and in the number of keys of one block mapping (100,000
+// keys: a minute). No scenario comes near these limits; a hostile or
+// generated-gone-wrong file is refused at once instead of hanging.
+const (
+	maxScenarioBytes = 4 << 20
+	maxBlockColumn   = 1000
+	maxMappingKeys   = 10_000
+)
+
+func checkShape(tokens token.Tokens, file string) error {
+	fail := func(tk *token.Token, format string, args ...any) error {
+		e := &ScenarioError{File: file, Msg: fmt.Sprintf(format, args...)}
+		if tk.Position != nil {
+			e.Line, e.Column = tk.Position.Line, tk.Position.Column
+		}
+		return e
+	}
+	flow := 0
+	// block is the stack of open block mappings: key column and key count.
+	type open struct{ col, keys int }
+	var block []open
+	for i, tk := range tokens {
+		switch tk.Type {
+		case token.SequenceStartType, token.MappingStartType:
+			flow++
+			if flow > maxNesting {
+				return fail(tk, "nested more than %d levels deep", maxNesting)
+			}
+		case token.SequenceEndType, token.MappingEndType:
+			flow--
+		case token.SequenceEntryType, token.MappingValueType:
+			if flow > 0 || tk.Position == nil {
+				continue
+			}
+			col := tk.Position.Column
+			if tk.Type == token.MappingValueType && i > 0 && tokens[i-1].Position != nil {
+				col = tokens[i-1].Position.Column // where the key starts
+			}
+			if col > maxBlockColumn {
+				return fail(tk, "indented or nested more than %d columns deep", maxBlockColumn)
+			}
+			for len(block) > 0 && block[len(block)-1].col > col {
+				block = block[:len(block)-1]
+			}
+			if tk.Type == token.SequenceEntryType {
+				continue
+			}
+			if len(block) == 0 || block[len(block)-1].col != col {
+				block = append(block, open{col: col})
+			}
+			top := &block[len(block)-1]
+			top.keys++
+			if top.keys > maxMappingKeys {
+				return fail(tk, "a mapping with more than %d keys", maxMappingKeys)
+			}
+		}
+	}
+	return nil
 }
 
 func (d *decoder) errAt(n ast.Node, format string, args ...any) error {

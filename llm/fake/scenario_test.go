@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -355,5 +356,64 @@ func TestToolIDsDeterministic(t *testing.T) {
 				t.Errorf("%s: id %q repeats", name, id)
 			}
 		}
+	}
+}
+
+// TestDocsExamplesParse keeps the YAML in docs/scenarios.md loadable:
+// whole scenarios as they are, rule fragments inside a rules list.
+func TestDocsExamplesParse(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/scenarios.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	if len(blocks) < 6 {
+		t.Fatalf("found %d YAML examples", len(blocks))
+	}
+	for _, b := range blocks {
+		src := b[1]
+		switch {
+		case strings.HasPrefix(src, "  - "):
+			src = "rules:\n" + src
+		case strings.HasPrefix(src, "tool_calls:"):
+			src = "rules:\n  - " + strings.ReplaceAll(strings.TrimSuffix(src, "\n"), "\n", "\n    ") + "\n"
+		}
+		if _, err := ParseScenario([]byte(src), "docs/scenarios.md"); err != nil {
+			t.Errorf("%v in:\n%s", err, src)
+		}
+	}
+}
+
+// TestHostileShapesFailFast covers inputs on which the YAML parser would
+// take minutes (it is quadratic in nesting and in keys per mapping): they
+// are refused from the tokens, with a position.
+func TestHostileShapesFailFast(t *testing.T) {
+	t.Parallel()
+	var keys strings.Builder
+	for i := range maxMappingKeys + 1 {
+		keys.WriteString("k" + strconv.Itoa(i) + ": v\n")
+	}
+	cases := []struct{ name, src, want string }{
+		{"deep flow", "x-a: " + strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000), "nested more than"},
+		{"deep flow mapping", "x-a: " + strings.Repeat("{b: ", 10_000) + "1" + strings.Repeat("}", 10_000), "nested more than"},
+		{"deep block", strings.Repeat("- ", 20_000) + "x", "columns deep"},
+		{"many keys", keys.String(), "more than 10000 keys"},
+		{"huge", "x-a: \"" + strings.Repeat("a", maxScenarioBytes) + "\"", "more than a scenario may have"},
+	}
+	for _, c := range cases {
+		_, err := ParseScenario([]byte(c.src), "h.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "h.yaml") {
+			t.Errorf("%s: %.200v", c.name, err)
+		}
+	}
+	// Many keys spread over many mappings are fine.
+	var rules strings.Builder
+	rules.WriteString("rules:\n")
+	for range 3000 {
+		rules.WriteString("  - match: {turn: 1}\n    name: r\n    text: hi\n    times: 1\n")
+	}
+	if _, err := ParseScenario([]byte(rules.String()), "ok.yaml"); err != nil {
+		t.Error(err)
 	}
 }
