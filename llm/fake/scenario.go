@@ -45,6 +45,11 @@ import (
 //	    fault: {kind: cut_stream, after_bytes: 100, retry_after: 2s, delay: 1s}
 //	default:                  # answers when no rule matches (same reply fields)
 //	  text: "I have nothing scripted for turn {{.Turn}}."
+//	x-shared: &shared {path: notes.md}  # x- keys are ignored: a home for anchors
+//
+// Fault kinds: rate_limit, overloaded, server_error, slow_first_byte (waits
+// delay more), cut_stream and error_event (break after after_bytes),
+// malformed_json.
 //
 // Strings in text, thinking and tool-input values are text/template templates
 // over TemplateData (.Turn .Task .LastUser .ToolResults .I .N .Model, and
@@ -87,8 +92,6 @@ type faultRule struct {
 
 // rule is one compiled entry of rules.
 type rule struct {
-	name  string
-	where string // file:line, for messages
 	match matcher
 	times int64 // 0: unlimited
 	used  atomic.Int64

@@ -94,6 +94,11 @@ func decodeScenario(data []byte, file string) (*Scenario, error) {
 	if body == nil {
 		return nil, &ScenarioError{File: file, Msg: "empty scenario"}
 	}
+	// Anchors are registered up front because the decoder does not visit
+	// fields strictly in document order (a rule's reply fields come after
+	// its match); resolve registers them again as it meets them, so an
+	// anchor redefined later in the file still applies from there on.
+	d.registerAnchors(body)
 	return d.scenario(body)
 }
 
@@ -728,12 +733,14 @@ func (d *decoder) rules(n ast.Node) ([]*rule, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := &rule{where: d.where(item)}
+		r := &rule{}
 		var replyEntries []entry
 		for _, e := range entries {
 			switch e.key {
 			case "name":
-				r.name, err = d.str(e.val, what+".name")
+				// A label for readers of the file; errors name rules by
+				// index and line.
+				_, err = d.str(e.val, what+".name")
 			case "match":
 				r.match, err = d.matcher(e.val, what+".match")
 			case "times":

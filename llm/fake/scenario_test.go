@@ -95,7 +95,7 @@ func TestParseEveryField(t *testing.T) {
 		len(s.faults[1].onRequest) != 2 || s.faults[1].onRequest[1] != 5 {
 		t.Errorf("faults %+v", s.faults)
 	}
-	if len(s.rules) != 2 || s.rules[0].name != "reviewer" || s.rules[0].times != 2 || s.def == nil {
+	if len(s.rules) != 2 || s.rules[0].times != 2 || s.def == nil {
 		t.Fatalf("rules %+v", s.rules)
 	}
 	m := s.rules[0].match
@@ -204,6 +204,11 @@ func TestAnchorsAndMergeKeys(t *testing.T) {
 	}
 	if got := string(r.Content[1].Input); got != `{"path":"notes.md","mode":"append"}` {
 		t.Errorf("aliased input %s", got)
+	}
+	// An anchor in a rule's text used by its match, which is decoded first.
+	s = mustParse(t, "rules:\n  - text: &t hello\n    match: {last_user: *t}\ndefault: {text: no}\n")
+	if got := onlyText(t, s.Respond(atTurn("say hello", 1), RequestInfo{N: 1})); got != "hello" {
+		t.Errorf("anchor used before it is decoded: %q", got)
 	}
 }
 
@@ -415,5 +420,26 @@ func TestHostileShapesFailFast(t *testing.T) {
 	}
 	if _, err := ParseScenario([]byte(rules.String()), "ok.yaml"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDocCommentExampleParses keeps the format summary on Scenario honest.
+func TestDocCommentExampleParses(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("scenario.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var yaml strings.Builder
+	for _, line := range strings.Split(string(src), "\n") {
+		if rest, ok := strings.CutPrefix(line, "//\t"); ok {
+			yaml.WriteString(rest + "\n")
+		}
+	}
+	if yaml.Len() < 500 {
+		t.Fatalf("no example found:\n%s", yaml.String())
+	}
+	if _, err := ParseScenario([]byte(yaml.String()), "scenario.go"); err != nil {
+		t.Errorf("%v\n%s", err, yaml.String())
 	}
 }

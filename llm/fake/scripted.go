@@ -86,8 +86,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, stream func(llm.
 	for i := range rep.Content {
 		out += blockTokens(&rep.Content[i])
 	}
-	var cutAt int // bytes of deltas after which the stream breaks; -1 never
-	cutAt = -1
+	cutAt := -1 // bytes of deltas after which the stream breaks; -1: never
 	if f := rep.Fault; f != nil && (f.Kind == FaultCutStream || f.Kind == FaultErrorEvent) {
 		cutAt = f.AfterBytes
 		if cutAt == 0 {
