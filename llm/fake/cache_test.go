@@ -254,9 +254,9 @@ func TestAnthropicCacheGrowingConversationAndLookback(t *testing.T) {
 	t.Parallel()
 	_, url := srvStart(t, Options{})
 	sys := filler("G", 1024)
-	u1 := filler("u", 200)  // 4+4+200 tokens
-	a1 := filler("a", 100)  // 4+4+100
-	u2 := filler("v", 50)   // 4+4+50
+	u1 := filler("u", 200) // 4+4+200 tokens
+	a1 := filler("a", 100) // 4+4+100
+	u2 := filler("v", 50)  // 4+4+50
 	first := anthCacheUsage(t, srvPost(t, url, "/v1/messages", msgsBody(sys, [][]string{{u1}})).body)
 	if first != (anthUsageOf{Write: 1024 + 208, W5m: 1024 + 208}) {
 		t.Fatalf("first turn: %+v", first)
