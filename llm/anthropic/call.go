@@ -145,7 +145,7 @@ func (m *Model) wrapErr(err error, out *retry.Outcome, ex *exchange) error {
 		return fmt.Errorf("anthropic: %w", err)
 	}
 	if out.Status == http.StatusOK {
-		return bodyError(ProviderName, err)
+		return retry.BodyError(ProviderName, err)
 	}
 	return fmt.Errorf("anthropic: %w", err)
 }

@@ -99,7 +99,11 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 		}
 	}
 	if !m.opts.NoCache {
-		placeBreakpoints(&p, req, sdk.CacheControlEphemeralParam{TTL: m.ttl})
+		// The constructor sets type "ephemeral"; a bare struct literal is the
+		// zero value, which the encoder omits.
+		cc := sdk.NewCacheControlEphemeralParam()
+		cc.TTL = m.ttl
+		placeBreakpoints(&p, req, cc)
 	}
 	return p, nil
 }

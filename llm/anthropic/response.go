@@ -3,9 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -14,7 +11,6 @@ import (
 
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
-	"github.com/deputy-run/deputy/llm/retry"
 )
 
 // toResponse translates the SDK's message. Text and tool_use become deputy
@@ -40,11 +36,7 @@ func toResponse(msg *sdk.Message) *llm.Response {
 		case llm.TypeText:
 			r.Content = append(r.Content, llm.Text(b.Text))
 		case llm.TypeToolUse:
-			in := json.RawMessage(`{}`)
-			if len(b.Input) > 0 {
-				in = bytes.Clone(b.Input)
-			}
-			r.Content = append(r.Content, llm.ToolUse(b.ID, b.Name, in))
+			r.Content = append(r.Content, llm.ToolUse(b.ID, b.Name, toolInput(b)))
 		default:
 			r.Content = append(r.Content, llm.Opaque(b.Type, canonical(b.RawJSON())))
 		}
@@ -72,21 +64,6 @@ func canonical(raw string) json.RawMessage {
 	return out.Bytes()
 }
 
-// bodyError classifies a failure while reading a 200 response's body: the
-// connection broke (stream cut) or the body did not decode (malformed).
-// Both are retried; the partial output is discarded.
-func bodyError(provider string, err error) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se), errors.As(err, &te), strings.Contains(err.Error(), "unmarshal"), strings.Contains(err.Error(), "invalid character"):
-		return retry.Transient(retry.ReasonMalformed, fmt.Errorf("%s: malformed response: %w", provider, err))
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return retry.Transient(retry.ReasonStreamCut, fmt.Errorf("%s: response cut: %w", provider, err))
-	}
-	return retry.Transient(retry.ReasonStreamCut, fmt.Errorf("%s: reading response: %w", provider, err))
-}
-
 // bodySnippet describes an error response whose body had no message (a
 // proxy's HTML page, an empty body): the status text and the body's start.
 func bodySnippet(body string, status int) string {
@@ -107,4 +84,21 @@ func timeNow(c clock.Clock) time.Time {
 		return time.Now()
 	}
 	return c.Now()
+}
+
+// toolInput returns a tool call's input as the exact bytes the model
+// produced. The streaming accumulator concatenates the input fragments as
+// they came; the non-streaming decoder re-compacts Input, so there the
+// bytes are read from the block's raw JSON instead.
+func toolInput(b *sdk.ContentBlockUnion) json.RawMessage {
+	var raw struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal([]byte(b.RawJSON()), &raw); err == nil && len(raw.Input) > 0 && raw.Input[0] == '{' {
+		return raw.Input
+	}
+	if len(b.Input) > 0 {
+		return bytes.Clone(b.Input)
+	}
+	return json.RawMessage(`{}`)
 }

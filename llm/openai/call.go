@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -144,7 +143,7 @@ func (m *Model) wrapErr(err error, out *retry.Outcome, hint retry.Hint) error {
 		return fmt.Errorf("%s: %w", m.name, err)
 	}
 	if out.Status == http.StatusOK {
-		return bodyError(m.name, err)
+		return retry.BodyError(m.name, err)
 	}
 	return fmt.Errorf("%s: %w", m.name, err)
 }
@@ -159,19 +158,6 @@ func errType(typ, code string) string {
 		return typ
 	}
 	return "error"
-}
-
-// bodyError classifies a failure while reading a 200 response's body.
-func bodyError(provider string, err error) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se), errors.As(err, &te), strings.Contains(err.Error(), "unmarshal"), strings.Contains(err.Error(), "invalid character"):
-		return retry.Transient(retry.ReasonMalformed, fmt.Errorf("%s: malformed response: %w", provider, err))
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return retry.Transient(retry.ReasonStreamCut, fmt.Errorf("%s: response cut: %w", provider, err))
-	}
-	return retry.Transient(retry.ReasonStreamCut, fmt.Errorf("%s: reading response: %w", provider, err))
 }
 
 // bodySnippet describes an error body without a message.

@@ -2,6 +2,8 @@ package retry
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"errors"
 	"io"
 	"net"
@@ -191,4 +193,18 @@ func isConnError(err error) bool {
 	return errors.As(err, &oe) || errors.As(err, &ne) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF)
+}
+
+// BodyError classifies a failure while reading a 200 response's body, after
+// some of the answer may have arrived: a body that does not decode is
+// malformed_response, anything else (the connection broke) stream_cut. Both
+// are retried from the start of the call. The SDKs word a non-streamed
+// body's decode failure "error parsing response json".
+func BodyError(provider string, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &se) || errors.As(err, &te) || strings.Contains(err.Error(), "parsing response json") {
+		return Transient(ReasonMalformed, fmt.Errorf("%s: malformed response: %w", provider, err))
+	}
+	return Transient(ReasonStreamCut, fmt.Errorf("%s: response cut: %w", provider, err))
 }

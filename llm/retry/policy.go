@@ -23,7 +23,7 @@ type Policy struct {
 	// BaseDelay is the backoff before the first retry; it doubles for each
 	// retry after that, up to MaxDelay. Zero means retry at once (tests).
 	BaseDelay time.Duration
-	MaxDelay  time.Duration
+	MaxDelay  time.Duration // zero means one hour
 	// Jitter, in [0,1], is the fraction of a computed backoff that is
 	// randomised away, so that many clients failing together do not retry
 	// together. A server-requested wait is honoured exactly.
@@ -76,12 +76,14 @@ func (p *Policy) backoff(n int) time.Duration {
 	if d <= 0 {
 		return 0
 	}
-	for i := 1; i < n && (p.MaxDelay <= 0 || d < p.MaxDelay); i++ {
+	limit := p.MaxDelay
+	if limit <= 0 {
+		limit = time.Hour // doubling must stop somewhere
+	}
+	for i := 1; i < n && d < limit; i++ {
 		d *= 2
 	}
-	if p.MaxDelay > 0 && d > p.MaxDelay {
-		d = p.MaxDelay
-	}
+	d = min(d, limit)
 	if j := min(max(p.Jitter, 0), 1); j > 0 {
 		r := rand.Float64
 		if p.Rand != nil {

@@ -1,0 +1,11 @@
+package anthropic_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Streams, retries and the fake servers' handlers must all end with their
+// calls.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,0 +1,92 @@
+package provider
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/deputy-run/deputy/llm/anthropic"
+	"github.com/deputy-run/deputy/llm/openai"
+)
+
+func envOf(kv map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+}
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	good := map[string][2]string{
+		"anthropic:claude-sonnet-4-5": {"anthropic", "claude-sonnet-4-5"},
+		"openai:gpt-4.1":              {"openai", "gpt-4.1"},
+		"ollama:qwen3:8b":             {"ollama", "qwen3:8b"}, // Ollama tags keep their colon
+		" OpenAI:gpt-5 ":              {"openai", "gpt-5"},
+	}
+	for spec, want := range good {
+		p, m, err := Parse(spec)
+		if err != nil || p != want[0] || m != want[1] {
+			t.Errorf("Parse(%q) = %q, %q, %v; want %q, %q", spec, p, m, err, want[0], want[1])
+		}
+	}
+	for _, spec := range []string{"", "claude", "anthropic:", ":gpt-4", "gemini:pro", "fake:x"} {
+		_, _, err := Parse(spec)
+		if err == nil || !errors.Is(err, ErrBadSpec) {
+			t.Errorf("Parse(%q) err = %v, want ErrBadSpec", spec, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "anthropic, openai, ollama") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Parse(%q) err = %q: want one line listing the providers", spec, err)
+		}
+	}
+}
+
+func TestNewFromEnv(t *testing.T) {
+	t.Parallel()
+	const key = "sk-secret-value-123"
+	cases := []struct {
+		spec    string
+		env     map[string]string
+		wantErr string // substring; "" means success
+	}{
+		{"anthropic:claude-x", map[string]string{}, "ANTHROPIC_API_KEY is not set"},
+		{"anthropic:claude-x", map[string]string{"ANTHROPIC_API_KEY": "  "}, "ANTHROPIC_API_KEY is not set"},
+		{"anthropic:claude-x", map[string]string{"ANTHROPIC_API_KEY": key}, ""},
+		{"anthropic:claude-x", map[string]string{"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": "localhost:8080"}, "base URL"},
+		{"openai:gpt-4.1", map[string]string{"ANTHROPIC_API_KEY": key}, "OPENAI_API_KEY is not set"},
+		{"openai:gpt-4.1", map[string]string{"OPENAI_API_KEY": key}, ""},
+		{"openai:gpt-4.1", map[string]string{"OPENAI_API_KEY": key, "OPENAI_BASE_URL": "ftp://x"}, "base URL"},
+		{"ollama:qwen3", map[string]string{}, ""},
+		{"mistral:large", map[string]string{}, "unknown provider \"mistral\" (valid: anthropic, openai, ollama)"},
+	}
+	for _, c := range cases {
+		m, err := New(c.spec, Options{Getenv: envOf(c.env)})
+		if c.wantErr == "" {
+			if err != nil || m == nil {
+				t.Errorf("New(%q) = %v, %v", c.spec, m, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+			t.Errorf("New(%q) err = %v, want %q", c.spec, err, c.wantErr)
+		} else if strings.Contains(err.Error(), key) {
+			t.Errorf("New(%q) err leaks the key: %v", c.spec, err)
+		}
+	}
+}
+
+func TestNewPicksProviders(t *testing.T) {
+	t.Parallel()
+	m, err := New("ollama:llama3.2", Options{Getenv: envOf(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := m.(*openai.Model); !ok || o.Name() != "llama3.2" {
+		t.Errorf("ollama model = %#v", m)
+	}
+	m, err = New("anthropic:claude-haiku-4-5", Options{Getenv: envOf(map[string]string{"ANTHROPIC_API_KEY": "k"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := m.(*anthropic.Model); !ok || a.Name() != "claude-haiku-4-5" {
+		t.Errorf("anthropic model = %#v", m)
+	}
+}
