@@ -76,7 +76,7 @@ type mode struct {
 
 var modes = []mode{
 	{name: "stream", callback: true},
-	{name: "buffered"},                    // streams on the wire, no callback
+	{name: "buffered"},                  // streams on the wire, no callback
 	{name: "plain", nonStreaming: true}, // the non-streaming endpoint
 }
 
