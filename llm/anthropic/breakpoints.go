@@ -53,9 +53,10 @@ func placeBreakpoints(p *sdk.MessageNewParams, req *llm.Request, cc sdk.CacheCon
 
 // previousTurnEnd returns the index of the message that was newest in the
 // previous request of a loop: the user message right before the last
-// assistant message, or -1.
+// assistant message (the newest message itself, when it is an assistant
+// prefill), or -1.
 func previousTurnEnd(msgs []llm.Message) int {
-	for i := len(msgs) - 2; i >= 1; i-- {
+	for i := len(msgs) - 1; i >= 1; i-- {
 		if msgs[i].Role == llm.Assistant {
 			if msgs[i-1].Role == llm.User {
 				return i - 1

@@ -153,9 +153,11 @@ func testToolLoop(t *testing.T, tg Target, m mode) {
 	msgs := []llm.Message{llm.UserText("What's the weather? Also read two files.")}
 	wantStop := []llm.StopReason{llm.StopToolUse, llm.StopToolUse, llm.StopEndTurn}
 	stored := map[string]json.RawMessage{} // tool inputs as the transcript holds them
+	temperature := 0.5
 	for turn := range replies {
 		var atts Attempts
-		req := &llm.Request{Model: "fake-model", System: "You are a test <assistant>.", Messages: msgs, Tools: testTools, MaxTokens: 1000}
+		req := &llm.Request{Model: "fake-model", System: "You are a test <assistant>.", Messages: msgs, Tools: testTools, MaxTokens: 1000,
+			Temperature: &temperature, StopSequences: []string{"\n\nHuman:"}, ToolChoice: llm.ToolChoice{Type: "auto"}}
 		resp, err := call(t, context.Background(), model, m, req, &atts)
 		if err != nil {
 			t.Fatalf("turn %d: %v", turn, err)
@@ -187,6 +189,12 @@ func testToolLoop(t *testing.T, tg Target, m mode) {
 	for k, lr := range logged {
 		if lr.Status != 200 || lr.Request == nil {
 			t.Fatalf("request %d: status %d", k, lr.Status)
+		}
+		r := lr.Request
+		if r.Model != "fake-model" || r.MaxTokens != 1000 || r.Temperature == nil || *r.Temperature != 0.5 ||
+			len(r.StopSequences) != 1 || r.StopSequences[0] != "\n\nHuman:" || r.ToolChoice.Type != "auto" ||
+			r.System != "You are a test <assistant>." || len(r.Tools) != len(testTools) {
+			t.Errorf("request %d: model %q max %d temp %v stop %q choice %+v system %q tools %d", k, r.Model, r.MaxTokens, r.Temperature, r.StopSequences, r.ToolChoice, r.System, len(r.Tools))
 		}
 		if lr.Stream == m.nonStreaming {
 			t.Errorf("request %d: stream %v in mode %s", k, lr.Stream, m.name)
