@@ -63,6 +63,11 @@ type Options struct {
 	MaxDelta int
 	// Seed makes IDs, delta sizes and random faults repeatable.
 	Seed uint64
+
+	// MaxLogged bounds the request log Requests returns, so a long-running
+	// server does not grow without end: the most recent MaxLogged requests
+	// are kept. Zero means 10,000; negative keeps none.
+	MaxLogged int
 }
 
 // Server is the fake model API: an http.Handler serving
@@ -81,7 +86,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	n        int // generation requests numbered so far
-	log      []LoggedRequest
+	log      []LoggedRequest // a ring of at most maxLog entries
+	logNext  int             // where the next entry goes once the ring is full
+	maxLog   int
 	faultRNG *rand.Rand
 	idRNG    *rand.Rand
 }
@@ -121,6 +128,12 @@ func NewServer(opts Options) *Server {
 	if s.maxDelta <= 0 {
 		s.maxDelta = 16
 	}
+	switch {
+	case opts.MaxLogged == 0:
+		s.maxLog = 10_000
+	case opts.MaxLogged > 0:
+		s.maxLog = opts.MaxLogged
+	}
 	min := opts.MinCacheTokens
 	if min <= 0 {
 		min = 1024
@@ -138,11 +151,27 @@ func (greeter) Respond(*llm.Request, RequestInfo) Reply {
 	return Reply{Content: []llm.Block{llm.Text("Hello from deputy's fake model.")}}
 }
 
-// Requests returns a copy of every request logged so far, in arrival order.
+// Requests returns a copy of the logged requests (the most recent
+// Options.MaxLogged), oldest first. A request is logged when its status is
+// decided, before its body is sent.
 func (s *Server) Requests() []LoggedRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]LoggedRequest(nil), s.log...)
+	out := make([]LoggedRequest, 0, len(s.log))
+	out = append(out, s.log[s.logNext:]...)
+	return append(out, s.log[:s.logNext]...)
+}
+
+// appendLogLocked adds an entry to the ring; the caller holds s.mu.
+func (s *Server) appendLogLocked(e LoggedRequest) {
+	switch {
+	case s.maxLog == 0:
+	case len(s.log) < s.maxLog:
+		s.log = append(s.log, e)
+	default:
+		s.log[s.logNext] = e
+		s.logNext = (s.logNext + 1) % s.maxLog
+	}
 }
 
 // Listen serves s on addr (such as "127.0.0.1:0") until the returned close
@@ -313,7 +342,7 @@ func (ex *exchange) record(status int) {
 	ex.logged = true
 	ex.entry.Status = status
 	ex.s.mu.Lock()
-	ex.s.log = append(ex.s.log, ex.entry)
+	ex.s.appendLogLocked(ex.entry)
 	ex.s.mu.Unlock()
 }
 

@@ -302,3 +302,19 @@ func TestStopSequenceAndMaxTokensCutUnpinnedReplies(t *testing.T) {
 		t.Fatalf("openai max tokens: %v", o)
 	}
 }
+
+func TestRequestLogIsBounded(t *testing.T) {
+	t.Parallel()
+	s, url := srvStart(t, Options{MaxLogged: 3})
+	for range 7 {
+		srvPost(t, url, "/v1/messages", helloAnthropic)
+	}
+	log := s.Requests()
+	if len(log) != 3 || log[0].N != 5 || log[1].N != 6 || log[2].N != 7 {
+		t.Fatalf("kept %d: %+v", len(log), log)
+	}
+	none, url2 := srvStart(t, Options{MaxLogged: -1})
+	if r := srvPost(t, url2, "/v1/messages", helloAnthropic); r.status != 200 || len(none.Requests()) != 0 {
+		t.Fatalf("MaxLogged -1: status %d, %d logged", r.status, len(none.Requests()))
+	}
+}

@@ -1,0 +1,198 @@
+package fake
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestSSEWriterFrames(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	w := newSSEWriter(&b)
+	for _, ev := range []sseEvent{
+		{"message_start", `{"type":"message_start"}`},
+		{"", "[DONE]"},
+		{"multi", "line one\nline two\r\nline three\rend"},
+		{"empty", ""},
+		{"trailing", "x\n"},
+	} {
+		if err := w.event(ev.Name, []byte(ev.Data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "event: message_start\ndata: {\"type\":\"message_start\"}\n\n" +
+		"data: [DONE]\n\n" +
+		"event: multi\ndata: line one\ndata: line two\ndata: line three\ndata: end\n\n" +
+		"event: empty\ndata: \n\n" +
+		"event: trailing\ndata: x\ndata: \n\n"
+	if b.String() != want {
+		t.Fatalf("frames:\n%q\nwant\n%q", b.String(), want)
+	}
+	evs, err := parseSSE(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEvs := []sseEvent{
+		{"message_start", `{"type":"message_start"}`},
+		{"", "[DONE]"},
+		{"multi", "line one\nline two\nline three\nend"},
+		{"empty", ""},
+		{"trailing", "x\n"},
+	}
+	if len(evs) != len(wantEvs) {
+		t.Fatalf("parsed %d events: %+v", len(evs), evs)
+	}
+	for i := range evs {
+		if evs[i] != wantEvs[i] {
+			t.Errorf("event %d: %+v, want %+v", i, evs[i], wantEvs[i])
+		}
+	}
+	if err := w.event("bad\nname", nil); err == nil {
+		t.Error("an event name with a line break was written")
+	}
+}
+
+func TestParseSSEFollowsTheStandard(t *testing.T) {
+	t.Parallel()
+	in := ": a comment\r\n" +
+		"event:ping\r\ndata:{\"type\": \"ping\"}\r\n\r\n" + // no space after the colon, CRLF
+		"id: 7\rretry: 10\revent: x\rdata: a\rdata:  b\r\r" + // lone CRs, a kept second space
+		"event: no-data\n\n" + // no data: not dispatched
+		"data\n\n" + // a field with no colon is a data line with an empty value
+		"event: unterminated\ndata: lost"
+	evs, err := parseSSE(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sseEvent{{"ping", `{"type": "ping"}`}, {"x", "a\n b"}, {"", ""}}
+	if len(evs) != len(want) {
+		t.Fatalf("%+v", evs)
+	}
+	for i := range want {
+		if evs[i] != want[i] {
+			t.Errorf("event %d: %+v, want %+v", i, evs[i], want[i])
+		}
+	}
+}
+
+// normalizeLines is what a data value becomes after an SSE round trip:
+// every line break is a \n.
+func normalizeLines(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	return strings.ReplaceAll(s, "\r", "\n")
+}
+
+func FuzzSSERoundTrip(f *testing.F) {
+	f.Add("message_start", []byte(`{"type":"message_start"}`), "", []byte("[DONE]"))
+	f.Add("", []byte("a\nb\r\nc\rd"), "x:y", []byte(""))
+	f.Add(" spaced", []byte(" leading space\n"), "error", []byte("\r\r\n\n"))
+	f.Add("ünï", []byte("\xff\xfe"), ":comment-like", []byte("data: nested"))
+	f.Fuzz(func(t *testing.T, name1 string, data1 []byte, name2 string, data2 []byte) {
+		var b bytes.Buffer
+		w := newSSEWriter(&b)
+		var want []sseEvent
+		for _, ev := range []struct {
+			name string
+			data []byte
+		}{{name1, data1}, {name2, data2}} {
+			err := w.event(ev.name, ev.data)
+			if strings.ContainsAny(ev.name, "\r\n") {
+				if err == nil {
+					t.Fatalf("name %q with a line break was written", ev.name)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("write %q: %v", ev.name, err)
+			}
+			want = append(want, sseEvent{Name: ev.name, Data: normalizeLines(string(ev.data))})
+		}
+		got, err := parseSSE(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("parsed %d events, wrote %d: %+v", len(got), len(want), got)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("event %d: got %+v, want %+v", i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// fuzzServer answers every fuzzed request; one is enough, it is safe for
+// concurrent use.
+var fuzzServer = NewServer(Options{MaxDelta: 7, MaxLogged: -1})
+
+// checkAnswer asserts the property every answer must have: a 200 whose
+// body is well-formed for the wire, or a 4xx carrying a JSON error in the
+// provider's shape.
+func checkAnswer(t *testing.T, p Provider, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	body := rec.Body.Bytes()
+	switch {
+	case rec.Code == http.StatusOK:
+		if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+			evs, err := parseSSE(bytes.NewReader(body))
+			if err != nil || len(evs) == 0 {
+				t.Fatalf("stream: %v, %d events", err, len(evs))
+			}
+			for _, ev := range evs {
+				if ev.Data != "[DONE]" && !json.Valid([]byte(ev.Data)) {
+					t.Fatalf("event data is not JSON: %q", ev.Data)
+				}
+			}
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("200 body is not JSON: %q", body)
+		}
+	case rec.Code >= 400 && rec.Code < 500:
+		var e map[string]any
+		if err := json.Unmarshal(body, &e); err != nil {
+			t.Fatalf("%d body is not JSON: %q", rec.Code, body)
+		}
+		msg, _ := srvDig(e, "error", "message").(string)
+		typ, _ := srvDig(e, "error", "type").(string)
+		if msg == "" || typ == "" || (p == Anthropic && e["type"] != "error") {
+			t.Fatalf("%d error body has the wrong shape: %s", rec.Code, body)
+		}
+	default:
+		t.Fatalf("status %d: %s", rec.Code, body)
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		helloAnthropic, anthStreamBody, helloOpenAI, oaiStreamBody, "", "null", "[]", `{"model":`, "\xff",
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x"}]}]}`,
+		`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral","ttl":"1h"}}],"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`,
+		`{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{"}}]},{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"r"}]}]}`,
+		`{"model":"m","max_tokens":0,"stop_sequences":[""],"messages":[{"role":"user","content":""}]}`,
+		`{"model":"m","max_tokens":9,"thinking":{"type":"enabled","budget_tokens":1024},"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"q"}]}`,
+	} {
+		for _, path := range []string{"/v1/messages", "/v1/chat/completions", "/v1/messages/count_tokens"} {
+			f.Add(path, []byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, path string, body []byte) {
+		p := Anthropic
+		switch path {
+		case "/v1/messages", "/v1/messages/count_tokens":
+		case "/v1/chat/completions":
+			p = OpenAI
+		default:
+			path = "/v1/messages"
+		}
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		fuzzServer.ServeHTTP(rec, req)
+		checkAnswer(t, p, rec)
+	})
+}
