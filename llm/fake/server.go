@@ -85,7 +85,7 @@ type Server struct {
 	maxDelta  int
 
 	mu       sync.Mutex
-	n        int // generation requests numbered so far
+	n        int             // generation requests numbered so far
 	log      []LoggedRequest // a ring of at most maxLog entries
 	logNext  int             // where the next entry goes once the ring is full
 	maxLog   int
