@@ -152,6 +152,9 @@ func appendMessage(msgs []sdk.ChatCompletionMessageParamUnion, m *llm.Message) (
 	return msgs, fmt.Errorf("unknown role %q", m.Role)
 }
 
+// maxSchemas bounds the decoded-schema cache.
+const maxSchemas = 1024
+
 // schema returns a tool's input schema as the map the SDK wants, decoded
 // once per distinct schema.
 func (m *Model) schema(raw json.RawMessage) (shared.FunctionParameters, error) {
@@ -171,6 +174,12 @@ func (m *Model) schema(raw json.RawMessage) (shared.FunctionParameters, error) {
 		return nil, fmt.Errorf("not a JSON object")
 	}
 	m.mu.Lock()
+	if len(m.schemas) >= maxSchemas {
+		// Tool sets that keep changing (MCP servers coming and going) must
+		// not grow the cache without bound; starting over costs one decode
+		// per schema.
+		clear(m.schemas)
+	}
 	m.schemas[string(raw)] = s
 	m.mu.Unlock()
 	return s, nil
