@@ -146,11 +146,6 @@ type (
 		Index        int             `json:"index"`
 		ContentBlock json.RawMessage `json:"content_block"`
 	}
-	anthBlockDelta struct {
-		Type  string `json:"type"`
-		Index int    `json:"index"`
-		Delta any    `json:"delta"`
-	}
 	anthTextDelta struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
@@ -185,34 +180,52 @@ type (
 	}
 )
 
-// anthStream writes one Messages stream.
+// anthDeltaEvent is a content_block_delta event carrying a delta of type D.
+type anthDeltaEvent[D any] struct {
+	Type  string `json:"type"`
+	Index int    `json:"index"`
+	Delta D      `json:"delta"`
+}
+
+// anthStream writes one Messages stream. The delta events live in the
+// stream and are refilled for each delta, so encoding one allocates
+// nothing of its own.
 type anthStream struct {
 	s   *Server
 	ex  *exchange
 	g   *generation
 	bw  *bodyWriter
 	buf bytes.Buffer
+	enc *frameEncoder
+
+	textEv  anthDeltaEvent[anthTextDelta]
+	jsonEv  anthDeltaEvent[anthJSONDelta]
+	thinkEv anthDeltaEvent[anthThinkingDelta]
+	sigEv   anthDeltaEvent[anthSignatureDelta]
 }
 
 // emit encodes v as the data of event name.
 func (st *anthStream) emit(name string, v any, last bool) error {
 	st.buf.Reset()
-	if err := jsonBuf(&st.buf, v); err != nil {
+	if err := st.enc.encode(v); err != nil {
 		return err
 	}
 	return st.bw.event(name, st.buf.Bytes(), last)
 }
 
-// delta sends one content delta after its share of per-token latency.
-func (st *anthStream) delta(index int, d any, p *pacer, n int) error {
+// sendDelta sends one content delta after its share of per-token latency.
+func sendDelta[D any](st *anthStream, ev *anthDeltaEvent[D], index int, d D, p *pacer, n int) error {
 	if err := st.s.sleep(st.ex.r.Context(), time.Duration(p.next(n))*st.g.perToken); err != nil {
 		return err
 	}
-	return st.emit("content_block_delta", anthBlockDelta{Type: "content_block_delta", Index: index, Delta: d}, false)
+	ev.Type, ev.Index, ev.Delta = "content_block_delta", index, d
+	return st.emit("content_block_delta", ev, false)
 }
 
 func (s *Server) anthropicStream(ex *exchange, g *generation, m anthMessageOut) {
 	st := &anthStream{s: s, ex: ex, g: g, bw: newBodyWriter(ex.w, g.fault)}
+	st.bw.flushEach = g.perToken > 0
+	st.enc = newFrameEncoder(&st.buf)
 	st.bw.errFrame = func() (string, []byte) {
 		// As documented, a mid-stream error event carries no request_id:
 		// the response headers already did.
@@ -279,7 +292,7 @@ func (st *anthStream) block(i int, b *llm.Block) error {
 	case b.Type == llm.TypeText:
 		p := newPacer(outputTokens([]llm.Block{*b}), len(b.Text))
 		for _, piece := range g.textPieces(b.Text) {
-			if err := st.delta(i, anthTextDelta{Type: "text_delta", Text: piece}, p, len(piece)); err != nil {
+			if err := sendDelta(st, &st.textEv, i, anthTextDelta{Type: "text_delta", Text: piece}, p, len(piece)); err != nil {
 				return err
 			}
 		}
@@ -287,23 +300,23 @@ func (st *anthStream) block(i int, b *llm.Block) error {
 		// The API's first input fragment is empty; the rest cut the JSON
 		// text anywhere.
 		p := newPacer(outputTokens([]llm.Block{*b}), len(b.Input))
-		if err := st.delta(i, anthJSONDelta{Type: "input_json_delta"}, p, 0); err != nil {
+		if err := sendDelta(st, &st.jsonEv, i, anthJSONDelta{Type: "input_json_delta"}, p, 0); err != nil {
 			return err
 		}
 		for _, piece := range g.jsonPieces(b.Input) {
-			if err := st.delta(i, anthJSONDelta{Type: "input_json_delta", PartialJSON: piece}, p, len(piece)); err != nil {
+			if err := sendDelta(st, &st.jsonEv, i, anthJSONDelta{Type: "input_json_delta", PartialJSON: piece}, p, len(piece)); err != nil {
 				return err
 			}
 		}
 	case think.Type == "thinking":
 		p := newPacer(outputTokens([]llm.Block{*b}), len(think.Thinking)+len(think.Signature))
 		for _, piece := range g.textPieces(think.Thinking) {
-			if err := st.delta(i, anthThinkingDelta{Type: "thinking_delta", Thinking: piece}, p, len(piece)); err != nil {
+			if err := sendDelta(st, &st.thinkEv, i, anthThinkingDelta{Type: "thinking_delta", Thinking: piece}, p, len(piece)); err != nil {
 				return err
 			}
 		}
 		if think.Signature != "" {
-			if err := st.delta(i, anthSignatureDelta{Type: "signature_delta", Signature: think.Signature}, p, len(think.Signature)); err != nil {
+			if err := sendDelta(st, &st.sigEv, i, anthSignatureDelta{Type: "signature_delta", Signature: think.Signature}, p, len(think.Signature)); err != nil {
 				return err
 			}
 		}

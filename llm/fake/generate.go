@@ -242,14 +242,15 @@ func (g *generation) textPieces(s string) []string {
 // points: inside keys, strings, numbers and escapes, as the APIs stream tool
 // input. Only a multi-byte character is kept whole, since each fragment
 // travels as a JSON string, which cannot hold half a character.
-func (g *generation) jsonPieces(b []byte) []string {
+func (g *generation) jsonPieces(raw []byte) []string {
 	var out []string
+	b := string(raw) // one copy; the pieces share it
 	for len(b) > 0 {
 		k := min(1+g.rng.IntN(g.maxDelta), len(b))
 		for k < len(b) && !utf8.RuneStart(b[k]) {
 			k++
 		}
-		out = append(out, string(b[:k]))
+		out = append(out, b[:k])
 		b = b[k:]
 	}
 	return out

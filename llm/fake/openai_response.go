@@ -168,16 +168,23 @@ type (
 		Usage json.RawMessage `json:"usage,omitempty"`
 	}
 	oaiChunkChoice struct {
-		Index        int         `json:"index"`
-		Delta        oaiDeltaOut `json:"delta"`
-		Logprobs     *struct{}   `json:"logprobs"`
-		FinishReason *string     `json:"finish_reason"`
+		Index int `json:"index"`
+		// Delta is *oaiFirstDelta or *oaiDeltaOut.
+		Delta        any       `json:"delta"`
+		Logprobs     *struct{} `json:"logprobs"`
+		FinishReason *string   `json:"finish_reason"`
+	}
+	// oaiFirstDelta opens the message: role, and content "" (or null when
+	// a tool call comes first) and refusal null, spelled out.
+	oaiFirstDelta struct {
+		Role      string             `json:"role"`
+		Content   json.RawMessage    `json:"content"`
+		ToolCalls []oaiToolCallDelta `json:"tool_calls,omitempty"`
+		Refusal   json.RawMessage    `json:"refusal"`
 	}
 	oaiDeltaOut struct {
-		Role      string             `json:"role,omitempty"`
-		Content   json.RawMessage    `json:"content,omitempty"`
+		Content   *string            `json:"content,omitempty"`
 		ToolCalls []oaiToolCallDelta `json:"tool_calls,omitempty"`
-		Refusal   json.RawMessage    `json:"refusal,omitempty"`
 	}
 	oaiToolCallDelta struct {
 		Index    int              `json:"index"`
@@ -196,7 +203,9 @@ var (
 	jsonEmptyString = json.RawMessage(`""`)
 )
 
-// oaiStream writes one Chat Completions stream.
+// oaiStream writes one Chat Completions stream. The chunk and its deltas
+// live in the stream and are refilled for each frame, so encoding one
+// allocates nothing of its own.
 type oaiStream struct {
 	s     *Server
 	ex    *exchange
@@ -204,13 +213,19 @@ type oaiStream struct {
 	bw    *bodyWriter
 	chunk oaiChunk
 	buf   bytes.Buffer
+	enc   *frameEncoder
+
+	first oaiFirstDelta
+	delta oaiDeltaOut
+	text  string
+	call  [1]oaiToolCallDelta
 }
 
 // emit sends one chunk holding delta (and finish reason, if set).
-func (st *oaiStream) emit(delta oaiDeltaOut, finish *string) error {
+func (st *oaiStream) emit(delta any, finish *string) error {
 	st.chunk.Choices[0] = oaiChunkChoice{Index: 0, Delta: delta, FinishReason: finish}
 	st.buf.Reset()
-	if err := jsonBuf(&st.buf, &st.chunk); err != nil {
+	if err := st.enc.encode(&st.chunk); err != nil {
 		return err
 	}
 	return st.bw.event("", st.buf.Bytes(), false)
@@ -218,6 +233,8 @@ func (st *oaiStream) emit(delta oaiDeltaOut, finish *string) error {
 
 func (s *Server) openaiStream(ex *exchange, g *generation, d *oaiDecoded, id string, created int64) {
 	st := &oaiStream{s: s, ex: ex, g: g, bw: newBodyWriter(ex.w, g.fault)}
+	st.bw.flushEach = g.perToken > 0
+	st.enc = newFrameEncoder(&st.buf)
 	st.chunk = oaiChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: d.req.Model,
 		ServiceTier: "default", SystemFingerprint: oaiFingerprint, Choices: make([]oaiChunkChoice, 1)}
 	if d.includeUsage {
@@ -236,36 +253,44 @@ func (s *Server) openaiStream(ex *exchange, g *generation, d *oaiDecoded, id str
 func (st *oaiStream) run(includeUsage bool) error {
 	g := st.g
 	ctx := st.ex.r.Context()
-	first := true
+	opened := false
 	tool := 0
 	for i := range g.content {
 		b := &g.content[i]
 		switch b.Type {
 		case llm.TypeText:
-			if first {
-				if err := st.emit(oaiDeltaOut{Role: "assistant", Content: jsonEmptyString, Refusal: jsonNull}, nil); err != nil {
+			if !opened {
+				st.first = oaiFirstDelta{Role: "assistant", Content: jsonEmptyString, Refusal: jsonNull}
+				if err := st.emit(&st.first, nil); err != nil {
 					return err
 				}
-				first = false
+				opened = true
 			}
 			p := newPacer(outputTokens(g.content[i:i+1]), len(b.Text))
 			for _, piece := range g.textPieces(b.Text) {
 				if err := st.s.sleep(ctx, time.Duration(p.next(len(piece)))*g.perToken); err != nil {
 					return err
 				}
-				if err := st.emit(oaiDeltaOut{Content: mustJSON(piece)}, nil); err != nil {
+				st.text = piece
+				st.delta = oaiDeltaOut{Content: &st.text}
+				if err := st.emit(&st.delta, nil); err != nil {
 					return err
 				}
 			}
 		case llm.TypeToolUse:
 			// id, type and name come once, in the call's first fragment,
 			// with empty arguments; the arguments follow in pieces.
-			head := oaiDeltaOut{ToolCalls: []oaiToolCallDelta{{Index: tool, ID: b.ID, Type: "function", Function: oaiFunctionDelta{Name: b.Name}}}}
-			if first {
-				head.Role, head.Content, head.Refusal = "assistant", jsonNull, jsonNull
-				first = false
+			st.call[0] = oaiToolCallDelta{Index: tool, ID: b.ID, Type: "function", Function: oaiFunctionDelta{Name: b.Name}}
+			var err error
+			if !opened {
+				st.first = oaiFirstDelta{Role: "assistant", Content: jsonNull, ToolCalls: st.call[:], Refusal: jsonNull}
+				err = st.emit(&st.first, nil)
+				opened = true
+			} else {
+				st.delta = oaiDeltaOut{ToolCalls: st.call[:]}
+				err = st.emit(&st.delta, nil)
 			}
-			if err := st.emit(head, nil); err != nil {
+			if err != nil {
 				return err
 			}
 			p := newPacer(outputTokens(g.content[i:i+1]), len(b.Input))
@@ -273,8 +298,9 @@ func (st *oaiStream) run(includeUsage bool) error {
 				if err := st.s.sleep(ctx, time.Duration(p.next(len(piece)))*g.perToken); err != nil {
 					return err
 				}
-				d := oaiDeltaOut{ToolCalls: []oaiToolCallDelta{{Index: tool, Function: oaiFunctionDelta{Arguments: piece}}}}
-				if err := st.emit(d, nil); err != nil {
+				st.call[0] = oaiToolCallDelta{Index: tool, Function: oaiFunctionDelta{Arguments: piece}}
+				st.delta = oaiDeltaOut{ToolCalls: st.call[:]}
+				if err := st.emit(&st.delta, nil); err != nil {
 					return err
 				}
 			}
@@ -288,20 +314,22 @@ func (st *oaiStream) run(includeUsage bool) error {
 			}
 		}
 	}
-	if first {
-		if err := st.emit(oaiDeltaOut{Role: "assistant", Content: jsonEmptyString, Refusal: jsonNull}, nil); err != nil {
+	if !opened {
+		st.first = oaiFirstDelta{Role: "assistant", Content: jsonEmptyString, Refusal: jsonNull}
+		if err := st.emit(&st.first, nil); err != nil {
 			return err
 		}
 	}
 	finish := oaiFinishReason(g.stop)
-	if err := st.emit(oaiDeltaOut{}, &finish); err != nil {
+	st.delta = oaiDeltaOut{}
+	if err := st.emit(&st.delta, &finish); err != nil {
 		return err
 	}
 	if includeUsage {
 		st.chunk.Choices = st.chunk.Choices[:0]
 		st.chunk.Usage = mustJSON(oaiUsageOut(g))
 		st.buf.Reset()
-		if err := jsonBuf(&st.buf, &st.chunk); err != nil {
+		if err := st.enc.encode(&st.chunk); err != nil {
 			return err
 		}
 		if err := st.bw.event("", st.buf.Bytes(), false); err != nil {

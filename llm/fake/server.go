@@ -434,12 +434,28 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) error {
 // jsonBuf encodes v as compact JSON without HTML escaping, as both APIs
 // write it (an SDK comparing bytes would otherwise see \u003c for <).
 func jsonBuf(dst *bytes.Buffer, v any) error {
-	enc := json.NewEncoder(dst)
+	return newFrameEncoder(dst).encode(v)
+}
+
+// frameEncoder encodes values into one reused buffer, for streams that
+// encode a frame per delta.
+type frameEncoder struct {
+	buf *bytes.Buffer
+	enc *json.Encoder
+}
+
+func newFrameEncoder(buf *bytes.Buffer) *frameEncoder {
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	return &frameEncoder{buf: buf, enc: enc}
+}
+
+// encode appends v's JSON to the buffer, without Encode's newline.
+func (f *frameEncoder) encode(v any) error {
+	if err := f.enc.Encode(v); err != nil {
 		return err
 	}
-	dst.Truncate(dst.Len() - 1) // Encode's newline
+	f.buf.Truncate(f.buf.Len() - 1)
 	return nil
 }
 
