@@ -175,8 +175,10 @@ func decodeAnthropic(body []byte, countTokens bool) (*anthDecoded, *wireError) {
 	if w.MaxTokens != nil {
 		req.MaxTokens = int(*w.MaxTokens)
 	}
-	if w.Temperature != nil && (*w.Temperature < 0 || *w.Temperature > 1) {
-		return nil, invalid("temperature: range: 0..1")
+	if t := w.Temperature; t != nil && *t < 0 {
+		return nil, invalid("temperature: Input should be greater than or equal to 0")
+	} else if t != nil && *t > 1 {
+		return nil, invalid("temperature: Input should be less than or equal to 1")
 	}
 	if werr := anthThinkingCheck(w.Thinking, d.maxTokens); werr != nil {
 		return nil, werr
@@ -264,7 +266,9 @@ func anthDecodeError(p *decodeProblem) *wireError {
 		return invalid("The request body is not valid JSON: %s: %s", p.syntax, p.position())
 	case p.unknown != "":
 		return invalid("%s: Extra inputs are not permitted", p.unknown)
-	case p.field != "":
+	case p.want != "" && p.field == "":
+		return invalid("Input should be a valid %s", p.want)
+	case p.want != "":
 		return invalid("%s: Input should be a valid %s", p.field, p.want)
 	}
 	return invalid("invalid request body: %s", p.other)

@@ -140,6 +140,9 @@ func decodeOpenAI(body []byte) (*oaiDecoded, *wireError) {
 		d.includeUsage = w.StreamOptions.IncludeUsage
 	}
 	req := &llm.Request{Model: *w.Model, Temperature: w.Temperature}
+	if t := w.Temperature; t != nil && (*t < 0 || *t > 2) {
+		return nil, oaiInvalid("temperature", "invalid_value", "Invalid 'temperature': expected a value between 0 and 2, but got %v instead.", *t)
+	}
 	switch {
 	case w.MaxCompletionTokens != nil:
 		d.maxTokens = int(*w.MaxCompletionTokens)
@@ -244,7 +247,9 @@ func oaiDecodeError(p *decodeProblem) *wireError {
 		return oaiInvalid("", "", "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)")
 	case p.unknown != "":
 		return oaiInvalid("", "", "Unrecognized request argument supplied: %s", p.unknown)
-	case p.field != "":
+	case p.want != "" && p.field == "":
+		return oaiInvalid("", "invalid_type", "Invalid type for request body: expected an object.")
+	case p.want != "":
 		return oaiInvalid(p.field, "invalid_type", "Invalid type for '%s': expected %s.", p.field, p.want)
 	}
 	return oaiInvalid("", "", "Invalid request body: %s", p.other)

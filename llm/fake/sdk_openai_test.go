@@ -339,3 +339,25 @@ func TestOpenAISDKStreamFaults(t *testing.T) {
 		}
 	})
 }
+
+func TestOpenAISDKReportsCachedTokens(t *testing.T) {
+	t.Parallel()
+	_, url := srvStart(t, Options{})
+	c := oaiClient(url)
+	params := openai.ChatCompletionNewParams{
+		Model: "gpt-test",
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.SystemMessage(filler("C", 2000)),
+			openai.UserMessage("hi"),
+		},
+	}
+	for i, want := range []int64{0, 1920} { // 2009 tokens, in 128-token steps
+		res, err := c.Chat.Completions.New(context.Background(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := res.Usage; u.PromptTokens != 2009 || u.PromptTokensDetails.CachedTokens != want {
+			t.Errorf("request %d: prompt %d cached %d, want 2009 and %d", i+1, u.PromptTokens, u.PromptTokensDetails.CachedTokens, want)
+		}
+	}
+}

@@ -76,7 +76,24 @@ type Options struct {
 //	POST /v1/messages/count_tokens  Anthropic token counting
 //	POST /v1/chat/completions       OpenAI Chat Completions (JSON and SSE)
 //
-// It is safe for concurrent use.
+// A request is authenticated, read, decoded and validated as the real API
+// does it (refusals are 4xx in the provider's error shape and never reach
+// the Responder), then numbered: RequestInfo.N counts the generation
+// requests that passed validation, from 1. A fault from Options.Faults or
+// Options.FaultRate is decided next; the status faults (rate_limit,
+// overloaded, server_error) answer at once without asking the Responder, as
+// the model never ran. Otherwise the Responder's Reply is encoded, and a
+// Reply.Fault applies when the server chose none.
+//
+// Tool call IDs a Reply sets are sent as they are; empty ones get the
+// wire's style (toolu_01…, call_…). Unless the Reply pins StopReason, a
+// stop sequence in the text or the request's max_tokens ends the content
+// early, as the APIs do. A stream-only fault on a non-streaming request
+// becomes what a client would see instead: error_event is a 529 (503 on
+// the OpenAI wire), malformed_json half a body, cut_stream a cut body.
+// OpenAI's n is ignored: there is always one choice.
+//
+// Server is safe for concurrent use.
 type Server struct {
 	opts      Options
 	clock     clock.Clock
@@ -175,10 +192,11 @@ func (s *Server) appendLogLocked(e LoggedRequest) {
 }
 
 // Listen serves s on addr (such as "127.0.0.1:0") until the returned close
-// function is called. It returns the base URL to give a client (for example
-// "http://127.0.0.1:41234"; both SDKs append /v1/... themselves). close stops
-// accepting, drops open connections (aborting streams and latency waits in
-// progress) and returns once every handler has returned.
+// function is called. It returns the server's root URL, for example
+// "http://127.0.0.1:41234": that is the Anthropic SDK's base URL, and
+// url+"/v1" is the OpenAI SDK's. close stops accepting, drops open
+// connections (aborting streams and latency waits in progress) and returns
+// once every handler has returned.
 func (s *Server) Listen(addr string) (url string, close func() error, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
