@@ -14,7 +14,6 @@ import (
 // generation is a decided answer to one numbered request, ready to encode
 // on either wire.
 type generation struct {
-	n        int
 	content  []llm.Block
 	stop     llm.StopReason
 	stopSeq  string
@@ -60,7 +59,7 @@ func (s *Server) generate(ex *exchange, req *llm.Request, lim wireLimits, stream
 		ex.fail(werr)
 		return nil, false
 	}
-	g := &generation{n: n, fault: fault, maxDelta: s.maxDelta}
+	g := &generation{fault: fault, maxDelta: s.maxDelta}
 	if err := s.settleContent(g, &reply, lim, toolIDPrefix); err != nil {
 		ex.fail(internalErr(err))
 		return nil, false

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -136,6 +137,7 @@ type LoggedRequest struct {
 // NewServer returns a server configured by opts.
 func NewServer(opts Options) *Server {
 	s := &Server{opts: opts, clock: opts.Clock, responder: opts.Responder, maxDelta: opts.MaxDelta}
+	s.opts.Faults = maps.Clone(opts.Faults) // the caller may reuse its map
 	if s.clock == nil {
 		s.clock = clock.Real
 	}
@@ -202,10 +204,23 @@ func (s *Server) Listen(addr string) (url string, close func() error, err error)
 	if err != nil {
 		return "", nil, fmt.Errorf("fake server: listen %s: %w", addr, err)
 	}
-	var handlers sync.WaitGroup
+	// handlers counts running handlers so close can wait for them; closed,
+	// set under mu before that wait, keeps a request read just before the
+	// close from starting one after it.
+	var (
+		handlers sync.WaitGroup
+		mu       sync.Mutex
+		closed   bool
+	)
 	hs := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			if closed {
+				mu.Unlock()
+				panic(http.ErrAbortHandler)
+			}
 			handlers.Add(1)
+			mu.Unlock()
 			defer handlers.Done()
 			s.ServeHTTP(w, r)
 		}),
@@ -221,6 +236,9 @@ func (s *Server) Listen(addr string) (url string, close func() error, err error)
 			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) && closeErr == nil {
 				closeErr = err
 			}
+			mu.Lock()
+			closed = true
+			mu.Unlock()
 			handlers.Wait()
 		})
 		return closeErr
