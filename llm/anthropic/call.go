@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -13,16 +14,10 @@ import (
 	"github.com/deputy-run/deputy/llm/retry"
 )
 
-// exchange is what the middleware saw of one attempt's HTTP response.
-type exchange struct {
-	hint retry.Hint
-}
-
 // attemptOptions returns the per-attempt request options: a middleware that
 // records the response status and retry headers into out and hint, and
 // feeds the watchdog with the response's bytes.
-func (m *Model) attemptOptions(req *llm.Request, w *retry.Watchdog, out *retry.Outcome, ex *exchange) []option.RequestOption {
-	clk := m.policy.Clock
+func (m *Model) attemptOptions(req *llm.Request, w *retry.Watchdog, out *retry.Outcome, hint *retry.Hint) []option.RequestOption {
 	opts := []option.RequestOption{option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		resp, err := next(r)
 		if resp != nil {
@@ -30,8 +25,7 @@ func (m *Model) attemptOptions(req *llm.Request, w *retry.Watchdog, out *retry.O
 			out.Status = resp.StatusCode
 			out.RequestID = resp.Header.Get("request-id")
 			if resp.StatusCode >= 300 {
-				now := timeNow(clk)
-				ex.hint = retry.ParseHint(resp.Header, now)
+				*hint = retry.ParseHint(resp.Header, m.now())
 			}
 			resp.Body = w.Body(resp.Body)
 		}
@@ -47,10 +41,10 @@ func (m *Model) attemptOptions(req *llm.Request, w *retry.Watchdog, out *retry.O
 
 // once makes one non-streaming attempt.
 func (m *Model) once(ctx context.Context, w *retry.Watchdog, req *llm.Request, p *sdk.MessageNewParams, out *retry.Outcome) (*llm.Response, error) {
-	var ex exchange
-	msg, err := m.client.Messages.New(ctx, *p, m.attemptOptions(req, w, out, &ex)...)
+	var hint retry.Hint
+	msg, err := m.client.Messages.New(ctx, *p, m.attemptOptions(req, w, out, &hint)...)
 	if err != nil {
-		return nil, m.wrapErr(err, out, &ex)
+		return nil, m.wrapErr(err, out, hint)
 	}
 	return toResponse(msg), nil
 }
@@ -58,8 +52,8 @@ func (m *Model) once(ctx context.Context, w *retry.Watchdog, req *llm.Request, p
 // streamOnce makes one streaming attempt, passing deltas to stream (which
 // may be nil) and accumulating the message with the SDK's accumulator.
 func (m *Model) streamOnce(ctx context.Context, w *retry.Watchdog, req *llm.Request, p *sdk.MessageNewParams, stream func(llm.Delta), out *retry.Outcome) (*llm.Response, error) {
-	var ex exchange
-	s := m.client.Messages.NewStreaming(ctx, *p, m.attemptOptions(req, w, out, &ex)...)
+	var hint retry.Hint
+	s := m.client.Messages.NewStreaming(ctx, *p, m.attemptOptions(req, w, out, &hint)...)
 	defer s.Close()
 	var acc sdk.Message
 	stopped := false
@@ -106,7 +100,7 @@ func (m *Model) streamOnce(ctx context.Context, w *retry.Watchdog, req *llm.Requ
 		}
 	}
 	if err := s.Err(); err != nil {
-		return nil, m.wrapErr(err, out, &ex)
+		return nil, m.wrapErr(err, out, hint)
 	}
 	if !stopped {
 		// The body ended cleanly but without message_stop: the connection
@@ -120,7 +114,7 @@ func (m *Model) streamOnce(ctx context.Context, w *retry.Watchdog, req *llm.Requ
 // the retry headers for an API error; a transient error for a response body
 // that broke off or did not decode; the transport error otherwise. None of
 // them carries request headers, so the key cannot leak.
-func (m *Model) wrapErr(err error, out *retry.Outcome, ex *exchange) error {
+func (m *Model) wrapErr(err error, out *retry.Outcome, hint retry.Hint) error {
 	var se *sdk.Error
 	if errors.As(err, &se) {
 		ae := &llm.APIError{
@@ -136,10 +130,10 @@ func (m *Model) wrapErr(err error, out *retry.Outcome, ex *exchange) error {
 		if ae.Type == "" {
 			ae.Type = "error"
 		}
-		if ex.hint.HasAfter {
-			ae.RetryAfter = ex.hint.After
+		if hint.HasAfter {
+			ae.RetryAfter = hint.After
 		}
-		return retry.WithHint(ae, ex.hint)
+		return retry.WithHint(ae, hint)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("anthropic: %w", err)
@@ -148,4 +142,11 @@ func (m *Model) wrapErr(err error, out *retry.Outcome, ex *exchange) error {
 		return retry.BodyError(ProviderName, err)
 	}
 	return fmt.Errorf("anthropic: %w", err)
+}
+
+func (m *Model) now() time.Time {
+	if m.policy.Clock == nil {
+		return time.Now()
+	}
+	return m.policy.Clock.Now()
 }

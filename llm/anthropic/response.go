@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
-	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -79,26 +77,13 @@ func bodySnippet(body string, status int) string {
 	return s + ": " + body
 }
 
-func timeNow(c clock.Clock) time.Time {
-	if c == nil {
-		return time.Now()
-	}
-	return c.Now()
-}
-
-// toolInput returns a tool call's input as the exact bytes the model
-// produced. The streaming accumulator concatenates the input fragments as
-// they came; the non-streaming decoder re-compacts Input, so there the
-// bytes are read from the block's raw JSON instead.
+// toolInput returns a tool call's input as the exact bytes the wire
+// carried: the streaming accumulator concatenates the input fragments as
+// they came, and the non-streaming decoder keeps the raw bytes too. It is
+// copied so the response does not pin the SDK's buffers.
 func toolInput(b *sdk.ContentBlockUnion) json.RawMessage {
-	var raw struct {
-		Input json.RawMessage `json:"input"`
+	if len(b.Input) == 0 {
+		return json.RawMessage(`{}`)
 	}
-	if err := json.Unmarshal([]byte(b.RawJSON()), &raw); err == nil && len(raw.Input) > 0 && raw.Input[0] == '{' {
-		return raw.Input
-	}
-	if len(b.Input) > 0 {
-		return bytes.Clone(b.Input)
-	}
-	return json.RawMessage(`{}`)
+	return bytes.Clone(b.Input)
 }
