@@ -41,7 +41,7 @@ func BenchmarkGenerate(b *testing.B) {
 }
 
 // bareParams is BenchRequest as SDK params, written by hand as an SDK user
-// would.
+// who caches prompts would.
 func bareParams() sdk.MessageNewParams {
 	req := providertest.BenchRequest()
 	p := sdk.MessageNewParams{Model: req.Model, MaxTokens: int64(req.MaxTokens), System: []sdk.TextBlockParam{{Text: req.System}}}
@@ -65,6 +65,20 @@ func bareParams() sdk.MessageNewParams {
 			p.Messages = append(p.Messages, sdk.NewUserMessage(blocks...))
 		} else {
 			p.Messages = append(p.Messages, sdk.NewAssistantMessage(blocks...))
+		}
+	}
+	// The same four breakpoints deputy places, so the server does the same
+	// prompt-cache work for both.
+	cc := sdk.NewCacheControlEphemeralParam()
+	p.Tools[len(p.Tools)-1].OfTool.CacheControl = cc
+	p.System[0].CacheControl = cc
+	for _, i := range []int{len(p.Messages) - 3, len(p.Messages) - 1} {
+		c := p.Messages[i].OfUser.Content
+		switch last := &c[len(c)-1]; {
+		case last.OfText != nil:
+			last.OfText.CacheControl = cc
+		case last.OfToolResult != nil:
+			last.OfToolResult.CacheControl = cc
 		}
 	}
 	return p
