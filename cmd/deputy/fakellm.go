@@ -28,11 +28,11 @@ scenario it answers every request with a short text.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := fake.Options{APIKey: apiKey}
-			if scenario != "" {
-				s, err := fake.LoadScenario(scenario)
-				if err != nil {
-					return usageErr("%v", err)
-				}
+			s, err := loadScenario(scenario)
+			if err != nil {
+				return err
+			}
+			if s != nil {
 				opts.Responder = s
 			}
 			ln, err := net.Listen("tcp", addr)
@@ -46,7 +46,7 @@ scenario it answers every request with a short text.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:7421", "address to listen on (loopback by default)")
-	f.StringVar(&scenario, "scenario", "", "scenario file (YAML) deciding the answers")
+	f.StringVar(&scenario, "scenario", "", "scenario file (YAML) deciding the answers, or \"demo\" for the built-in demo")
 	f.StringVar(&apiKey, "api-key", "", "require this API key (x-api-key or Authorization: Bearer); default: accept any")
 	return cmd
 }

@@ -165,11 +165,12 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestFakeLLMServesAndStopsOnSIGTERM starts `deputy fakellm` as a real
-// process on a free port, talks to it over HTTP, and stops it with a signal.
-func TestFakeLLMServesAndStopsOnSIGTERM(t *testing.T) {
-	t.Parallel()
-	cmd := exec.Command(bin, "fakellm", "--addr", "127.0.0.1:0")
+// startFakeLLM starts `deputy fakellm` as a real process on a free port and
+// returns its base URL and a function that stops it with SIGTERM and checks
+// that it exits cleanly.
+func startFakeLLM(t *testing.T, args ...string) (url string, stop func()) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"fakellm", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -180,13 +181,27 @@ func TestFakeLLMServesAndStopsOnSIGTERM(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no address line: %v (%s)", err, stderr.String())
+	if err != nil || !strings.Contains(line, "http://") {
+		t.Fatalf("no address line: %q %v (%s)", line, err, stderr.String())
 	}
-	url := strings.TrimSpace(line[strings.Index(line, "http://"):])
+	url = strings.TrimSpace(line[strings.Index(line, "http://"):])
+	return url, func() {
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("fakellm exit after SIGTERM: %v (%s)", err, stderr.String())
+		}
+	}
+}
 
+// TestFakeLLMServesAndStopsOnSIGTERM talks to a `deputy fakellm` process
+// over HTTP and stops it with a signal.
+func TestFakeLLMServesAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	url, stop := startFakeLLM(t)
 	body := `{"model":"claude-test","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`
 	req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(body))
 	req.Header.Set("content-type", "application/json")
@@ -203,10 +218,42 @@ func TestFakeLLMServesAndStopsOnSIGTERM(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(msg), `"type":"message"`) {
 		t.Fatalf("%d %s", resp.StatusCode, msg)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	stop()
+}
+
+// TestRunRealProvidersAgainstFakeLLM runs the demo through the real
+// Anthropic and OpenAI clients, over HTTP, against `deputy fakellm`.
+func TestRunRealProvidersAgainstFakeLLM(t *testing.T) {
+	t.Parallel()
+	url, stop := startFakeLLM(t, "--scenario", "demo", "--api-key", "sk-test-secret-123")
+	defer stop()
+	for _, c := range []struct{ model, env string }{
+		{"anthropic:fake", "ANTHROPIC_BASE_URL=" + url},
+		{"openai:fake", "OPENAI_BASE_URL=" + url + "/v1"},
+	} {
+		ws := t.TempDir()
+		env := []string{c.env, "ANTHROPIC_API_KEY=sk-test-secret-123", "OPENAI_API_KEY=sk-test-secret-123"}
+		out, errOut, code := deputy(t, ws, env, "run", "--json", "-q", "--model", c.model, "--workspace", ws, "tell me")
+		if code != 0 || !strings.Contains(out, `"stop_reason": "completed"`) {
+			t.Fatalf("%s: exit %d\n%s\n%s", c.model, code, out, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "deputy-demo.md")); err != nil {
+			t.Fatalf("%s: %v", c.model, err)
+		}
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("fakellm exit after SIGTERM: %v (%s)", err, stderr.String())
+}
+
+// TestWrongKeyIsOneLineWithoutTheKey: a bad credential fails the run with
+// one clear line that names the provider and status but never the key.
+func TestWrongKeyIsOneLineWithoutTheKey(t *testing.T) {
+	t.Parallel()
+	url, stop := startFakeLLM(t, "--api-key", "right-key")
+	defer stop()
+	secret := "sk-wrong-key-do-not-print-4242"
+	out, errOut, code := deputy(t, t.TempDir(), []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + secret},
+		"run", "--model", "anthropic:fake", "hi")
+	if code != exitFailed || strings.Contains(out+errOut, secret) || !strings.Contains(errOut, "401") ||
+		strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
 }

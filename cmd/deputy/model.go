@@ -1,12 +1,13 @@
 package main
 
 import (
-	"fmt"
+	"errors"
 	"os"
 	"strings"
 
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
+	"github.com/deputy-run/deputy/llm/provider"
 )
 
 // modelFlagHelp documents --model for every command that runs agents.
@@ -36,26 +37,40 @@ func resolveModel(spec, scenario string) (llm.Model, string, error) {
 		return nil, "", usageErr("%s", noModelHelp)
 	}
 	if spec == "fake" || strings.HasPrefix(spec, "fake:") {
-		s := fake.DemoScenario()
-		if scenario != "" {
-			var err error
-			if s, err = fake.LoadScenario(scenario); err != nil {
-				return nil, "", usageErr("%v", err)
-			}
+		s, err := loadScenario(scenario)
+		if err != nil {
+			return nil, "", err
+		}
+		if s == nil {
+			s = fake.DemoScenario()
 		}
 		return fake.NewModel(s), spec, nil
 	}
 	if scenario != "" {
 		return nil, "", usageErr("--scenario applies only to --model fake")
 	}
-	m, err := providerModel(spec)
+	m, err := provider.New(spec, provider.Options{})
+	if errors.Is(err, provider.ErrBadSpec) {
+		return nil, "", usageErr("%v; or fake, for the offline scripted model", err)
+	}
 	if err != nil {
-		return nil, "", usageErr("model %q: %v", spec, err)
+		return nil, "", usageErr("%v", err)
 	}
 	return m, spec, nil
 }
 
-// providerModel builds a real provider's model from a provider:model spec.
-var providerModel = func(spec string) (llm.Model, error) {
-	return nil, fmt.Errorf("unknown model; valid forms: fake, anthropic:MODEL, openai:MODEL, ollama:MODEL")
+// loadScenario reads a scenario file; "demo" names the built-in demo and ""
+// means none (nil).
+func loadScenario(path string) (*fake.Scenario, error) {
+	switch path {
+	case "":
+		return nil, nil
+	case "demo":
+		return fake.DemoScenario(), nil
+	}
+	s, err := fake.LoadScenario(path)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return s, nil
 }

@@ -47,7 +47,7 @@ func newRunCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.model, "model", "", modelFlagHelp)
-	f.StringVar(&o.scenario, "scenario", "", "scenario file for --model fake (default: the built-in demo)")
+	f.StringVar(&o.scenario, "scenario", "", "scenario file (YAML) for --model fake (default: the built-in demo)")
 	f.StringVar(&o.workspace, "workspace", ".", "directory the agent's file and shell tools work in")
 	f.IntVar(&o.maxTurns, "max-turns", loop.DefaultMaxTurns, "maximum model calls")
 	f.BoolVar(&o.asJSON, "json", false, "print a JSON object: answer, stop_reason, usage, turns, tool_calls")
