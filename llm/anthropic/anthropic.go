@@ -10,6 +10,10 @@
 //   - Transcript bytes are stable: a tool_use input goes back on the wire as
 //     the exact bytes the model produced, and blocks deputy does not
 //     interpret (thinking, redacted_thinking, ...) as their stored raw JSON.
+//     The SDK's encoder compacts and HTML-escapes any raw JSON it sends, so
+//     an opaque block is stored in that canonical form when it arrives (same
+//     value, signature intact): the stored bytes are then exactly the bytes
+//     sent on every later turn.
 //
 // Streaming: Generate uses the streaming endpoint by default, even when the
 // caller passes no stream callback, because a long non-streamed answer can
