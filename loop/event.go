@@ -10,13 +10,14 @@ const (
 	EventTurnStarted   EventKind = iota + 1 // Turn
 	EventCompaction                         // Turn, Compacted, Usage (of the summary call)
 	EventModelDelta                         // Turn, Delta
+	EventModelAttempt                       // Turn, Attempt (one HTTP request of a model call)
 	EventModelResponse                      // Turn, Usage, ModelStop
 	EventToolCall                           // Turn, Block (the tool_use)
 	EventToolResult                         // Turn, Block (the tool_result)
 	EventFinished                           // Turn (the last), Usage (the run's), Stop, Err
 )
 
-var eventNames = [...]string{"", "turn_started", "compaction", "model_delta", "model_response", "tool_call", "tool_result", "finished"}
+var eventNames = [...]string{"", "turn_started", "compaction", "model_delta", "model_attempt", "model_response", "tool_call", "tool_result", "finished"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {
@@ -31,6 +32,7 @@ type Event struct {
 	Kind      EventKind
 	Turn      int
 	Delta     llm.Delta
+	Attempt   llm.Attempt // when Attempt.Discarded, drop the deltas since the last attempt
 	Block     llm.Block
 	Usage     llm.Usage
 	ModelStop llm.StopReason

@@ -107,6 +107,13 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 		t := r.clock.AfterFunc(r.lim.WallTime, func() { cancel(errWallTime) })
 		defer t.Stop()
 	}
+	if cfg.OnEvent != nil {
+		// Providers report each HTTP attempt (and retries that void streamed
+		// deltas) through the context; they reach UIs as events.
+		ctx = llm.WithAttemptObserver(ctx, func(a llm.Attempt) {
+			r.emit(Event{Kind: EventModelAttempt, Turn: r.turn, Attempt: a})
+		})
+	}
 	start := r.clock.Now()
 	req := &llm.Request{
 		Model:      cfg.ModelName,

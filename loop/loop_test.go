@@ -535,3 +535,30 @@ func TestTranscriptMustStartWithUser(t *testing.T) {
 		t.Fatal("empty transcript accepted")
 	}
 }
+
+func TestProviderAttemptsBecomeEvents(t *testing.T) {
+	t.Parallel()
+	model := llm.ModelFunc(func(ctx context.Context, req *llm.Request, stream func(llm.Delta)) (*llm.Response, error) {
+		stream(llm.Delta{Type: llm.TypeText, Text: "par"})
+		llm.ReportAttempt(ctx, llm.Attempt{N: 1, Status: 529, Reason: "overloaded", Retry: true, Discarded: true})
+		stream(llm.Delta{Type: llm.TypeText, Text: "full"})
+		llm.ReportAttempt(ctx, llm.Attempt{N: 2, Status: 200})
+		return &llm.Response{Content: []llm.Block{llm.Text("full")}, StopReason: llm.StopEndTurn}, nil
+	})
+	var got []string
+	_, err := Run(context.Background(), Config{Model: model, OnEvent: func(e Event) {
+		switch e.Kind {
+		case EventModelDelta:
+			got = append(got, "delta "+e.Delta.Text)
+		case EventModelAttempt:
+			got = append(got, fmt.Sprintf("attempt %d %d discarded=%v", e.Attempt.N, e.Attempt.Status, e.Attempt.Discarded))
+		}
+	}}, task("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "delta par|attempt 1 529 discarded=true|delta full|attempt 2 200 discarded=false"
+	if s := strings.Join(got, "|"); s != want {
+		t.Fatalf("got  %s\nwant %s", s, want)
+	}
+}

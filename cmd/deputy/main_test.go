@@ -252,7 +252,7 @@ func TestWrongKeyIsOneLineWithoutTheKey(t *testing.T) {
 	secret := "sk-wrong-key-do-not-print-4242"
 	out, errOut, code := deputy(t, t.TempDir(), []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + secret},
 		"run", "--model", "anthropic:fake", "hi")
-	if code != exitFailed || strings.Contains(out+errOut, secret) || !strings.Contains(errOut, "401") ||
+	if code != exitUsage || strings.Contains(out+errOut, secret) || !strings.Contains(errOut, "401") ||
 		strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}

@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -124,12 +128,30 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		fmt.Fprintln(stdout, res.Answer)
 	}
 	switch {
+	case runErr != nil && isConfigError(runErr):
+		return &exitError{code: exitUsage, err: runErr}
 	case runErr != nil:
 		return &exitError{code: exitFailed, err: fmt.Errorf("run %s: %w", res.StopReason, runErr)}
 	case res.StopReason != loop.StopCompleted:
 		return &exitError{code: exitLimited, err: fmt.Errorf("run stopped: %s after %d turns", res.StopReason, res.Turns)}
 	}
 	return nil
+}
+
+// isConfigError tells a failure of the setup (wrong key, unknown model,
+// nothing listening at the endpoint) from a failure of the run, so scripts
+// can react: the former exits 2 like any configuration error.
+func isConfigError(err error) bool {
+	var api *llm.APIError
+	if errors.As(err, &api) {
+		switch api.StatusCode {
+		case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+			return true
+		}
+		return false
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // progress prints one line per tool call to w, so a person watching sees
@@ -142,6 +164,10 @@ func progress(w io.Writer) func(loop.Event) {
 		case loop.EventToolResult:
 			if e.Block.IsError {
 				fmt.Fprintf(w, "  ! %s\n", clip(firstLine(e.Block.Text), 160))
+			}
+		case loop.EventModelAttempt:
+			if a := e.Attempt; a.Retry {
+				fmt.Fprintf(w, "· %s attempt %d failed (%s), retrying in %s\n", a.Provider, a.N, a.Reason, a.Wait.Round(time.Millisecond))
 			}
 		case loop.EventCompaction:
 			fmt.Fprintf(w, "· compacted %d messages\n", e.Compacted)
