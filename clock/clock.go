@@ -4,7 +4,8 @@
 package clock
 
 import (
-	"sort"
+	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -32,9 +33,19 @@ func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterF
 
 // Fake is a clock that moves only when told to. It is safe for concurrent use.
 type Fake struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
+	mu      sync.Mutex
+	now     time.Time
+	timers  []*fakeTimer
+	changed *sync.Cond // broadcast whenever timers change; see WaitPending
+}
+
+// cond returns the condition variable, creating it on first use so the zero
+// Fake works. c.mu must be held.
+func (c *Fake) cond() *sync.Cond {
+	if c.changed == nil {
+		c.changed = sync.NewCond(&c.mu)
+	}
+	return c.changed
 }
 
 // NewFake returns a fake clock set to t.
@@ -54,12 +65,15 @@ func (c *Fake) AfterFunc(d time.Duration, f func()) Timer {
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
 	c.timers = append(c.timers, t)
+	c.cond().Broadcast()
 	return t
 }
 
-// Advance moves the clock forward by d and fires every timer that came due,
-// in due order. Callbacks run in their own goroutines, like time.AfterFunc;
-// Advance waits for them to return so a test sees their effects.
+// Advance moves the clock forward by d and fires every timer that came due.
+// The callbacks run concurrently, each in its own goroutine like
+// time.AfterFunc, so no order among them is promised; Advance waits for all
+// of them to return so a test sees their effects. A timer armed by a
+// callback fires at a later Advance, even if it is already due.
 func (c *Fake) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
@@ -72,8 +86,8 @@ func (c *Fake) Advance(d time.Duration) {
 		}
 	}
 	c.timers = keep
+	c.cond().Broadcast()
 	c.mu.Unlock()
-	sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
 	var wg sync.WaitGroup
 	for _, t := range due {
 		wg.Add(1)
@@ -90,6 +104,27 @@ func (c *Fake) Pending() int {
 	return len(c.timers)
 }
 
+// WaitPending blocks until at least n timers are armed, or ctx ends. Tests
+// call it before Advance so they move time only once the code under test is
+// waiting on it, without spinning.
+func (c *Fake) WaitPending(ctx context.Context, n int) error {
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.cond().Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.timers) < n {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		c.cond().Wait()
+	}
+	return nil
+}
+
 type fakeTimer struct {
 	c  *Fake
 	at time.Time
@@ -102,8 +137,42 @@ func (t *fakeTimer) Stop() bool {
 	for i, o := range t.c.timers {
 		if o == t {
 			t.c.timers = append(t.c.timers[:i], t.c.timers[i+1:]...)
+			t.c.cond().Broadcast()
 			return true
 		}
 	}
 	return false
+}
+
+// Sleep waits for d on c, or until ctx ends (returning its error). A
+// non-positive d returns at once.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	done := make(chan struct{})
+	t := c.AfterFunc(d, func() { close(done) })
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ErrTimeout is the cancellation cause of a context from WithTimeout whose
+// time ran out.
+var ErrTimeout = errors.New("timed out")
+
+// WithTimeout is context.WithTimeout on c: the returned context is cancelled
+// with cause (ErrTimeout when cause is nil) once d has passed on c. Tell a
+// timeout from a cancellation with context.Cause.
+func WithTimeout(ctx context.Context, c Clock, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	if cause == nil {
+		cause = ErrTimeout
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := c.AfterFunc(d, func() { cancel(cause) })
+	return ctx, func() { t.Stop(); cancel(context.Canceled) }
 }
