@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -85,26 +86,26 @@ func UserText(s string) Message { return Message{Role: User, Content: []Block{Te
 
 // Text joins the message's text blocks.
 func (m Message) Text() string {
-	var n int
+	var b strings.Builder
+	var only string // the common case, one text block, needs no copy
+	n := 0
 	for i := range m.Content {
-		if m.Content[i].Type == TypeText {
-			n++
+		if m.Content[i].Type != TypeText {
+			continue
 		}
-	}
-	if n == 1 {
-		for i := range m.Content {
-			if m.Content[i].Type == TypeText {
-				return m.Content[i].Text
-			}
+		if n++; n == 1 {
+			only = m.Content[i].Text
+			continue
 		}
-	}
-	var s string
-	for i := range m.Content {
-		if m.Content[i].Type == TypeText {
-			s += m.Content[i].Text
+		if n == 2 {
+			b.WriteString(only)
 		}
+		b.WriteString(m.Content[i].Text)
 	}
-	return s
+	if n <= 1 {
+		return only
+	}
+	return b.String()
 }
 
 // ToolUses returns the message's tool_use blocks in order.

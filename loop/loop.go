@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/deputy-run/deputy/clock"
@@ -42,13 +43,17 @@ const (
 	StopCancelled StopReason = "cancelled"
 	// StopModelError: a model call failed (after the provider's retries).
 	StopModelError StopReason = "model_error"
+	// StopStepError: the step runner failed to run a step (for a durable
+	// runner, its store was unavailable); the calls it did not run have
+	// error results.
+	StopStepError StopReason = "step_error"
 )
 
 // Limits bound one run. A zero field takes its default; the total-token,
 // tool-call and wall-time budgets default to none.
 type Limits struct {
 	MaxTurns        int           // model calls; default 30
-	MaxTotalTokens  int64         // prompt + output tokens over all calls
+	MaxTotalTokens  int64         // prompt + output tokens over all calls; see outputCap
 	MaxToolCalls    int           // tool calls over the run
 	WallTime        time.Duration // from the start of Run
 	MaxOutputTokens int           // per model call; default 8192
@@ -92,27 +97,22 @@ type Result struct {
 var errWallTime = errors.New("wall-time limit reached")
 
 // Run drives the model over msgs until it answers or a limit ends the run.
-// The transcript must start with a user message. The error is non-nil only
-// for StopModelError and StopCancelled.
+// The transcript must start with a user message; Run appends to a copy and
+// never writes into msgs' backing array (a fork shares its parent's). The
+// error is non-nil only for StopModelError, StopStepError and StopCancelled.
 func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 	r := newRun(cfg)
-	res := &Result{Messages: msgs}
-	if len(msgs) == 0 || msgs[0].Role != llm.User {
+	res := &Result{Messages: slices.Clip(msgs)}
+	switch {
+	case cfg.Model == nil:
+		return r.finish(res, StopModelError, errors.New("loop: Config.Model is nil"))
+	case len(msgs) == 0 || msgs[0].Role != llm.User:
 		return r.finish(res, StopModelError, errors.New("loop: the transcript must start with a user message"))
 	}
 	if r.lim.WallTime > 0 {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		t := r.clock.AfterFunc(r.lim.WallTime, func() { cancel(errWallTime) })
-		defer t.Stop()
-	}
-	if cfg.OnEvent != nil {
-		// Providers report each HTTP attempt (and retries that void streamed
-		// deltas) through the context; they reach UIs as events.
-		ctx = llm.WithAttemptObserver(ctx, func(a llm.Attempt) {
-			r.emit(Event{Kind: EventModelAttempt, Turn: r.turn, Attempt: a})
-		})
+		var cancel context.CancelFunc
+		ctx, cancel = clock.WithTimeout(ctx, r.clock, r.lim.WallTime, errWallTime)
+		defer cancel()
 	}
 	start := r.clock.Now()
 	req := &llm.Request{
@@ -120,7 +120,6 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 		System:     cfg.System,
 		Tools:      cfg.Tools.Specs(),
 		ToolChoice: cfg.ToolChoice,
-		MaxTokens:  r.lim.MaxOutputTokens,
 	}
 	for {
 		if ctx.Err() != nil {
@@ -136,9 +135,17 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 			return r.failed(ctx, res, err)
 		}
 		req.Messages = res.Messages
+		var budgetCut bool
+		if req.MaxTokens, budgetCut = r.outputCap(res); req.MaxTokens <= 0 {
+			res.Turns-- // no call was made
+			return r.finish(res, StopMaxTotalTokens, nil)
+		}
 		resp, err := r.steps.Model(ctx, res.Turns, StepGenerate, func(ctx context.Context) (*llm.Response, error) {
-			return r.model.Generate(ctx, req, r.stream)
+			return r.model.Generate(r.observe(ctx), req, r.stream)
 		})
+		if err == nil && resp == nil {
+			err = errors.New("the model returned no response and no error")
+		}
 		if err != nil {
 			return r.failed(ctx, res, fmt.Errorf("turn %d: %w", res.Turns, err))
 		}
@@ -149,11 +156,15 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 		res.Answer = msg.Text()
 		r.emit(Event{Kind: EventModelResponse, Turn: res.Turns, Usage: resp.Usage, ModelStop: resp.StopReason})
 
+		cut := StopMaxOutputTokens
+		if budgetCut {
+			cut = StopMaxTotalTokens // the cap was what remained of the budget
+		}
 		calls := msg.ToolUses()
 		if len(calls) == 0 {
 			switch resp.StopReason {
 			case llm.StopMaxTokens:
-				return r.finish(res, StopMaxOutputTokens, nil)
+				return r.finish(res, cut, nil)
 			case llm.StopRefusal:
 				return r.finish(res, StopRefusal, nil)
 			case llm.StopPauseTurn:
@@ -170,23 +181,28 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 		case resp.StopReason == llm.StopMaxTokens:
 			// A response cut mid-call may carry truncated arguments; running
 			// them would act on half an intent.
-			stop, runnable = StopMaxOutputTokens, 0
+			stop, runnable = cut, 0
 		case r.lim.MaxToolCalls > 0 && res.ToolCalls+len(calls) > r.lim.MaxToolCalls:
 			stop, runnable = StopMaxToolCalls, max(0, r.lim.MaxToolCalls-res.ToolCalls)
 		}
-		results, err := r.runTools(ctx, res.Turns, calls[:runnable])
-		if err != nil {
-			return r.failed(ctx, res, fmt.Errorf("turn %d: %w", res.Turns, err))
-		}
+		results, err := r.runTools(ctx, res.Turns, calls, runnable)
+		ran := len(results)
 		// Every tool_use gets its tool_result, run or not, so the transcript
 		// stays valid for the provider if the instance is continued later.
-		for _, c := range calls[runnable:] {
-			results = append(results, llm.ToolResult(c.ID, "not run: "+string(stop)+" limit reached", true))
+		for _, c := range calls[len(results):] {
+			why := "not run: " + string(stop) + " limit reached"
+			if err != nil {
+				why = "not run: " + err.Error()
+			}
+			results = append(results, llm.ToolResult(c.ID, why, true))
 		}
-		res.ToolCalls += runnable
+		res.ToolCalls += ran
 		res.Messages = append(res.Messages, llm.Message{Role: llm.User, Content: results})
 		for i := range results {
 			r.sinceLast += llm.EstimateBlock(&results[i])
+		}
+		if err != nil {
+			return r.finish(res, StopStepError, fmt.Errorf("turn %d: %w", res.Turns, err))
 		}
 		if stop != "" {
 			return r.finish(res, stop, nil)
@@ -194,15 +210,44 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 	}
 }
 
+// outputCap is max_tokens for the next call: the per-call limit, or what is
+// left of the total-token budget after the estimated prompt when that is
+// less (cut reports that case). Zero or less means the next prompt alone
+// would spend the budget. The prompt is estimated (llm.EstimateTokens), so
+// the budget holds to within that estimate's error.
+func (r *run) outputCap(res *Result) (n int, cut bool) {
+	n = r.lim.MaxOutputTokens
+	if r.lim.MaxTotalTokens <= 0 {
+		return n, false
+	}
+	left := r.lim.MaxTotalTokens - res.Usage.Total() - r.promptEstimate(res)
+	if left < int64(n) {
+		return int(max(left, 0)), true
+	}
+	return n, false
+}
+
+// observe routes the providers' attempt reports for one model call to
+// OnEvent. Only the model call's context carries it: a tool that calls a
+// model of its own (a subagent) must not report into this run's events,
+// from another goroutine.
+func (r *run) observe(ctx context.Context) context.Context {
+	if r.cfg.OnEvent == nil {
+		return ctx
+	}
+	return llm.WithAttemptObserver(ctx, r.onAttempt)
+}
+
 // run is the state of one Run call that is not part of its Result.
 type run struct {
-	cfg    Config
-	model  llm.Model
-	lim    Limits
-	clock  clock.Clock
-	steps  Steps
-	stream func(llm.Delta)
-	turn   int // for stream events
+	cfg       Config
+	model     llm.Model
+	lim       Limits
+	clock     clock.Clock
+	steps     Steps
+	stream    func(llm.Delta)
+	onAttempt func(llm.Attempt)
+	turn      int // for stream events
 
 	// Prompt size bookkeeping for compaction: the last response's prompt
 	// plus output, and the estimated tokens appended since.
@@ -229,6 +274,7 @@ func newRun(cfg Config) *run {
 	}
 	if cfg.OnEvent != nil {
 		r.stream = func(d llm.Delta) { cfg.OnEvent(Event{Kind: EventModelDelta, Turn: r.turn, Delta: d}) }
+		r.onAttempt = func(a llm.Attempt) { cfg.OnEvent(Event{Kind: EventModelAttempt, Turn: r.turn, Attempt: a}) }
 	}
 	return r
 }
@@ -257,20 +303,22 @@ func (r *run) limitReached(res *Result, start time.Time) StopReason {
 	return ""
 }
 
-// runTools runs one turn's calls: concurrently when every call is
-// read-only, in order otherwise. Results come back in call order.
-func (r *run) runTools(ctx context.Context, turn int, calls []llm.Block) ([]llm.Block, error) {
-	if len(calls) == 0 {
-		return nil, nil
+// runTools runs the first runnable of one turn's calls: concurrently when
+// every one is read-only, in order otherwise. Results come back in call
+// order, with room for the calls that were not run.
+func (r *run) runTools(ctx context.Context, turn int, calls []llm.Block, runnable int) ([]llm.Block, error) {
+	if runnable == 0 {
+		return make([]llm.Block, 0, len(calls)), nil
 	}
-	b := &Batch{Calls: calls, Parallel: len(calls) > 1, set: r.cfg.Tools, limit: r.lim.ToolOutputChars}
-	for i := range calls {
-		r.emit(Event{Kind: EventToolCall, Turn: turn, Block: calls[i]})
-		if b.Parallel && !r.cfg.Tools.ReadOnly(calls[i].Name) {
+	run := calls[:runnable]
+	b := &Batch{Calls: run, Parallel: len(run) > 1, set: r.cfg.Tools, limit: r.lim.ToolOutputChars}
+	for i := range run {
+		r.emit(Event{Kind: EventToolCall, Turn: turn, Block: run[i]})
+		if b.Parallel && !r.cfg.Tools.ReadOnly(run[i].Name) {
 			b.Parallel = false
 		}
 	}
-	b.Results = make([]llm.Block, len(calls), len(calls)+1)
+	b.Results = make([]llm.Block, len(run), len(calls))
 	if err := r.steps.Tools(ctx, turn, b); err != nil {
 		return nil, err
 	}

@@ -310,7 +310,15 @@ func TestLimitsEndTheRunWithTheirOwnStopReason(t *testing.T) {
 	}{
 		{"default turns", Limits{}, forever(40), StopMaxTurns, DefaultMaxTurns, DefaultMaxTurns},
 		{"turns", Limits{MaxTurns: 3}, forever(10), StopMaxTurns, 3, 3},
-		{"total tokens", Limits{MaxTotalTokens: 40}, forever(10), StopMaxTotalTokens, 3, 3},
+		// 15 tokens a call; the third prompt (~21 estimated) would pass 40.
+		{"total tokens", Limits{MaxTotalTokens: 40}, forever(10), StopMaxTotalTokens, 2, 2},
+		{"total tokens cap a call's output", Limits{MaxTotalTokens: 100}, []func(*llm.Request) (*llm.Response, error){
+			func(req *llm.Request) (*llm.Response, error) {
+				if req.MaxTokens >= 100 || req.MaxTokens <= 0 {
+					return nil, fmt.Errorf("max_tokens %d not capped by the budget", req.MaxTokens)
+				}
+				return &llm.Response{Content: []llm.Block{llm.Text("cut")}, StopReason: llm.StopMaxTokens}, nil
+			}}, StopMaxTotalTokens, 1, 0},
 		{"tool calls", Limits{MaxToolCalls: 4}, []func(*llm.Request) (*llm.Response, error){
 			call("echo", `{}`, "echo", `{}`, "echo", `{}`), call("echo", `{}`, "echo", `{}`, "echo", `{}`)},
 			StopMaxToolCalls, 2, 4},
@@ -560,5 +568,79 @@ func TestProviderAttemptsBecomeEvents(t *testing.T) {
 	want := "delta par|attempt 1 529 discarded=true|delta full|attempt 2 200 discarded=false"
 	if s := strings.Join(got, "|"); s != want {
 		t.Fatalf("got  %s\nwant %s", s, want)
+	}
+}
+
+func TestRunNeverWritesIntoTheCallersTranscript(t *testing.T) {
+	t.Parallel()
+	parent := []llm.Message{llm.UserText("task"), {Role: llm.Assistant, Content: []llm.Block{llm.Text("parent's own")}}}
+	m := &script{steps: []func(*llm.Request) (*llm.Response, error){say("child")}}
+	res, err := Run(context.Background(), Config{Model: m}, parent[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent[1].Content[0].Text != "parent's own" || res.Messages[1].Content[0].Text != "child" {
+		t.Fatalf("parent %+v, child %+v", parent[1], res.Messages[1])
+	}
+}
+
+func TestMisconfiguredRunsFailCleanly(t *testing.T) {
+	t.Parallel()
+	res, err := Run(context.Background(), Config{}, task("go"))
+	if err == nil || res.StopReason != StopModelError {
+		t.Fatalf("nil model: %v %+v", err, res)
+	}
+	nothing := llm.ModelFunc(func(context.Context, *llm.Request, func(llm.Delta)) (*llm.Response, error) { return nil, nil })
+	res, err = Run(context.Background(), Config{Model: nothing}, task("go"))
+	if err == nil || !strings.Contains(err.Error(), "no response") || res.StopReason != StopModelError {
+		t.Fatalf("nil response: %v %+v", err, res)
+	}
+}
+
+// failingSteps runs model steps but cannot run tool steps, like a durable
+// runner whose store went away.
+type failingSteps struct{ Direct }
+
+func (failingSteps) Tools(context.Context, int, *Batch) error { return errors.New("store unavailable") }
+
+func TestAStepErrorKeepsTheTranscriptValid(t *testing.T) {
+	t.Parallel()
+	m := &script{steps: []func(*llm.Request) (*llm.Response, error){call("echo", `{}`, "echo", `{}`)}}
+	res, err := Run(context.Background(), Config{Model: m, Steps: failingSteps{}, Tools: tool.MustSet(echo("echo", true))}, task("go"))
+	if err == nil || res.StopReason != StopStepError || res.ToolCalls != 0 {
+		t.Fatalf("err %v res %+v", err, res)
+	}
+	checkTranscript(t, res.Messages)
+	if r := res.Messages[2].Content[1]; !r.IsError || !strings.Contains(r.Text, "store unavailable") {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+func TestToolsDoNotReportAttemptsIntoTheRunsEvents(t *testing.T) {
+	t.Parallel()
+	// A tool that runs a model of its own (a subagent) reports attempts on
+	// the context it was given; they must not reach this run's OnEvent.
+	nested := fn{name: "nested", readOnly: true, run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		llm.ReportAttempt(ctx, llm.Attempt{N: 99})
+		return "ok", nil
+	}}
+	model := llm.ModelFunc(func(ctx context.Context, req *llm.Request, _ func(llm.Delta)) (*llm.Response, error) {
+		llm.ReportAttempt(ctx, llm.Attempt{N: 1, Status: 200})
+		if len(req.Messages) == 1 {
+			return call("nested", `{}`)(req)
+		}
+		return say("ok")(req)
+	})
+	var attempts []int
+	_, err := Run(context.Background(), Config{Model: model, Tools: tool.MustSet(nested), OnEvent: func(e Event) {
+		if e.Kind == EventModelAttempt {
+			attempts = append(attempts, e.Attempt.N)
+		}
+	}}, task("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(attempts) != "[1 1]" {
+		t.Fatalf("attempt events %v", attempts)
 	}
 }

@@ -21,7 +21,7 @@ import (
 func TestRunInvariants(t *testing.T) {
 	t.Parallel()
 	known := map[StopReason]bool{StopCompleted: true, StopRefusal: true, StopMaxTurns: true, StopMaxTotalTokens: true,
-		StopMaxToolCalls: true, StopMaxOutputTokens: true, StopModelError: true}
+		StopMaxToolCalls: true, StopMaxOutputTokens: true, StopModelError: true, StopStepError: true}
 	fails := fn{name: "fails", run: func(context.Context, json.RawMessage) (string, error) { return "", errors.New("no") }}
 	tools := tool.MustSet(echo("ro", true), echo("rw", false), fails)
 	names := []string{"ro", "rw", "fails", "missing"}
@@ -39,10 +39,16 @@ func TestRunInvariants(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls++
+			// The total-token budget: no call starts once it is spent, and
+			// no call may produce more output than what is left.
+			if lim.MaxTotalTokens > 0 && (sum.Total() >= lim.MaxTotalTokens || int64(req.MaxTokens) > lim.MaxTotalTokens-sum.Total()) {
+				t.Fatalf("call with max_tokens %d after %d of %d tokens", req.MaxTokens, sum.Total(), lim.MaxTotalTokens)
+			}
 			if rapid.IntRange(0, 30).Draw(t, "modelError") == 0 {
 				return nil, errors.New("provider down")
 			}
-			u := llm.Usage{InputTokens: int64(rapid.IntRange(1, 50).Draw(t, "in")), OutputTokens: int64(rapid.IntRange(1, 20).Draw(t, "out"))}
+			out := min(int64(rapid.IntRange(1, 20).Draw(t, "out")), int64(req.MaxTokens)) // a model never exceeds max_tokens
+			u := llm.Usage{InputTokens: int64(rapid.IntRange(1, 50).Draw(t, "in")), OutputTokens: out}
 			sum.Add(u)
 			resp := &llm.Response{Usage: u, StopReason: llm.StopEndTurn}
 			n := rapid.IntRange(0, 4).Draw(t, "calls")

@@ -165,9 +165,15 @@ func (s *fastSchema) accepts(data []byte) bool {
 }
 
 type scanner struct {
-	data []byte
-	pos  int
+	data  []byte
+	pos   int
+	depth int
 }
+
+// maxDepth bounds nesting: the scanner recurses, and a goroutine stack
+// overflow is fatal, not a panic that could be recovered. Deeper inputs go
+// to the full validator, which rejects them cleanly.
+const maxDepth = 1000
 
 func (sc *scanner) ws() {
 	for sc.pos < len(sc.data) {
@@ -182,6 +188,10 @@ func (sc *scanner) ws() {
 
 // value scans one value and checks it against s (nil: anything goes).
 func (sc *scanner) value(s *fastSchema) bool {
+	if sc.depth++; sc.depth > maxDepth {
+		return false
+	}
+	defer func() { sc.depth-- }()
 	sc.ws()
 	if sc.pos >= len(sc.data) {
 		return false

@@ -3,6 +3,7 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"testing"
 
@@ -55,6 +56,20 @@ func TestFastSchemaAcceptsTypicalInputs(t *testing.T) {
 		if referenceAccepts(t, readFileSchema, []byte(in)) && in != `{"path":"a","offset":01}` {
 			t.Errorf("reference accepted invalid %s", in)
 		}
+	}
+}
+
+func TestFastSchemaDeepNestingIsNotSure(t *testing.T) {
+	t.Parallel()
+	fs, _ := compileFast(json.RawMessage(readFileSchema))
+	deep := []byte(`{"path":"a","tags":` + strings.Repeat("[", 5_000_000))
+	if fs.accepts(deep) {
+		t.Fatal("accepted")
+	}
+	ok := []byte(`{"path":"a","x":` + strings.Repeat("[", 50) + strings.Repeat("]", 50) + `}`)
+	open, _ := compileFast(json.RawMessage(`{"type":"object"}`))
+	if !open.accepts(ok) {
+		t.Fatal("refused moderate nesting")
 	}
 }
 
