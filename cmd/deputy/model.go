@@ -44,7 +44,11 @@ func resolveModel(spec, scenario string) (llm.Model, string, error) {
 		if s == nil {
 			s = fake.DemoScenario()
 		}
-		return fake.NewModel(s), spec, nil
+		var opts []fake.ModelOption
+		if os.Getenv("DEPUTY_FAKE_LATENCY") == "off" {
+			opts = append(opts, fake.WithoutLatency()) // scripts and tests that want speed, not realism
+		}
+		return fake.NewModel(s, opts...), spec, nil
 	}
 	if scenario != "" {
 		return nil, "", usageErr("--scenario applies only to --model fake")
