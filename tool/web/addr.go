@@ -61,9 +61,12 @@ func PublicOnly(a netip.Addr) error {
 }
 
 // canonical strips the IPv6 forms an IPv4 address can hide in: mapped
-// (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d).
+// (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d), and the zone: a zone
+// (fe80::1%eth0) only says which interface to use, and netip.Prefix.Contains
+// is false for every zoned address, so fe80::1%lo would slip past a
+// link-local check that fe80::1 fails.
 func canonical(a netip.Addr) netip.Addr {
-	a = a.Unmap()
+	a = a.Unmap().WithZone("")
 	if nat64.Contains(a) {
 		b := a.As16()
 		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})

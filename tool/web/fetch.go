@@ -73,11 +73,11 @@ func NewFetch(cfg FetchConfig) *Fetch {
 		// before any packet is sent: the one place the policy cannot be
 		// fooled by a hostname or a redirect.
 		Control: func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
+			a, err := dialedAddr(address)
 			if err != nil {
 				return fmt.Errorf("refused to connect to %s: %v", address, err)
 			}
-			if err := cfg.AllowAddr(ap.Addr()); err != nil {
+			if err := cfg.AllowAddr(a); err != nil {
 				return &refusedError{fmt.Sprintf("refused to connect: %v", err)}
 			}
 			return nil
@@ -106,6 +106,19 @@ func NewFetch(cfg FetchConfig) *Fetch {
 		},
 	}
 	return f
+}
+
+// dialedAddr is the IP address in a dialer's "host:port". The zone is
+// dropped: the policy judges the address, and the dialer writes an
+// IPv4-mapped address with a zone (from [::ffff:a.b.c.d%lo]) as
+// "a.b.c.d%lo", which netip refuses to parse at all.
+func dialedAddr(address string) (netip.Addr, error) {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	host, _, _ = strings.Cut(host, "%")
+	return netip.ParseAddr(host)
 }
 
 // refusedError is a policy refusal, reported to the model as is.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -129,12 +130,42 @@ func TestFetchRefusesBadURLs(t *testing.T) {
 		{"http://169.254.169.254/latest/meta-data/", "address 169.254.169.254 is link-local"},
 		{"http://[fe80::1]:80/", "address fe80::1 is link-local"},
 		{"http://[::ffff:169.254.169.254]/", "address 169.254.169.254 is link-local"},
+		{"http://[::ffff:a9fe:a9fe]/", "address 169.254.169.254 is link-local"},
 		{"http://[fd00:ec2::254]/", "address fd00:ec2::254 is a cloud metadata service"},
+		// A zone makes netip.Prefix.Contains false; the zone must not
+		// smuggle a link-local address past the policy.
+		{"http://[fe80::1%25lo]:1/", "address fe80::1 is link-local"},
+		{"http://[fe80::a9fe:a9fe%251]:1/", "address fe80::a9fe:a9fe is link-local"},
+		{"http://[::ffff:169.254.169.254%25lo]:1/", "address 169.254.169.254 is link-local"},
 	}
 	for _, tc := range tests {
 		out, isErr := fetch(t, set, tc.url)
 		if !isErr || !strings.Contains(out, tc.want) {
 			t.Errorf("%s: got %q (err=%v), want %q", tc.url, out, isErr, tc.want)
+		}
+	}
+}
+
+// inet_aton spellings of 169.254.169.254 (decimal, octal, short forms)
+// pass the URL parser as host names. Go never reads them as addresses:
+// its resolver refuses all-digit names without sending a query, and a
+// resolver that did read them (getaddrinfo) would hand the dialer
+// 169.254.169.254, which the policy refuses. Either way nothing is
+// dialed. (Hex forms such as 0xa9fea9fe are ordinary names to Go and
+// would go to DNS, so they are not tried here: tests stay off the
+// network. Whatever DNS answers is judged at dial time.)
+func TestFetchRefusesNumericHostForms(t *testing.T) {
+	t.Parallel()
+	set := tool.MustSet(web.NewFetch(web.FetchConfig{}))
+	for _, host := range []string{"2852039166", "0251.0376.0251.0376", "0251.254.169.254", "169.254.43518", "169.16689662"} {
+		u := "http://" + host + "/latest/meta-data/"
+		parsed, err := url.Parse(u)
+		if err != nil || parsed.Hostname() != host {
+			t.Fatalf("%s: the URL parser no longer lets this through (%v); update the test", u, err)
+		}
+		out, isErr := fetch(t, set, u)
+		if !isErr || !(strings.Contains(out, "no such host") || strings.Contains(out, "is link-local")) {
+			t.Errorf("%s: got %q (err=%v)", u, out, isErr)
 		}
 	}
 }
@@ -181,6 +212,15 @@ func TestAddrPolicies(t *testing.T) {
 		{"64:ff9b::a9fe:a9fe", false, false}, // NAT64 of 169.254.169.254
 		{"fd00:ec2::254", false, false},
 		{"100.100.100.200", false, false},
+		// Zoned forms of the addresses above.
+		{"fe80::1%lo", false, false},
+		{"fe80::1%eth0", false, false},
+		{"febf:ffff::1%2", false, false},
+		{"::ffff:169.254.169.254%lo", false, false},
+		{"64:ff9b::a9fe:a9fe%lo", false, false},
+		{"fd00:ec2::254%lo", false, false},
+		{"::1%lo", true, false},
+		{"fd12::1%lo", true, false},
 	}
 	for _, tc := range tests {
 		a := netip.MustParseAddr(tc.addr)
