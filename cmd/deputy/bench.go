@@ -17,25 +17,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deputy-run/deputy/internal/benchloop"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/llm/provider"
-	"github.com/deputy-run/deputy/loop"
-	"github.com/deputy-run/deputy/tool"
 )
-
-// benchScenario plays turns-1 turns that each call one no-op tool, then an
-// answer: the loop's per-turn cost without real tool work.
-const benchScenario = `
-name: bench-loop
-rules:
-  - match: {turn: "1-%d"}
-    tool_calls:
-      - name: noop
-        input: {path: internal/server/handler.go}
-  - match: {turn: %d}
-    text: done
-`
 
 // benchFigure is one line of `deputy bench` output.
 type benchFigure struct {
@@ -91,7 +77,7 @@ per --via value: wall, CPU and allocations per turn, medians of --repeats.`,
 }
 
 func benchLoop(ctx context.Context, via string, runs, turns, repeats int) (*benchFigure, error) {
-	scen := fmt.Sprintf(benchScenario, turns-1, turns)
+	scen := benchloop.Scenario(turns)
 	var model llm.Model
 	switch via {
 	case "inprocess":
@@ -118,19 +104,8 @@ func benchLoop(ctx context.Context, via string, runs, turns, repeats int) (*benc
 	default:
 		return nil, usageErr("unknown --via %q (have: inprocess, anthropic, openai)", via)
 	}
-	cfg := loop.Config{Model: model, ModelName: "fake", Tools: tool.MustSet(noopTool{}),
-		Compaction: loop.Compaction{Threshold: -1}}
-	msgs := []llm.Message{llm.UserText("bench")}
-	once := func() error {
-		res, err := loop.Run(ctx, cfg, msgs)
-		if err != nil {
-			return err
-		}
-		if res.Turns != turns || res.StopReason != loop.StopCompleted {
-			return fmt.Errorf("bench run: %d turns, stop %s", res.Turns, res.StopReason)
-		}
-		return nil
-	}
+	cfg := benchloop.Config(model)
+	once := func() error { return benchloop.Run(ctx, cfg, turns) }
 	if err := once(); err != nil { // warm up connections and caches
 		return nil, err
 	}
@@ -213,13 +188,3 @@ func startBenchServer(ctx context.Context, scenario string) (url string, stop fu
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 	return strings.TrimSpace(line[i:]), stop, nil
 }
-
-// noopTool is the benchmark's tool: validated like any other, does nothing.
-type noopTool struct{}
-
-func (noopTool) Spec() llm.ToolSpec {
-	return llm.ToolSpec{Name: "noop", Description: "does nothing", InputSchema: json.RawMessage(
-		`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)}
-}
-func (noopTool) ReadOnly() bool                                       { return true }
-func (noopTool) Run(context.Context, json.RawMessage) (string, error) { return "ok", nil }
