@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // EditFile is the edit_file tool.
@@ -46,12 +47,12 @@ func (t *EditFile) ReadOnly() bool { return false }
 
 // Run implements tool.Tool.
 func (t *EditFile) Run(ctx context.Context, input json.RawMessage) (string, error) {
-	var in struct {
+	in, err := tool.Decode[struct {
 		Path string `json:"path"`
 		Old  string `json:"old"`
 		New  string `json:"new"`
-	}
-	if err := decode(input, &in); err != nil {
+	}](input)
+	if err != nil {
 		return "", err
 	}
 	if in.Old == in.New {

@@ -6,7 +6,6 @@ package fstool
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/deputy-run/deputy/tool"
@@ -65,19 +64,6 @@ func Tools(ws *Workspace, lim Limits) []tool.Tool {
 		NewGlob(ws, lim),
 		NewGrep(ws, lim),
 	}
-}
-
-// decode reads validated input into v. The schema has already been
-// checked, so a failure here means a value the schema allows but Go cannot
-// hold (an integer beyond int64, say).
-func decode(input json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(input)) == 0 {
-		input = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(input, v); err != nil {
-		return fmt.Errorf("invalid arguments: %v", err)
-	}
-	return nil
 }
 
 // binarySniff is how much of a file is looked at to call it binary.

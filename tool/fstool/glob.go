@@ -13,6 +13,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // Glob is the glob tool.
@@ -51,10 +52,10 @@ func (t *Glob) ReadOnly() bool { return true }
 
 // Run implements tool.Tool.
 func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
-	var in struct {
+	in, err := tool.Decode[struct {
 		Pattern string `json:"pattern"`
-	}
-	if err := decode(input, &in); err != nil {
+	}](input)
+	if err != nil {
 		return "", err
 	}
 	pattern := strings.TrimPrefix(in.Pattern, "./")

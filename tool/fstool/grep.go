@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // Grep is the grep tool.
@@ -65,11 +66,11 @@ type grepState struct {
 
 // Run implements tool.Tool.
 func (t *Grep) Run(ctx context.Context, input json.RawMessage) (string, error) {
-	var in struct {
+	in, err := tool.Decode[struct {
 		Pattern string `json:"pattern"`
 		Path    string `json:"path"`
-	}
-	if err := decode(input, &in); err != nil {
+	}](input)
+	if err != nil {
 		return "", err
 	}
 	re, err := regexp.Compile(in.Pattern)
@@ -192,7 +193,10 @@ func (t *Grep) grepFile(ctx context.Context, r *os.Root, p, name string, re *reg
 		if st.full {
 			continue
 		}
-		shownLine := cutUTF8(line, grepLineChars)
+		shownLine := line
+		if len(line) > grepLineChars {
+			shownLine = tool.CutUTF8(line, grepLineChars)
+		}
 		cut := len(line) - len(shownLine)
 		row := fmt.Sprintf("%s:%d: %s\n", name, n, showLine(shownLine, cut))
 		if st.matches > t.lim.GrepResults || st.out.Len()+len(row) > t.lim.OutputChars {

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/deputy-run/deputy/tool"
 )
 
 // lineReader yields the lines of a stream one by one, of any length, while
@@ -18,8 +19,10 @@ type lineReader struct {
 	buf []byte
 }
 
-func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+// newLineReader reads lines from br, which the caller has already peeked
+// into to sniff for binary content.
+func newLineReader(br *bufio.Reader, max int) *lineReader {
+	return &lineReader{br: br, max: max}
 }
 
 // next returns the next line without its line ending, and how many bytes
@@ -65,20 +68,8 @@ func (lr *lineReader) next() (line []byte, cut int, err error) {
 	if size <= lr.max {
 		return lr.buf[:size], 0, nil
 	}
-	keep := cutUTF8(lr.buf, lr.max)
+	keep := tool.CutUTF8(lr.buf, lr.max)
 	return keep, size - len(keep), nil
-}
-
-// cutUTF8 returns at most n bytes of b, without splitting a character.
-func cutUTF8(b []byte, n int) []byte {
-	if len(b) <= n {
-		return b
-	}
-	keep := n
-	for keep > 0 && keep > n-utf8.UTFMax && !utf8.RuneStart(b[keep]) {
-		keep--
-	}
-	return b[:keep]
 }
 
 // showLine renders a line for the model: valid UTF-8, with a note when it

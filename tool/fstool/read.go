@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // ReadFile is the read_file tool.
@@ -50,12 +51,12 @@ func (t *ReadFile) ReadOnly() bool { return true }
 
 // Run implements tool.Tool.
 func (t *ReadFile) Run(ctx context.Context, input json.RawMessage) (string, error) {
-	var in struct {
+	in, err := tool.Decode[struct {
 		Path   string `json:"path"`
 		Offset int    `json:"offset"`
 		Limit  int    `json:"limit"`
-	}
-	if err := decode(input, &in); err != nil {
+	}](input)
+	if err != nil {
 		return "", err
 	}
 	first := max(in.Offset, 1)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // WriteFile is the write_file tool.
@@ -49,11 +50,11 @@ func (t *WriteFile) ReadOnly() bool { return false }
 
 // Run implements tool.Tool.
 func (t *WriteFile) Run(ctx context.Context, input json.RawMessage) (string, error) {
-	var in struct {
+	in, err := tool.Decode[struct {
 		Path    string `json:"path"`
 		Content string `json:"content"`
-	}
-	if err := decode(input, &in); err != nil {
+	}](input)
+	if err != nil {
 		return "", err
 	}
 	if err := ctx.Err(); err != nil {
