@@ -24,6 +24,7 @@ import (
 
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // FetchConfig sets up web_fetch. Zero fields take defaults.
@@ -121,6 +122,10 @@ func dialedAddr(address string) (netip.Addr, error) {
 	return netip.ParseAddr(host)
 }
 
+// errTimeout is the cause a web tool's own timeout cancels its context
+// with, which tells it apart from the caller's cancellation.
+var errTimeout = errors.New("web tool timeout")
+
 // refusedError is a policy refusal, reported to the model as is.
 type refusedError struct{ msg string }
 
@@ -165,11 +170,11 @@ func checkURL(u *url.URL) error {
 
 // Run implements tool.Tool.
 func (f *Fetch) Run(ctx context.Context, input json.RawMessage) (string, error) {
-	var in struct {
+	in, err := tool.Decode[struct {
 		URL string `json:"url"`
-	}
-	if err := json.Unmarshal(input, &in); err != nil {
-		return "", fmt.Errorf("invalid arguments: %v", err)
+	}](input)
+	if err != nil {
+		return "", err
 	}
 	u, err := url.Parse(strings.TrimSpace(in.URL))
 	if err != nil {
@@ -179,19 +184,13 @@ func (f *Fetch) Run(ctx context.Context, input json.RawMessage) (string, error) 
 		return "", fmt.Errorf("cannot fetch %s: %v", u.Redacted(), err)
 	}
 
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := clock.WithTimeout(ctx, f.cfg.Clock, f.cfg.Timeout, errTimeout)
 	defer cancel()
-	timedOut := make(chan struct{})
-	timer := f.cfg.Clock.AfterFunc(f.cfg.Timeout, func() { close(timedOut); cancel() })
-	defer timer.Stop()
 	fail := func(err error) error {
-		select {
-		case <-timedOut:
+		if errors.Is(context.Cause(ctx), errTimeout) {
 			return fmt.Errorf("fetch %s: timed out after %s", u.Redacted(), f.cfg.Timeout)
-		default:
 		}
-		if parent.Err() != nil {
+		if ctx.Err() != nil { // not our timeout, so the caller's context
 			return fmt.Errorf("fetch %s: cancelled", u.Redacted())
 		}
 		var re *refusedError

@@ -269,3 +269,39 @@ func TestFetchTimeoutUsesClock(t *testing.T) {
 		t.Fatal("timeout did not stop the fetch")
 	}
 }
+
+func TestFetchCancelledByCaller(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	fc := clock.NewFake(time.Unix(0, 0))
+	set := tool.MustSet(web.NewFetch(web.FetchConfig{Clock: fc, Timeout: 30 * time.Second}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan string, 1)
+	go func() {
+		raw, _ := json.Marshal(map[string]any{"url": srv.URL})
+		out, _ := set.Call(ctx, "web_fetch", raw)
+		done <- out
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(failAfter):
+		t.Fatal("request never arrived")
+	}
+	cancel()
+	select {
+	case out := <-done:
+		if out != "fetch "+srv.URL+": cancelled" {
+			t.Errorf("got %q", out)
+		}
+	case <-time.After(failAfter):
+		t.Fatal("cancellation did not stop the fetch")
+	}
+	if n := fc.Pending(); n != 0 {
+		t.Errorf("%d timers left armed", n)
+	}
+}

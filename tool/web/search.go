@@ -84,31 +84,25 @@ const snippetChars = 300
 
 // Run implements tool.Tool.
 func (s *Search) Run(ctx context.Context, input json.RawMessage) (string, error) {
-	var in struct {
+	in, err := tool.Decode[struct {
 		Query string `json:"query"`
-	}
-	if err := json.Unmarshal(input, &in); err != nil {
-		return "", fmt.Errorf("invalid arguments: %v", err)
+	}](input)
+	if err != nil {
+		return "", err
 	}
 	q := collapseSpace(in.Query)
 	if q == "" {
 		return "", errors.New("the query is empty")
 	}
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := clock.WithTimeout(ctx, s.cfg.Clock, s.cfg.Timeout, errTimeout)
 	defer cancel()
-	timedOut := make(chan struct{})
-	timer := s.cfg.Clock.AfterFunc(s.cfg.Timeout, func() { close(timedOut); cancel() })
-	defer timer.Stop()
 
 	results, err := s.cfg.Searcher.Search(ctx, q)
 	if err != nil {
-		select {
-		case <-timedOut:
+		if errors.Is(context.Cause(ctx), errTimeout) {
 			return "", fmt.Errorf("web search timed out after %s", s.cfg.Timeout)
-		default:
 		}
-		if parent.Err() != nil {
+		if ctx.Err() != nil { // not our timeout, so the caller's context
 			return "", errors.New("web search cancelled")
 		}
 		return "", fmt.Errorf("web search failed: %v", err)

@@ -164,6 +164,38 @@ func TestSearchTimeoutUsesClock(t *testing.T) {
 	}
 }
 
+// The caller's cancellation, even one whose cause is a clock timeout of
+// its own, is reported as a cancellation, not as the tool's timeout; and
+// the tool's timer is stopped when it returns.
+func TestSearchCancelledByCaller(t *testing.T) {
+	t.Parallel()
+	for _, cause := range []error{context.Canceled, clock.ErrTimeout} {
+		fc := clock.NewFake(time.Unix(0, 0))
+		s := stuckSearcher{make(chan struct{})}
+		set := tool.MustSet(web.NewSearch(web.SearchConfig{Searcher: s, Clock: fc, Timeout: 5 * time.Second}))
+		ctx, cancel := context.WithCancelCause(context.Background())
+		done := make(chan string, 1)
+		go func() {
+			raw, _ := json.Marshal(map[string]any{"query": "x"})
+			out, _ := set.Call(ctx, "web_search", raw)
+			done <- out
+		}()
+		<-s.started
+		cancel(cause)
+		select {
+		case out := <-done:
+			if out != "web search cancelled" {
+				t.Errorf("cause %v: got %q", cause, out)
+			}
+		case <-time.After(failAfter):
+			t.Fatal("not stopped")
+		}
+		if n := fc.Pending(); n != 0 {
+			t.Errorf("cause %v: %d timers left armed", cause, n)
+		}
+	}
+}
+
 type failingSearcher struct{}
 
 func (failingSearcher) Search(context.Context, string) ([]web.Result, error) {
