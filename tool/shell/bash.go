@@ -16,11 +16,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // Config sets up the bash tool. Zero fields take defaults.
@@ -35,8 +35,7 @@ type Config struct {
 	Env []string
 	// WaitDelay bounds, in real time, how long the tool keeps reading after
 	// the command and its process group are gone, for a process that left
-	// the group (setsid) and still holds the output open; like
-	// exec.Cmd.WaitDelay, which is also set to it (2 s).
+	// the group (setsid) and still holds the output open (2 s).
 	WaitDelay time.Duration
 	Shell     string // the shell binary ("bash", found on PATH)
 }
@@ -110,29 +109,25 @@ func (b *Bash) ReadOnly() bool { return false }
 // error: its exit code is data the model reads (grep found nothing, a test
 // failed). Timeouts, cancellation and failures to start are errors.
 func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
-	var in struct {
+	in, err := tool.Decode[struct {
 		Command  string `json:"command"`
 		TimeoutS int64  `json:"timeout_s"`
-	}
-	if err := json.Unmarshal(input, &in); err != nil {
-		return "", fmt.Errorf("invalid arguments: %v", err)
+	}](input)
+	if err != nil {
+		return "", err
 	}
 	timeout := b.cfg.DefaultTimeout
 	if in.TimeoutS > 0 {
 		timeout = min(time.Duration(in.TimeoutS)*time.Second, b.cfg.MaxTimeout)
 	}
 
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	// The timer is armed before the process starts: a test that sees the
 	// command running knows the timer is pending.
-	var timedOut atomic.Bool
-	timer := b.cfg.Clock.AfterFunc(timeout, func() {
-		timedOut.Store(true)
-		cancel()
-	})
-	defer timer.Stop()
+	ctx, cancel := clock.WithTimeout(ctx, b.cfg.Clock, timeout, errTimeout)
+	defer cancel()
+	if ctx.Err() != nil {
+		return "", b.stopErr(ctx, timeout)
+	}
 
 	// Our own pipe instead of exec's copying goroutines: Wait then returns
 	// as soon as bash exits, and the process group can be killed before
@@ -143,18 +138,16 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		return "", fmt.Errorf("bash: %w", err)
 	}
 	defer pr.Close()
-	cmd := exec.CommandContext(ctx, b.cfg.Shell, "-c", in.Command)
+	// Not exec.CommandContext: its cancellation may kill after Wait has
+	// reaped the leader, and the kill must happen before (see below).
+	cmd := exec.Command(b.cfg.Shell, "-c", in.Command)
 	cmd.Dir = b.cfg.Dir
 	cmd.Env = b.environ()
 	cmd.Stdout, cmd.Stderr = pw, pw // stdin stays nil: /dev/null
-	cmd.WaitDelay = b.cfg.WaitDelay
 	ownProcessGroup(cmd)
 	err = cmd.Start()
 	pw.Close() // the child has its copy; ours would keep the pipe from ending
 	if err != nil {
-		if timedOut.Load() || parent.Err() != nil {
-			return "", b.stopErr(timedOut.Load(), timeout, parent)
-		}
 		return "", fmt.Errorf("bash: start %s: %w", b.cfg.Shell, err)
 	}
 
@@ -164,9 +157,43 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		_, err := io.Copy(out, pr)
 		copied <- err
 	}()
-	_ = cmd.Wait() // the status is read from ProcessState below
-	// Anything the command left running in its group dies with it.
-	killProcessGroup(cmd.Process.Pid)
+
+	// A timeout or cancellation kills the whole group (at once, if ctx is
+	// already done).
+	killDone := make(chan struct{})
+	stopKill := context.AfterFunc(ctx, func() { defer close(killDone); killGroup(cmd.Process) })
+	// stopped ends the cancellation kill: after it returns, that kill has
+	// either run to completion or never will. It reports whether it ran.
+	stopped := func() bool {
+		if stopKill() {
+			return false
+		}
+		<-killDone
+		return true
+	}
+
+	// The group id is the leader's pid, and once the leader is reaped the
+	// kernel may give that pid to a new process, which may lead a group of
+	// its own: a group kill after reaping could then hit unrelated
+	// processes. A zombie keeps its pid. So: wait for the leader to exit
+	// without reaping it, kill what is left of its group (jobs left in the
+	// background), make sure the cancellation kill is over and will not run,
+	// and only then reap.
+	var killed bool
+	if awaitExit(cmd.Process) {
+		killGroup(cmd.Process)
+		killed = stopped()
+		_ = cmd.Wait() // reaps; the status is read from ProcessState below
+	} else {
+		// No waitid (not Linux): reap first and kill afterwards, as the
+		// only way left to end background jobs. The window is small: the
+		// group id is free only if the group has no member left.
+		_ = cmd.Wait()
+		killed = stopped()
+		killGroup(cmd.Process)
+	}
+	// Past WaitDelay, stop reading output held open by a process that left
+	// the group.
 	_ = pr.SetReadDeadline(time.Now().Add(b.cfg.WaitDelay))
 	copyErr := <-copied
 
@@ -182,11 +209,15 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		res.WriteString("[a process that left the command's process group still held its output open; stopped reading]\n")
 	}
 	res.WriteString(exitText(cmd.ProcessState))
-	if timedOut.Load() || parent.Err() != nil {
-		return res.String(), b.stopErr(timedOut.Load(), timeout, parent)
+	if killed {
+		return res.String(), b.stopErr(ctx, timeout)
 	}
 	return res.String(), nil
 }
+
+// errTimeout is the cause the command's own timeout cancels its context
+// with, which tells it apart from the caller's cancellation.
+var errTimeout = errors.New("bash command timeout")
 
 // environ is the command's environment: the configured one without
 // secrets, and with PWD naming the working directory (exec sets PWD only
@@ -206,12 +237,12 @@ func (b *Bash) environ() []string {
 	return append(env, "PWD="+b.cfg.Dir)
 }
 
-func (b *Bash) stopErr(timedOut bool, timeout time.Duration, parent context.Context) error {
-	if timedOut {
+func (b *Bash) stopErr(ctx context.Context, timeout time.Duration) error {
+	if errors.Is(context.Cause(ctx), errTimeout) {
 		return fmt.Errorf("command timed out after %s and was killed with all its child processes; "+
 			"give a larger timeout_s (at most %d) or split the work", timeout, int(b.cfg.MaxTimeout/time.Second))
 	}
-	return fmt.Errorf("command cancelled (%v); it was killed with all its child processes", context.Cause(parent))
+	return fmt.Errorf("command cancelled (%v); it was killed with all its child processes", context.Cause(ctx))
 }
 
 // exitText reports how the command ended.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/deputy-run/deputy/tool"
 )
 
 // capture keeps the first head and the last tail bytes of a stream and
@@ -52,11 +54,8 @@ func (c *capture) String() string {
 	if dropped == 0 {
 		return strings.ToValidUTF8(string(c.head)+string(tail), "\uFFFD")
 	}
-	head := c.head
 	// Do not split a character at either cut.
-	if i := lastRuneStart(head); i >= 0 && !utf8.FullRune(head[i:]) {
-		head = head[:i]
-	}
+	head := tool.CutUTF8(c.head, len(c.head))
 	for i := 0; i < utf8.UTFMax && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
 		tail = tail[1:]
 	}
@@ -64,14 +63,4 @@ func (c *capture) String() string {
 	return strings.ToValidUTF8(string(head), "\uFFFD") +
 		fmt.Sprintf("\n[... %d bytes of output cut by deputy (%d in all); redirect to a file and read parts of it to see them ...]\n", dropped, c.total) +
 		strings.ToValidUTF8(string(tail), "\uFFFD")
-}
-
-// lastRuneStart is the index of the last character's first byte, or -1.
-func lastRuneStart(b []byte) int {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			return i
-		}
-	}
-	return -1
 }

@@ -10,6 +10,6 @@ import (
 // Without process groups, only the shell itself can be killed.
 func ownProcessGroup(cmd *exec.Cmd) {}
 
-func killProcessGroup(pid int) {}
+func killGroup(p *os.Process) { _ = p.Kill() }
 
 func signaled(ps *os.ProcessState) (string, bool) { return "", false }

@@ -9,24 +9,19 @@ import (
 )
 
 // ownProcessGroup starts the command as the leader of a new process group,
-// so that it and everything it forks can be killed at once, and makes
-// cancellation (a timeout or the caller's context) kill that whole group.
-// SIGKILL straight away: a command that overran its time gets no chance to
-// ignore the request, and the model is told it was killed.
+// so that it and everything it forks can be killed at once.
 func ownProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		killProcessGroup(cmd.Process.Pid)
-		return nil
-	}
 }
 
-// killProcessGroup kills the group led by pid. It is called once more after
-// the leader was reaped to end background jobs; the group id cannot have
-// been reused while any of its members lives, and kill on an empty group
-// fails harmlessly with ESRCH.
-func killProcessGroup(pid int) {
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+// killGroup kills the process group that p leads, with SIGKILL straight
+// away: a command that overran its time gets no chance to ignore the
+// request, and the model is told it was killed. The group id is p's pid,
+// so the caller must not have reaped p (see Bash.Run): until then no other
+// process can get that pid, nor lead a group with that id. A group with no
+// live member fails the kill harmlessly with ESRCH.
+func killGroup(p *os.Process) {
+	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
 }
 
 func signaled(ps *os.ProcessState) (string, bool) {
