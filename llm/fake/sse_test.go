@@ -3,10 +3,14 @@ package fake
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	anthssestream "github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+	oaissestream "github.com/openai/openai-go/v3/packages/ssestream"
 )
 
 func TestSSEWriterFrames(t *testing.T) {
@@ -86,11 +90,53 @@ func normalizeLines(s string) string {
 	return strings.ReplaceAll(s, "\r", "\n")
 }
 
+// sdkDecoders are the official SDKs' SSE decoders, which are what reads
+// the fake's streams in production. Each returns the events of a whole
+// stream with the data's final \n (both SDKs keep one per data line)
+// removed.
+var sdkDecoders = []struct {
+	name   string
+	decode func(body []byte) ([]sseEvent, error)
+}{
+	{"anthropic-sdk-go", func(body []byte) ([]sseEvent, error) {
+		d := anthssestream.NewDecoder(sseResponse(body))
+		var out []sseEvent
+		for d.Next() {
+			ev := d.Event()
+			out = append(out, sseEvent{Name: ev.Type, Data: strings.TrimSuffix(string(ev.Data), "\n")})
+		}
+		return out, d.Err()
+	}},
+	{"openai-go", func(body []byte) ([]sseEvent, error) {
+		d := oaissestream.NewDecoder(sseResponse(body))
+		var out []sseEvent
+		for d.Next() {
+			ev := d.Event()
+			out = append(out, sseEvent{Name: ev.Type, Data: strings.TrimSuffix(string(ev.Data), "\n")})
+		}
+		return out, d.Err()
+	}},
+}
+
+// sseResponse wraps a stream body the way an SDK receives it.
+func sseResponse(body []byte) *http.Response {
+	h := http.Header{}
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	return &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(bytes.NewReader(body))}
+}
+
+// FuzzSSERoundTrip writes fuzzed events with the fake's writer and reads
+// them back with both SDKs' decoders, so the writer is checked against the
+// parsers its streams really meet, not against the fake's own test parser.
+// Data gives every line break back as \n; an event name with a line break
+// is refused. Empty data must arrive too: the OpenAI decoder drops an event
+// with no data line, so the writer always writes one.
 func FuzzSSERoundTrip(f *testing.F) {
 	f.Add("message_start", []byte(`{"type":"message_start"}`), "", []byte("[DONE]"))
 	f.Add("", []byte("a\nb\r\nc\rd"), "x:y", []byte(""))
 	f.Add(" spaced", []byte(" leading space\n"), "error", []byte("\r\r\n\n"))
 	f.Add("ünï", []byte("\xff\xfe"), ":comment-like", []byte("data: nested"))
+	f.Add("", []byte(""), "", []byte("\n"))
 	f.Fuzz(func(t *testing.T, name1 string, data1 []byte, name2 string, data2 []byte) {
 		var b bytes.Buffer
 		w := newSSEWriter(&b)
@@ -111,16 +157,18 @@ func FuzzSSERoundTrip(f *testing.F) {
 			}
 			want = append(want, sseEvent{Name: ev.name, Data: normalizeLines(string(ev.data))})
 		}
-		got, err := parseSSE(&b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != len(want) {
-			t.Fatalf("parsed %d events, wrote %d: %+v", len(got), len(want), got)
-		}
-		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("event %d: got %+v, want %+v", i, got[i], want[i])
+		for _, d := range sdkDecoders {
+			got, err := d.decode(b.Bytes())
+			if err != nil {
+				t.Fatalf("%s: %v", d.name, err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s decoded %d events, wrote %d: %+v\nstream %q", d.name, len(got), len(want), got, b.Bytes())
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("%s: event %d: got %+v, want %+v\nstream %q", d.name, i, got[i], want[i], b.Bytes())
+				}
 			}
 		}
 	})
