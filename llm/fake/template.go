@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"text/template"
@@ -87,11 +88,13 @@ const maxLorem = 4 << 20
 
 // templateFuncs are the functions scenario templates may call.
 var templateFuncs = template.FuncMap{
-	"lorem":    lorem,
-	"truncate": truncate,
-	"json":     jsonString,
-	"lines":    lines,
-	"add":      func(a, b int) int { return a + b },
+	"lorem":     lorem,
+	"truncate":  truncate,
+	"json":      jsonString,
+	"lines":     lines,
+	"grep":      grep,
+	"hasPrefix": func(prefix, s string) bool { return strings.HasPrefix(s, prefix) },
+	"add":       func(a, b int) int { return a + b },
 }
 
 // loremSentences is the filler prose `lorem` cycles through. It is ASCII,
@@ -174,6 +177,27 @@ func lines(s string) int {
 		n++
 	}
 	return n
+}
+
+// grep returns the lines of s that match the regular expression re (RE2,
+// unanchored), each ending in a newline, so `lines (grep re s)` counts them.
+// The pattern is compiled on every call: it may come from request data, so
+// caching it could grow without bound, and scenarios call grep rarely.
+func grep(re, s string) (string, error) {
+	rx, err := regexp.Compile(re)
+	if err != nil {
+		return "", fmt.Errorf("grep: %w", err)
+	}
+	var b strings.Builder
+	for line := range strings.Lines(s) {
+		if rx.MatchString(strings.TrimSuffix(line, "\n")) {
+			b.WriteString(line)
+			if !strings.HasSuffix(line, "\n") {
+				b.WriteByte('\n')
+			}
+		}
+	}
+	return b.String(), nil
 }
 
 // tmpl is a string that may be a template. A string without "{{" is stored
