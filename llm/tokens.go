@@ -9,6 +9,29 @@ import "strings"
 // on English and code, so the rule errs slightly toward compacting early.
 func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
 
+// EstimateOutput is the same rule applied to a response's output: the
+// tokens a model generated for content, with no framing (providers count
+// none in output). A text block costs EstimateTokens of its text, a tool
+// call EstimateTokens of its name plus EstimateTokens of its input JSON, and
+// any other block (thinking, opaque) EstimateTokens of its raw JSON. The
+// fake model reports this as output usage, in process and on both wires, and
+// paces per-token latency by it, so the three always agree.
+func EstimateOutput(content []Block) int {
+	n := 0
+	for i := range content {
+		b := &content[i]
+		switch b.Type {
+		case TypeText, TypeToolResult:
+			n += EstimateTokens(b.Text)
+		case TypeToolUse:
+			n += EstimateTokens(b.Name) + EstimateTokens(string(b.Input))
+		default:
+			n += EstimateTokens(string(b.Raw))
+		}
+	}
+	return n
+}
+
 // perMessageTokens approximates the framing a provider adds around each
 // message and block (role markers, separators).
 const perMessageTokens = 4

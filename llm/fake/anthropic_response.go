@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -31,7 +32,7 @@ func (s *Server) anthropicMessages(ex *exchange) {
 		s.anthropicStream(ex, g, m)
 		return
 	}
-	if s.sleep(ex.r.Context(), time.Duration(g.output)*g.perToken) != nil {
+	if clock.Sleep(ex.r.Context(), s.clock, time.Duration(g.output)*g.perToken) != nil {
 		ex.record(statusClientGone)
 		return
 	}
@@ -55,7 +56,7 @@ const statusClientGone = 499
 // begin waits out the first-byte latency and makes the request's cache
 // writes readable: from here on the response has begun.
 func (s *Server) begin(ex *exchange, g *generation) bool {
-	if err := s.sleep(ex.r.Context(), g.first); err != nil {
+	if err := clock.Sleep(ex.r.Context(), s.clock, g.first); err != nil {
 		ex.record(statusClientGone)
 		return false
 	}
@@ -215,7 +216,7 @@ func (st *anthStream) emit(name string, v any, last bool) error {
 
 // sendDelta sends one content delta after its share of per-token latency.
 func sendDelta[D any](st *anthStream, ev *anthDeltaEvent[D], index int, d D, p *pacer, n int) error {
-	if err := st.s.sleep(st.ex.r.Context(), time.Duration(p.next(n))*st.g.perToken); err != nil {
+	if err := clock.Sleep(st.ex.r.Context(), st.s.clock, time.Duration(p.next(n))*st.g.perToken); err != nil {
 		return err
 	}
 	ev.Type, ev.Index, ev.Delta = "content_block_delta", index, d
@@ -290,7 +291,7 @@ func (st *anthStream) block(i int, b *llm.Block) error {
 	}
 	switch {
 	case b.Type == llm.TypeText:
-		p := newPacer(outputTokens([]llm.Block{*b}), len(b.Text))
+		p := newPacer(llm.EstimateOutput([]llm.Block{*b}), len(b.Text))
 		for _, piece := range g.textPieces(b.Text) {
 			if err := sendDelta(st, &st.textEv, i, anthTextDelta{Type: "text_delta", Text: piece}, p, len(piece)); err != nil {
 				return err
@@ -299,7 +300,7 @@ func (st *anthStream) block(i int, b *llm.Block) error {
 	case b.Type == llm.TypeToolUse:
 		// The API's first input fragment is empty; the rest cut the JSON
 		// text anywhere.
-		p := newPacer(outputTokens([]llm.Block{*b}), len(b.Input))
+		p := newPacer(llm.EstimateOutput([]llm.Block{*b}), len(b.Input))
 		if err := sendDelta(st, &st.jsonEv, i, anthJSONDelta{Type: "input_json_delta"}, p, 0); err != nil {
 			return err
 		}
@@ -309,7 +310,7 @@ func (st *anthStream) block(i int, b *llm.Block) error {
 			}
 		}
 	case think.Type == "thinking":
-		p := newPacer(outputTokens([]llm.Block{*b}), len(think.Thinking)+len(think.Signature))
+		p := newPacer(llm.EstimateOutput([]llm.Block{*b}), len(think.Thinking)+len(think.Signature))
 		for _, piece := range g.textPieces(think.Thinking) {
 			if err := sendDelta(st, &st.thinkEv, i, anthThinkingDelta{Type: "thinking_delta", Thinking: piece}, p, len(piece)); err != nil {
 				return err
@@ -322,8 +323,8 @@ func (st *anthStream) block(i int, b *llm.Block) error {
 		}
 	default:
 		// An opaque block arrives whole in its start event.
-		p := newPacer(outputTokens([]llm.Block{*b}), 0)
-		if err := st.s.sleep(st.ex.r.Context(), time.Duration(p.next(0))*g.perToken); err != nil {
+		p := newPacer(llm.EstimateOutput([]llm.Block{*b}), 0)
+		if err := clock.Sleep(st.ex.r.Context(), st.s.clock, time.Duration(p.next(0))*g.perToken); err != nil {
 			return err
 		}
 	}

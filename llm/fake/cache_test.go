@@ -205,9 +205,9 @@ func TestAnthropicCacheParallelRequestsMiss(t *testing.T) {
 		results <- anthCacheUsage(t, b)
 	}
 	go send()
-	srvWaitTimers(t, fc, 1)
+	waitTimers(t, fc, 1)
 	go send()
-	srvWaitTimers(t, fc, 2)
+	waitTimers(t, fc, 2)
 	fc.Advance(time.Second)
 	for range 2 {
 		if u := <-results; u.Read != 0 || u.Write != 1100 {
@@ -215,7 +215,7 @@ func TestAnthropicCacheParallelRequestsMiss(t *testing.T) {
 		}
 	}
 	go send()
-	srvWaitTimers(t, fc, 1)
+	waitTimers(t, fc, 1)
 	fc.Advance(time.Second)
 	if u := <-results; u.Read != 1100 || u.Write != 0 {
 		t.Fatalf("later request: %+v", u)

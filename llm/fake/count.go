@@ -17,8 +17,9 @@ import "github.com/deputy-run/deputy/llm"
 // llm.EstimateTokens is ceil(bytes/4). For a request with at most one system
 // text this is exactly llm.EstimateRequest of the decoded request.
 //
-// Output tokens are EstimateTokens of each generated text, of each tool
-// call's input JSON, and of each opaque block's raw JSON (thinking), summed.
+// Output tokens are llm.EstimateOutput of the generated content (text, tool
+// name plus input JSON, opaque raw JSON), the same count the scripted model
+// reports, so a scenario's usage is the same in process and on either wire.
 
 // messageOverhead is what a message's framing costs, matching llm's
 // per-message estimate.
@@ -29,20 +30,3 @@ func toolTokens(t *llm.ToolSpec) int {
 }
 
 func systemTokens(text string) int { return llm.EstimateTokens(text) }
-
-// outputTokens counts a reply's generated content.
-func outputTokens(content []llm.Block) int {
-	n := 0
-	for i := range content {
-		b := &content[i]
-		switch b.Type {
-		case llm.TypeText:
-			n += llm.EstimateTokens(b.Text)
-		case llm.TypeToolUse:
-			n += llm.EstimateTokens(string(b.Input))
-		default:
-			n += llm.EstimateTokens(string(b.Raw))
-		}
-	}
-	return n
-}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -25,12 +24,6 @@ type generation struct {
 	perToken time.Duration
 	rng      *rand.Rand // delta sizes
 	maxDelta int
-}
-
-// wireLimits are the request's generation limits as the wire gave them.
-type wireLimits struct {
-	maxTokens int // -1: no limit
-	stop      []string
 }
 
 // generate numbers the request, applies a server fault or asks the
@@ -64,7 +57,7 @@ func (s *Server) generate(ex *exchange, req *llm.Request, lim wireLimits, stream
 		ex.fail(internalErr(err))
 		return nil, false
 	}
-	g.output = outputTokens(g.content)
+	g.output = llm.EstimateOutput(g.content)
 	if reply.Usage != nil {
 		u := reply.Usage
 		g.usage = cacheUsage{Input: int(u.InputTokens), Read: int(u.CacheReadTokens), Write5m: int(u.CacheWriteTokens)}
@@ -91,9 +84,9 @@ func (s *Server) respond(req *llm.Request, info RequestInfo) (r Reply, err error
 }
 
 // settleContent validates the reply's blocks, fills missing tool IDs, and
-// decides the stop reason. Unless the Responder fixed one, a stop sequence
-// in the text or the max_tokens limit ends the content early, as on the
-// real APIs.
+// ends the answer (endAnswer): a stop sequence in the text, unless the
+// Responder pinned a stop reason, and the max_tokens limit, always, end the
+// content early, as on the real APIs.
 func (s *Server) settleContent(g *generation, r *Reply, lim wireLimits, toolIDPrefix string) error {
 	content := make([]llm.Block, 0, len(r.Content))
 	for i, b := range r.Content {
@@ -124,19 +117,7 @@ func (s *Server) settleContent(g *generation, r *Reply, lim wireLimits, toolIDPr
 		}
 		content = append(content, b)
 	}
-	g.content, g.stop = content, r.StopReason
-	if g.stop != "" {
-		return nil
-	}
-	if cutAtStopSequence(g, lim.stop) || cutAtMaxTokens(g, lim.maxTokens) {
-		return nil
-	}
-	g.stop = llm.StopEndTurn
-	for i := range g.content {
-		if g.content[i].Type == llm.TypeToolUse {
-			g.stop = llm.StopToolUse
-		}
-	}
+	g.content, g.stop, g.stopSeq = endAnswer(content, r.StopReason, lim)
 	return nil
 }
 
@@ -146,67 +127,6 @@ func (s *Server) newToolID(prefix string) string {
 		return s.newID(prefix, 24)
 	}
 	return s.newID(prefix, 22)
-}
-
-// cutAtStopSequence ends the content at the first stop sequence found in a
-// text block.
-func cutAtStopSequence(g *generation, stops []string) bool {
-	if len(stops) == 0 {
-		return false
-	}
-	for i := range g.content {
-		b := &g.content[i]
-		if b.Type != llm.TypeText {
-			continue
-		}
-		at, seq := -1, ""
-		for _, st := range stops {
-			if st == "" {
-				continue
-			}
-			if j := strings.Index(b.Text, st); j >= 0 && (at < 0 || j < at) {
-				at, seq = j, st
-			}
-		}
-		if at >= 0 {
-			b.Text = b.Text[:at]
-			g.content = g.content[:i+1]
-			g.stop, g.stopSeq = llm.StopSequence, seq
-			return true
-		}
-	}
-	return false
-}
-
-// cutAtMaxTokens ends the content where the output reaches max tokens: a
-// text block is cut at a rune boundary, a tool call that does not fit is
-// dropped with everything after it.
-func cutAtMaxTokens(g *generation, maxTokens int) bool {
-	if maxTokens < 0 || outputTokens(g.content) <= maxTokens {
-		return false
-	}
-	left := maxTokens
-	for i := range g.content {
-		b := &g.content[i]
-		t := outputTokens(g.content[i : i+1])
-		if t <= left {
-			left -= t
-			continue
-		}
-		if b.Type == llm.TypeText && left > 0 {
-			cut := min(left*4, len(b.Text))
-			for cut > 0 && !utf8.RuneStart(b.Text[cut]) {
-				cut--
-			}
-			b.Text = b.Text[:cut]
-			g.content = g.content[:i+1]
-		} else {
-			g.content = g.content[:i]
-		}
-		break
-	}
-	g.stop = llm.StopMaxTokens
-	return true
 }
 
 func firstNonSpace(b []byte) byte {

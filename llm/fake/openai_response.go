@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -35,7 +36,7 @@ func (s *Server) openaiChat(ex *exchange) {
 		s.openaiStream(ex, g, d, id, created)
 		return
 	}
-	if s.sleep(ex.r.Context(), time.Duration(g.output)*g.perToken) != nil {
+	if clock.Sleep(ex.r.Context(), s.clock, time.Duration(g.output)*g.perToken) != nil {
 		ex.record(statusClientGone)
 		return
 	}
@@ -143,7 +144,7 @@ func oaiUsageOut(g *generation) oaiUsage {
 	reasoning := 0
 	for i := range g.content {
 		if t := g.content[i].Type; t != llm.TypeText && t != llm.TypeToolUse {
-			reasoning += outputTokens(g.content[i : i+1])
+			reasoning += llm.EstimateOutput(g.content[i : i+1])
 		}
 	}
 	return oaiUsage{
@@ -266,9 +267,9 @@ func (st *oaiStream) run(includeUsage bool) error {
 				}
 				opened = true
 			}
-			p := newPacer(outputTokens(g.content[i:i+1]), len(b.Text))
+			p := newPacer(llm.EstimateOutput(g.content[i:i+1]), len(b.Text))
 			for _, piece := range g.textPieces(b.Text) {
-				if err := st.s.sleep(ctx, time.Duration(p.next(len(piece)))*g.perToken); err != nil {
+				if err := clock.Sleep(ctx, st.s.clock, time.Duration(p.next(len(piece)))*g.perToken); err != nil {
 					return err
 				}
 				st.text = piece
@@ -293,9 +294,9 @@ func (st *oaiStream) run(includeUsage bool) error {
 			if err != nil {
 				return err
 			}
-			p := newPacer(outputTokens(g.content[i:i+1]), len(b.Input))
+			p := newPacer(llm.EstimateOutput(g.content[i:i+1]), len(b.Input))
 			for _, piece := range g.jsonPieces(b.Input) {
-				if err := st.s.sleep(ctx, time.Duration(p.next(len(piece)))*g.perToken); err != nil {
+				if err := clock.Sleep(ctx, st.s.clock, time.Duration(p.next(len(piece)))*g.perToken); err != nil {
 					return err
 				}
 				st.call[0] = oaiToolCallDelta{Index: tool, Function: oaiFunctionDelta{Arguments: piece}}
@@ -308,8 +309,8 @@ func (st *oaiStream) run(includeUsage bool) error {
 		default:
 			// Opaque blocks (thinking) have no Chat Completions form; they
 			// still cost their time, and count as reasoning tokens.
-			p := newPacer(outputTokens(g.content[i:i+1]), 0)
-			if err := st.s.sleep(ctx, time.Duration(p.next(0))*g.perToken); err != nil {
+			p := newPacer(llm.EstimateOutput(g.content[i:i+1]), 0)
+			if err := clock.Sleep(ctx, st.s.clock, time.Duration(p.next(0))*g.perToken); err != nil {
 				return err
 			}
 		}

@@ -46,10 +46,15 @@ type Reply struct {
 	// JSON object). Opaque blocks such as thinking are allowed too.
 	Content []llm.Block
 	// StopReason defaults to tool_use when Content has a tool_use block and
-	// end_turn otherwise.
+	// end_turn otherwise, after the request's stop sequences and max_tokens
+	// had their say (stop_sequence, max_tokens). Setting it pins the reason
+	// and turns stop sequences off, but not max_tokens: content over the
+	// limit is still cut, with stop reason max_tokens, since a real API
+	// never exceeds it.
 	StopReason llm.StopReason
-	// Usage, when set, replaces the usage the server would compute with
-	// llm.EstimateTokens and its prompt-cache simulator.
+	// Usage, when set, replaces the usage the server (or scripted model)
+	// would compute: llm.EstimateOutput of the content as sent, and the
+	// request's estimate split by the prompt-cache simulator.
 	Usage *llm.Usage
 	// FirstByte delays the response headers; PerToken delays each output
 	// token (streamed responses spread it over their deltas).

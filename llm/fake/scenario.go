@@ -151,7 +151,9 @@ func (s *Scenario) Name() string {
 // or DefaultText. A nil Scenario answers DefaultText. Scenario-wide faults
 // are decided first; a request they fail still gets the content its rule
 // would give (a cut stream needs something to cut) but does not use up the
-// rule's times, so the client's retry gets the same answer.
+// rule's times, so the client's retry gets the same answer. StopReason is
+// empty unless the rule sets stop_reason; the server or scripted model
+// playing the reply decides it from the request's limits.
 func (s *Scenario) Respond(req *llm.Request, info RequestInfo) Reply {
 	rep, _ := s.respond(req, info)
 	return rep
@@ -164,7 +166,7 @@ func (s *Scenario) respond(req *llm.Request, info RequestInfo) (Reply, *reply) {
 		req = &llm.Request{}
 	}
 	if s == nil {
-		return Reply{Content: []llm.Block{llm.Text(DefaultText)}, StopReason: llm.StopEndTurn}, nil
+		return Reply{Content: []llm.Block{llm.Text(DefaultText)}}, nil
 	}
 	st := newReqState(req, info, s.seed)
 	var fault *Fault
@@ -178,7 +180,7 @@ func (s *Scenario) respond(req *llm.Request, info RequestInfo) (Reply, *reply) {
 	r := s.pick(&st, fault == nil)
 	var out Reply
 	if r == nil {
-		out = Reply{Content: []llm.Block{llm.Text(DefaultText)}, StopReason: llm.StopEndTurn}
+		out = Reply{Content: []llm.Block{llm.Text(DefaultText)}}
 	} else {
 		out = r.build(&st)
 	}
@@ -244,7 +246,6 @@ func (r *reply) build(st *reqState) Reply {
 			content = append(content, llm.Text(t))
 		}
 	}
-	hasTool := false
 	for i := range r.calls {
 		c := &r.calls[i]
 		for k := 1; k <= c.repeat; k++ {
@@ -255,16 +256,12 @@ func (r *reply) build(st *reqState) Reply {
 				input = c.input.render(st.templateData(k, c.repeat))
 			}
 			content = append(content, llm.ToolUse(st.toolID(len(content)), c.name, input))
-			hasTool = true
 		}
 	}
+	// A stop reason the rule does not pin stays empty: the server and the
+	// scripted model decide it (endAnswer), after cutting at the request's
+	// stop sequences and max_tokens, which a pinned reason would turn off.
 	out := Reply{Content: content, StopReason: r.stopReason}
-	if out.StopReason == "" {
-		out.StopReason = llm.StopEndTurn
-		if hasTool {
-			out.StopReason = llm.StopToolUse
-		}
-	}
 	if r.usage != nil {
 		u := *r.usage
 		out.Usage = &u

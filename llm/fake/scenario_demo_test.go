@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -194,30 +193,22 @@ func TestDemoTakesAboutASecond(t *testing.T) {
 	t.Parallel()
 	c := clock.NewFake(time.Unix(0, 0))
 	m := NewModel(DemoScenario(), WithModelClock(c))
-	done := make(chan error, 1)
+	done := make(chan struct{})
 	dir := t.TempDir()
+	var err error
 	go func() {
-		_, _, err := runDemo(m, "Tidy up the README", tools(demoToolNames...), demoTools{dir: dir})
-		done <- err
+		defer close(done)
+		_, _, err = runDemo(m, "Tidy up the README", tools(demoToolNames...), demoTools{dir: dir})
 	}()
-	for {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			took := c.Now().Sub(time.Unix(0, 0))
-			if took < 500*time.Millisecond || took > 3*time.Second {
-				t.Errorf("the demo simulates %v of latency", took)
-			}
-			return
-		default:
-		}
-		if c.Pending() > 0 {
-			c.Advance(time.Millisecond)
-		} else {
-			runtime.Gosched()
-		}
+	took := driveClock(t, c, time.Millisecond, done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now := c.Now().Sub(time.Unix(0, 0)); now != took {
+		t.Fatalf("the clock is at %v but was moved %v", now, took)
+	}
+	if took < 500*time.Millisecond || took > 3*time.Second {
+		t.Errorf("the demo simulates %v of latency", took)
 	}
 }
 

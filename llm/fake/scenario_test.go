@@ -158,7 +158,7 @@ func TestParseEveryField(t *testing.T) {
 
 	// turn 1 → the second rule, which inherits the scenario's latency.
 	r = s.Respond(atTurn("x", 1), RequestInfo{N: noScenarioFault(s, 1)})
-	if onlyText(t, r) != "plain" || r.FirstByte != 200*time.Millisecond || r.StopReason != llm.StopEndTurn || r.Fault != nil {
+	if onlyText(t, r) != "plain" || r.FirstByte != 200*time.Millisecond || r.StopReason != "" || r.Fault != nil {
 		t.Errorf("turn 1: %+v", r)
 	}
 	// turn 5 → the default.
@@ -304,7 +304,7 @@ func TestNilScenarioAnswersDefaultText(t *testing.T) {
 	t.Parallel()
 	var s *Scenario
 	r := s.Respond(atTurn("x", 1), RequestInfo{N: 1})
-	if onlyText(t, r) != DefaultText || r.StopReason != llm.StopEndTurn {
+	if onlyText(t, r) != DefaultText || r.StopReason != "" {
 		t.Errorf("%+v", r)
 	}
 	// A nil request is an empty conversation, not a crash.

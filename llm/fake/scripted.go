@@ -17,7 +17,9 @@ import (
 // Model is the in-process scripted model: an llm.Model that answers from a
 // Scenario without any wire, for tests, benchmarks and the offline demo. It
 // applies the scenario's latency on its clock and its faults as the errors a
-// real provider would give, and streams deltas the way a provider does.
+// real provider would give, ends answers at the request's stop sequences and
+// max_tokens exactly as the fake server does, and streams deltas the way a
+// provider does.
 // It is safe for concurrent use.
 type Model struct {
 	s         *Scenario
@@ -75,17 +77,18 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, stream func(llm.
 	if m.noLatency {
 		firstByte, perToken = 0, 0
 	}
-	if err := m.wait(ctx, firstByte); err != nil {
+	if err := clock.Sleep(ctx, m.clock, firstByte); err != nil {
 		return nil, err
 	}
 	if err := faultError(rep.Fault); err != nil {
 		return nil, err
 	}
 
-	out := 0
-	for i := range rep.Content {
-		out += blockTokens(&rep.Content[i])
-	}
+	// The same ending as over HTTP: stop sequences and max_tokens cut the
+	// content, and the stop reason follows.
+	var stopSeq string
+	rep.Content, rep.StopReason, stopSeq = endAnswer(rep.Content, rep.StopReason, requestLimits(req))
+	out := llm.EstimateOutput(rep.Content)
 	cutAt := -1 // bytes of deltas after which the stream breaks; -1: never
 	if f := rep.Fault; f != nil && (f.Kind == FaultCutStream || f.Kind == FaultErrorEvent) {
 		cutAt = f.AfterBytes
@@ -99,16 +102,17 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, stream func(llm.
 			return nil, err
 		}
 	case perToken > 0:
-		if err := m.wait(ctx, perToken*time.Duration(out)); err != nil {
+		if err := clock.Sleep(ctx, m.clock, perToken*time.Duration(out)); err != nil {
 			return nil, err
 		}
 	}
 
 	resp := &llm.Response{
-		ID:         responseID(m.s.seedOrZero(), n),
-		Model:      req.Model,
-		Content:    rep.Content,
-		StopReason: rep.StopReason,
+		ID:           responseID(m.s.seedOrZero(), n),
+		Model:        req.Model,
+		Content:      rep.Content,
+		StopReason:   rep.StopReason,
+		StopSequence: stopSeq,
 	}
 	if rep.Usage != nil {
 		resp.Usage = *rep.Usage
@@ -165,8 +169,10 @@ func (m *Model) play(ctx context.Context, rep *Reply, compiled *reply, stream fu
 			}
 			return errStreamCut
 		}
-		if perToken > 0 && d.Text != "" {
-			if err := m.wait(ctx, perToken*time.Duration(llm.EstimateTokens(d.Text))); err != nil {
+		if perToken > 0 && (d.Text != "" || d.Name != "") {
+			// A tool call's name is output too (llm.EstimateOutput).
+			tokens := llm.EstimateTokens(d.Text) + llm.EstimateTokens(d.Name)
+			if err := clock.Sleep(ctx, m.clock, perToken*time.Duration(tokens)); err != nil {
 				return err
 			}
 		}
@@ -248,33 +254,6 @@ func fragments(s string, f func(string) error) error {
 		start = end
 	}
 	return nil
-}
-
-// wait blocks for d on the model's clock, or until ctx is done.
-func (m *Model) wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	done := make(chan struct{})
-	t := m.clock.AfterFunc(d, func() { close(done) })
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		t.Stop()
-		return ctx.Err()
-	}
-}
-
-// blockTokens estimates a response block's output tokens.
-func blockTokens(b *llm.Block) int {
-	switch b.Type {
-	case llm.TypeText:
-		return llm.EstimateTokens(b.Text)
-	case llm.TypeToolUse:
-		return llm.EstimateTokens(b.Name) + (len(b.Input)+3)/4
-	}
-	return (len(b.Raw) + 3) / 4
 }
 
 // contentBytes is how many bytes of deltas content streams as.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -235,18 +234,6 @@ func TestFaultsBecomeErrors(t *testing.T) {
 	}
 }
 
-// waitPending yields until the fake clock has n timers: the model under
-// test runs in another goroutine and arms its timer when it gets there.
-func waitPending(t *testing.T, c *clock.Fake, n int) {
-	t.Helper()
-	for i := 0; c.Pending() != n; i++ {
-		if i > 10_000_000 {
-			t.Fatalf("clock never reached %d pending timers", n)
-		}
-		runtime.Gosched()
-	}
-}
-
 type result struct {
 	resp *llm.Response
 	err  error
@@ -274,12 +261,12 @@ rules:
 		default:
 		}
 	}
-	waitPending(t, c, 1)
+	waitTimers(t, c, 1)
 	c.Advance(199 * time.Millisecond)
 	notDone("before the first byte")
 	c.Advance(time.Millisecond)
 	// Then the output, 3 tokens at 10ms, as one wait.
-	waitPending(t, c, 1)
+	waitTimers(t, c, 1)
 	c.Advance(29 * time.Millisecond)
 	notDone("before the last token")
 	c.Advance(time.Millisecond)
@@ -302,39 +289,27 @@ rules:
 	var mu sync.Mutex
 	var deltas []llm.Delta
 	var at []time.Duration
-	done := make(chan result, 1)
+	done := make(chan struct{})
+	var err error
 	go func() {
-		resp, err := m.Generate(context.Background(), atTurn("x", 1), func(d llm.Delta) {
+		defer close(done)
+		_, err = m.Generate(context.Background(), atTurn("x", 1), func(d llm.Delta) {
 			mu.Lock()
 			defer mu.Unlock()
 			deltas = append(deltas, d)
 			at = append(at, c.Now().Sub(time.Unix(0, 0)))
 		})
-		done <- result{resp, err}
 	}()
-	var r result
-loop:
-	for {
-		select {
-		case r = <-done:
-			break loop
-		default:
-		}
-		if c.Pending() > 0 {
-			c.Advance(time.Millisecond)
-		} else {
-			runtime.Gosched()
-		}
-	}
-	if r.err != nil {
-		t.Fatal(r.err)
+	driveClock(t, c, time.Millisecond, done)
+	if err != nil {
+		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	// Each delta arrives after the first byte plus the tokens so far.
 	want := 50 * time.Millisecond
 	for i, d := range deltas {
-		want += time.Duration(llm.EstimateTokens(d.Text)) * time.Millisecond
+		want += time.Duration(llm.EstimateTokens(d.Text)+llm.EstimateTokens(d.Name)) * time.Millisecond
 		if at[i] != want {
 			t.Fatalf("delta %d (%q) at %v, want %v", i, d.Text, at[i], want)
 		}
@@ -354,7 +329,7 @@ func TestSlowFirstByteAndCancel(t *testing.T) {
 		resp, err := m.Generate(context.Background(), atTurn("x", 1), nil)
 		done <- result{resp, err}
 	}()
-	waitPending(t, c, 1)
+	waitTimers(t, c, 1)
 	c.Advance(299 * time.Millisecond)
 	select {
 	case r := <-done:
@@ -372,7 +347,7 @@ func TestSlowFirstByteAndCancel(t *testing.T) {
 		resp, err := m.Generate(ctx, atTurn("x", 1), nil)
 		done <- result{resp, err}
 	}()
-	waitPending(t, c, 1)
+	waitTimers(t, c, 1)
 	cancel()
 	if r := <-done; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("%+v", r)

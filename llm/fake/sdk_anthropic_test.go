@@ -63,9 +63,9 @@ func TestAnthropicSDKNew(t *testing.T) {
 		t.Errorf("stop: %q %q", msg.StopReason, msg.StopSequence)
 	}
 	// Usage follows the one counting rule: 4 (message) + 4 (block) +
-	// EstimateTokens("weather?") in; text + tool input out.
+	// EstimateTokens("weather?") in; text + tool name + tool input out.
 	wantIn := int64(4 + 4 + llm.EstimateTokens("weather?"))
-	wantOut := int64(llm.EstimateTokens("Let me look <that> up & see.") + llm.EstimateTokens(string(compact)))
+	wantOut := int64(llm.EstimateTokens("Let me look <that> up & see.") + llm.EstimateTokens("get_weather") + llm.EstimateTokens(string(compact)))
 	u := msg.Usage
 	if u.InputTokens != wantIn || u.OutputTokens != wantOut || u.CacheReadInputTokens != 0 || u.CacheCreationInputTokens != 0 {
 		t.Errorf("usage: %+v, want in %d out %d", u, wantIn, wantOut)
@@ -124,7 +124,7 @@ func TestAnthropicSDKStreamingAccumulates(t *testing.T) {
 		if msg.StopReason != anthropic.StopReasonToolUse {
 			t.Errorf("maxDelta %d: stop %q", maxDelta, msg.StopReason)
 		}
-		wantOut := int64(outputTokens([]llm.Block{
+		wantOut := int64(llm.EstimateOutput([]llm.Block{
 			llm.Opaque("thinking", json.RawMessage(`{"type":"thinking","thinking":"I should call the tool.","signature":"c2lnbmF0dXJl"}`)),
 			llm.Text(text), llm.ToolUse("", "search", toolInput), llm.ToolUse("", "read", json.RawMessage(`{}`)),
 		}))

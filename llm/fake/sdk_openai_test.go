@@ -120,7 +120,8 @@ func TestOpenAISDKStreamingAccumulates(t *testing.T) {
 		if len(last.Choices) != 0 || !last.JSON.Usage.Valid() || last.Usage.CompletionTokens != acc.Usage.CompletionTokens {
 			t.Errorf("maxDelta %d: usage chunk %s", maxDelta, last.RawJSON())
 		}
-		wantOut := int64(llm.EstimateTokens(text) + llm.EstimateTokens(string(toolInput)) + llm.EstimateTokens(`{"f":"a.go"}`))
+		wantOut := int64(llm.EstimateTokens(text) + llm.EstimateTokens("search") + llm.EstimateTokens(string(toolInput)) +
+			llm.EstimateTokens("read") + llm.EstimateTokens(`{"f":"a.go"}`))
 		if acc.Usage.CompletionTokens != wantOut || acc.Usage.PromptTokens != 9 {
 			t.Errorf("maxDelta %d: usage %+v, want completion %d", maxDelta, acc.Usage, wantOut)
 		}

@@ -2,7 +2,6 @@ package fake
 
 import (
 	"bytes"
-	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -87,9 +86,9 @@ type Options struct {
 // Reply.Fault applies when the server chose none.
 //
 // Tool call IDs a Reply sets are sent as they are; empty ones get the
-// wire's style (toolu_01…, call_…). Unless the Reply pins StopReason, a
-// stop sequence in the text or the request's max_tokens ends the content
-// early, as the APIs do. A stream-only fault on a non-streaming request
+// wire's style (toolu_01…, call_…). A stop sequence in the text (unless the
+// Reply pins StopReason) and the request's max_tokens (always) end the
+// content early, as the APIs do; the scripted model ends it the same way. A stream-only fault on a non-streaming request
 // becomes what a client would see instead: error_event is a 529 (503 on
 // the OpenAI wire), malformed_json half a body, cut_stream a cut body.
 // OpenAI's n is ignored: there is always one choice.
@@ -447,24 +446,6 @@ func (s *Server) newID(prefix string, n int) string {
 	}
 	s.mu.Unlock()
 	return string(b)
-}
-
-// sleep waits d on the server's clock, or until ctx ends. A non-positive d
-// returns at once without arming a timer (a fake clock would otherwise hold
-// it until the next Advance).
-func (s *Server) sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	done := make(chan struct{})
-	t := s.clock.AfterFunc(d, func() { close(done) })
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		t.Stop()
-		return ctx.Err()
-	}
 }
 
 // jsonBuf encodes v as compact JSON without HTML escaping, as both APIs

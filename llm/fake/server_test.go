@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -201,7 +200,7 @@ func TestListenCloseAbortsWaitingStream(t *testing.T) {
 		}
 		done <- err
 	}()
-	srvWaitTimers(t, fc, 1)
+	waitTimers(t, fc, 1)
 	if err := closeFn(); err != nil {
 		t.Fatal(err)
 	}
@@ -210,20 +209,6 @@ func TestListenCloseAbortsWaitingStream(t *testing.T) {
 	}
 	if n := fc.Pending(); n != 0 {
 		t.Fatalf("%d timers left armed after close", n)
-	}
-}
-
-// srvWaitTimers waits until the fake clock has at least n armed timers:
-// the handler under test has reached its wait. It yields rather than
-// sleeps, and gives up after a generous real-time bound.
-func srvWaitTimers(t testing.TB, c *clock.Fake, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Pending() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %d armed timers (have %d)", n, c.Pending())
-		}
-		runtime.Gosched()
 	}
 }
 
