@@ -1,0 +1,230 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// Config is deputy.yaml: which provider:model each tier alias means, and
+// what models cost.
+//
+//	tiers:
+//	  haiku: anthropic:claude-haiku-4-5
+//	  sonnet: openai:gpt-5-mini
+//	prices:                      # USD per million tokens
+//	  anthropic:claude-haiku-4-5: {input: 1, output: 5, cache_write: 1.25, cache_read: 0.1}
+//
+// A tier with no mapping means inherit: the child runs on its parent's
+// model, so a definition written for Claude Code (model: sonnet) still
+// runs wherever deputy is pointed.
+type Config struct {
+	Tiers  map[string]string `json:"tiers,omitempty"`
+	Prices map[string]Price  `json:"prices,omitempty"`
+}
+
+// Price is USD per million tokens.
+type Price struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheWrite float64 `json:"cache_write"`
+	CacheRead  float64 `json:"cache_read"`
+}
+
+// ResolveModel turns a definition's model into the provider:model to run
+// on. inherit is true when the child runs on its parent's model: empty,
+// inherit, a tier with no mapping, or a value that is neither a tier nor
+// provider:model (Check warned about it already).
+func (c *Config) ResolveModel(model string) (providerModel string, inherit bool) {
+	tier, pm, ok := ParseModel(model)
+	switch {
+	case !ok, tier == TierInherit:
+		return "", true
+	case pm != "":
+		return pm, false
+	}
+	if c != nil {
+		if m, ok := c.Tiers[tier]; ok {
+			return m, false
+		}
+	}
+	return "", true
+}
+
+// LoadConfig reads deputy.yaml; a missing file is an empty config.
+func LoadConfig(path string) (*Config, error) {
+	data, err := readLimited(path, 1<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Config{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return ParseConfig(path, data)
+}
+
+// ParseConfig parses and validates deputy.yaml. Every problem is reported
+// (joined), each as file:line: msg.
+func ParseConfig(file string, data []byte) (*Config, error) {
+	c := &Config{}
+	var errs []error
+	bad := func(n ast.Node, format string, args ...any) {
+		errs = append(errs, Issue{File: file, Line: lineOfNode(n), Msg: fmt.Sprintf(format, args...)})
+	}
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		line, msg := yamlErrorPos(err)
+		return nil, Issue{File: file, Line: line, Msg: "not valid YAML: " + msg}
+	}
+	if n := len(ast.FilterFile(ast.AliasType, f)); n > 0 {
+		return nil, Issue{File: file, Msg: "YAML aliases are not supported in deputy.yaml"}
+	}
+	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
+		return c, nil
+	}
+	if len(f.Docs) > 1 {
+		bad(f.Docs[1].Body, "only one YAML document is allowed")
+	}
+	top, ok := mappingPairs(f.Docs[0].Body)
+	if !ok {
+		bad(f.Docs[0].Body, "want a mapping with tiers and prices")
+		return nil, errors.Join(errs...)
+	}
+	for _, kv := range top {
+		switch key := kv.Key.String(); key {
+		case "tiers":
+			pairs, ok := mappingPairs(kv.Value)
+			if !ok {
+				bad(kv.Value, "tiers: want a mapping of tier to provider:model")
+				continue
+			}
+			c.Tiers = map[string]string{}
+			for _, t := range pairs {
+				tier := t.Key.String()
+				v, ok := stringNode(t.Value)
+				switch {
+				case tier != TierHaiku && tier != TierSonnet && tier != TierOpus:
+					bad(t, "tiers: %q is not a tier (haiku, sonnet, opus; inherit cannot be mapped)", tier)
+				case !ok:
+					bad(t.Value, "tiers.%s: want provider:model", tier)
+				default:
+					if _, pm, ok := ParseModel(v); !ok || pm == "" {
+						bad(t.Value, "tiers.%s: %q is not provider:model", tier, v)
+					} else if _, dup := c.Tiers[tier]; dup {
+						bad(t, "tiers.%s: given twice", tier)
+					} else {
+						c.Tiers[tier] = v
+					}
+				}
+			}
+		case "prices":
+			pairs, ok := mappingPairs(kv.Value)
+			if !ok {
+				bad(kv.Value, "prices: want a mapping of model to prices")
+				continue
+			}
+			c.Prices = map[string]Price{}
+			for _, m := range pairs {
+				model := strings.TrimSpace(m.Key.String())
+				if model == "" {
+					bad(m, "prices: empty model name")
+					continue
+				}
+				if _, dup := c.Prices[model]; dup {
+					bad(m, "prices.%s: given twice", model)
+					continue
+				}
+				fields, ok := mappingPairs(m.Value)
+				if !ok {
+					bad(m.Value, "prices.%s: want input, output, cache_write, cache_read", model)
+					continue
+				}
+				var p Price
+				for _, fv := range fields {
+					name := fv.Key.String()
+					x, err := numberNode(fv.Value)
+					if err == nil && (x < 0 || math.IsInf(x, 0) || math.IsNaN(x)) {
+						err = fmt.Errorf("%v is not a price", x)
+					}
+					if err != nil {
+						bad(fv.Value, "prices.%s.%s: %v", model, name, err)
+						continue
+					}
+					switch name {
+					case "input":
+						p.Input = x
+					case "output":
+						p.Output = x
+					case "cache_write":
+						p.CacheWrite = x
+					case "cache_read":
+						p.CacheRead = x
+					default:
+						bad(fv, "prices.%s: unknown field %q (input, output, cache_write, cache_read)", model, name)
+					}
+				}
+				c.Prices[model] = p
+			}
+		default:
+			bad(kv, "unknown key %q (tiers, prices)", key)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// mappingPairs returns a mapping's entries; goccy represents a one-entry
+// mapping as a bare MappingValueNode.
+func mappingPairs(n ast.Node) ([]*ast.MappingValueNode, bool) {
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		return m.Values, true
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{m}, true
+	}
+	return nil, false
+}
+
+func stringNode(n ast.Node) (string, bool) {
+	if s, ok := n.(*ast.StringNode); ok {
+		return s.Value, true
+	}
+	return "", false
+}
+
+func numberNode(n ast.Node) (float64, error) {
+	switch x := n.(type) {
+	case *ast.IntegerNode:
+		switch v := x.Value.(type) {
+		case int64:
+			return float64(v), nil
+		case uint64:
+			return float64(v), nil
+		}
+	case *ast.FloatNode:
+		return x.Value, nil
+	}
+	var v any
+	if n != nil {
+		_ = yaml.NodeToValue(n, &v)
+	}
+	return 0, fmt.Errorf("want a number, got %v", v)
+}
+
+func lineOfNode(n ast.Node) int {
+	if n == nil {
+		return 0
+	}
+	if tk := n.GetToken(); tk != nil && tk.Position != nil {
+		return tk.Position.Line
+	}
+	return 0
+}

@@ -1,0 +1,301 @@
+// Package agent holds deputy's subagent definitions, skills and the catalog
+// that finds them; the spawn tool, contexts and relay build on it.
+package agent
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Mode is how a child's context starts.
+type Mode string
+
+const (
+	// ModeIsolated starts the child with only its system prompt and the task.
+	ModeIsolated Mode = "isolated"
+	// ModeFork starts the child on the parent's transcript, byte for byte.
+	ModeFork Mode = "fork"
+)
+
+// Isolation is how far a child's processes are fenced off (built in the
+// isolation issue; parsed and validated now so files written today keep
+// meaning the same thing).
+type Isolation string
+
+const (
+	IsolationNone      Isolation = "none"
+	IsolationSandbox   Isolation = "sandbox"
+	IsolationContainer Isolation = "container"
+)
+
+// Tier aliases a definition may name instead of a provider:model.
+const (
+	TierHaiku   = "haiku"
+	TierSonnet  = "sonnet"
+	TierOpus    = "opus"
+	TierInherit = "inherit"
+)
+
+// Defaults applied by Validate to zero fields.
+const (
+	DefaultMaxTurns  = 30
+	DefaultReportCap = 3000
+)
+
+// Budgets bound one child. Zero means no limit of that kind.
+type Budgets struct {
+	TotalTokens         int           `json:"total_tokens,omitempty"`
+	WallTime            time.Duration `json:"wall_time,omitempty"`
+	ToolCalls           int           `json:"tool_calls,omitempty"`
+	OutputTokensPerCall int           `json:"output_tokens_per_call,omitempty"`
+}
+
+// Definition is a subagent type: what a child is told, what it may use, and
+// how it is bounded. The zero values of optional fields mean "the default"
+// (see Validate), so a definition built in Go needs only a name, a
+// description and usually a system prompt.
+type Definition struct {
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	SystemPrompt string `json:"system_prompt"`
+
+	// Tools is the allowlist in deputy's tool names. nil means the parent's
+	// tools minus spawning; an empty non-nil list means no tools at all.
+	// mcp__server__tool entries stay as written until MCP servers are
+	// configured (see UnresolvedTools).
+	Tools []string `json:"tools"`
+	// DeclaredTools is the tools list as the file wrote it, before mapping
+	// Claude Code names to deputy's (nil when the file had none).
+	DeclaredTools   []string `json:"declared_tools"`
+	DisallowedTools []string `json:"disallowed_tools,omitempty"`
+	// Skills are the skill names granted to the child; none unless listed.
+	Skills []string `json:"skills,omitempty"`
+
+	// Model is a tier alias (haiku, sonnet, opus, inherit) or
+	// provider:model. Empty means inherit.
+	Model string `json:"model"`
+	// ToolChoice is auto (the default), any, none, or the name of one tool
+	// the child must call.
+	ToolChoice string `json:"tool_choice,omitempty"`
+	MaxTurns   int    `json:"max_turns"`
+
+	Mode Mode `json:"mode"`
+	// ModePinned refuses a spawn that asks for the other mode: a verifier
+	// must not inherit the author's reasoning.
+	ModePinned bool `json:"mode_pinned"`
+
+	Isolation  Isolation `json:"isolation"`
+	Worktree   bool      `json:"worktree"`
+	Network    []string  `json:"network,omitempty"` // hosts granted; "*" for any
+	ReadPaths  []string  `json:"read_paths,omitempty"`
+	WritePaths []string  `json:"write_paths,omitempty"`
+
+	Budgets    Budgets `json:"budgets"`
+	ReportCap  int     `json:"report_cap"` // characters
+	Background bool    `json:"background"`
+
+	// Extra holds front-matter fields deputy keeps but does not use
+	// (color, hooks, permissionMode, ...), so nothing a file says is lost.
+	Extra map[string]any `json:"extra,omitempty"`
+
+	// Source says where the definition came from.
+	Source Source `json:"source"`
+}
+
+// Level is a catalog source; a higher level wins over a lower one.
+type Level int
+
+const (
+	LevelBuiltin Level = iota
+	LevelUser
+	LevelProject
+	LevelVolatile
+)
+
+func (l Level) String() string {
+	switch l {
+	case LevelBuiltin:
+		return "builtin"
+	case LevelUser:
+		return "user"
+	case LevelProject:
+		return "project"
+	case LevelVolatile:
+		return "volatile"
+	}
+	return fmt.Sprintf("level(%d)", int(l))
+}
+
+// MarshalText makes levels read as words in JSON.
+func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// Source is where a definition was loaded from.
+type Source struct {
+	Level Level  `json:"level"`
+	File  string `json:"file,omitempty"` // empty for built-ins and volatile definitions
+	Line  int    `json:"line,omitempty"` // line of the name in File
+}
+
+// Problem is one finding of Check, attached to a front-matter field so a
+// file loader can give it a line.
+type Problem struct {
+	Field   string // front-matter key, e.g. "mode", "model"
+	Msg     string
+	Warning bool // soft: the definition still loads
+}
+
+func (p Problem) String() string { return p.Field + ": " + p.Msg }
+
+// validName is what a subagent type may be called: the parent model writes
+// it back in subagent_type, so keep it to a plain identifier.
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
+
+// ToolChoice values besides a tool name.
+var toolChoices = []string{"", "auto", "any", "none"}
+
+// Check applies defaults to zero fields and reports what is wrong. It is
+// the one validation every source goes through (files, built-ins, and
+// volatile definitions at spawn time).
+func (d *Definition) Check() []Problem {
+	var ps []Problem
+	bad := func(field, format string, args ...any) {
+		ps = append(ps, Problem{Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	warn := func(field, format string, args ...any) {
+		ps = append(ps, Problem{Field: field, Msg: fmt.Sprintf(format, args...), Warning: true})
+	}
+	d.Name = strings.TrimSpace(d.Name)
+	d.Description = strings.TrimSpace(d.Description)
+	switch {
+	case d.Name == "":
+		bad("name", "missing: every definition needs a name")
+	case !validName.MatchString(d.Name):
+		bad("name", "%q is not a valid name (letters, digits, and _ . : - ; at most 128)", d.Name)
+	}
+	if d.Description == "" {
+		bad("description", "missing: the parent model routes by the description")
+	}
+	if d.Mode == "" {
+		d.Mode = ModeIsolated
+	}
+	if d.Mode != ModeIsolated && d.Mode != ModeFork {
+		bad("mode", "%q does not exist (isolated or fork)", d.Mode)
+	}
+	if d.Isolation == "" {
+		d.Isolation = IsolationNone
+	}
+	switch d.Isolation {
+	case IsolationNone, IsolationSandbox, IsolationContainer:
+	default:
+		bad("isolation", "%q does not exist (none, sandbox, container, or worktree)", d.Isolation)
+	}
+	if d.MaxTurns == 0 {
+		d.MaxTurns = DefaultMaxTurns
+	} else if d.MaxTurns < 0 {
+		bad("maxTurns", "%d is negative", d.MaxTurns)
+	}
+	if d.ReportCap == 0 {
+		d.ReportCap = DefaultReportCap
+	} else if d.ReportCap < 0 {
+		bad("reportCap", "%d is negative", d.ReportCap)
+	}
+	b := d.Budgets
+	if b.TotalTokens < 0 || b.WallTime < 0 || b.ToolCalls < 0 || b.OutputTokensPerCall < 0 {
+		bad("budget", "limits cannot be negative")
+	}
+	if _, _, ok := ParseModel(d.Model); !ok {
+		// A model deputy cannot place runs on the parent's model rather
+		// than failing the file: Claude Code also falls back.
+		warn("model", "%q is neither a tier (haiku, sonnet, opus, inherit) nor provider:model; the parent's model is used", d.Model)
+	}
+	if d.Mode == ModeFork && d.Model != "" && d.Model != TierInherit {
+		bad("model", "a fork child runs on the parent's model; %q cannot be set with mode fork", d.Model)
+	}
+	if !slices.Contains(toolChoices, d.ToolChoice) {
+		if d.Tools != nil && !slices.Contains(d.Tools, d.ToolChoice) {
+			bad("toolChoice", "%q is not auto, any, none, or a tool in the allowlist", d.ToolChoice)
+		}
+	}
+	for _, list := range []struct {
+		field string
+		v     []string
+	}{{"tools", d.Tools}, {"disallowedTools", d.DisallowedTools}, {"skills", d.Skills},
+		{"network", d.Network}, {"readPaths", d.ReadPaths}, {"writePaths", d.WritePaths}} {
+		if slices.Contains(list.v, "") {
+			bad(list.field, "contains an empty entry")
+		}
+	}
+	return ps
+}
+
+// Validate is Check that returns only the errors, joined; warnings are
+// dropped. Use Check to see them.
+func (d *Definition) Validate() error {
+	var msgs []string
+	for _, p := range d.Check() {
+		if !p.Warning {
+			msgs = append(msgs, p.String())
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	name := d.Name
+	if name == "" {
+		name = "(unnamed)"
+	}
+	return fmt.Errorf("definition %s: %s", name, strings.Join(msgs, "; "))
+}
+
+// ParseModel splits a definition's model into a tier alias or a
+// provider:model pair. Empty is inherit. ok is false when the value is
+// neither.
+func ParseModel(s string) (tier, providerModel string, ok bool) {
+	switch s {
+	case "":
+		return TierInherit, "", true
+	case TierHaiku, TierSonnet, TierOpus, TierInherit:
+		return s, "", true
+	}
+	p, m, found := strings.Cut(s, ":")
+	if found && p != "" && m != "" && !strings.ContainsAny(p, " \t") {
+		return "", s, true
+	}
+	return "", "", false
+}
+
+// UnresolvedTools are the allowlist entries naming MCP tools
+// (mcp__server__tool), which resolve once MCP servers are configured.
+func (d *Definition) UnresolvedTools() []string {
+	var out []string
+	for _, t := range d.Tools {
+		if IsMCPTool(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Clone copies the definition's lists and its Extra map (not values
+// nested inside Extra), so a caller can adjust a definition from the
+// catalog (a volatile variant) without touching the shared one.
+func (d *Definition) Clone() *Definition {
+	c := *d
+	c.Tools = slices.Clone(d.Tools)
+	c.DeclaredTools = slices.Clone(d.DeclaredTools)
+	c.DisallowedTools = slices.Clone(d.DisallowedTools)
+	c.Skills = slices.Clone(d.Skills)
+	c.Network = slices.Clone(d.Network)
+	c.ReadPaths = slices.Clone(d.ReadPaths)
+	c.WritePaths = slices.Clone(d.WritePaths)
+	if d.Extra != nil {
+		c.Extra = make(map[string]any, len(d.Extra))
+		for k, v := range d.Extra {
+			c.Extra[k] = v
+		}
+	}
+	return &c
+}

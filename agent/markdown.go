@@ -1,0 +1,519 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// Issue is an error or warning about one file, with the line it concerns
+// (0 when it concerns the whole file).
+type Issue struct {
+	File string `json:"file"`
+	Line int    `json:"line,omitempty"`
+	Msg  string `json:"msg"`
+}
+
+func (i Issue) Error() string {
+	if i.Line == 0 {
+		return i.File + ": " + i.Msg
+	}
+	return fmt.Sprintf("%s:%d: %s", i.File, i.Line, i.Msg)
+}
+
+// Parsed is the outcome of reading one definition file. Def is nil when
+// Errors is not empty.
+type Parsed struct {
+	File     string      `json:"file"`
+	Def      *Definition `json:"definition,omitempty"`
+	Errors   []Issue     `json:"errors,omitempty"`
+	Warnings []Issue     `json:"warnings,omitempty"`
+}
+
+// Bounds against hostile files: front matter is a few lines in practice.
+const (
+	maxFrontMatter = 256 << 10
+	maxYAMLAliases = 10 // no "billion laughs" through anchors
+)
+
+// Claude Code keys deputy keeps in Extra without using them.
+var claudeKeptKeys = []string{
+	"mcpServers", "permissionMode", "effort", "color", "memory", "hooks", "initialPrompt",
+}
+
+var budgetKeys = []string{"totalTokens", "wallTime", "toolCalls", "outputTokensPerCall"}
+
+// keyLine finds top-level keys in front matter, so a problem with a field
+// can name its line whichever way the front matter was parsed.
+var keyLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:`)
+
+// ParseDefinition reads one Claude Code style definition: YAML front
+// matter between --- lines, then the system prompt as Markdown. When the
+// front matter is not valid YAML (real files put unquoted ": " in
+// descriptions) it is read line by line as key: value with a warning. It
+// never panics on any input.
+func ParseDefinition(file string, data []byte) Parsed {
+	p := Parsed{File: file}
+	fm, ok := splitFrontMatter(file, data)
+	p.Errors, p.Warnings = fm.errs, fm.warns
+	if !ok {
+		return p
+	}
+	fields, lineOf := fm.fields, fm.lineOf
+	errAt := func(line int, format string, args ...any) {
+		p.Errors = append(p.Errors, Issue{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
+	warnAt := func(line int, format string, args ...any) {
+		p.Warnings = append(p.Warnings, Issue{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
+	d := &Definition{Source: Source{File: file}, SystemPrompt: fm.body}
+
+	fieldErr := func(key, format string, args ...any) { errAt(lineOf[key], key+": "+format, args...) }
+	fieldWarn := func(key, format string, args ...any) { warnAt(lineOf[key], key+": "+format, args...) }
+
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	// Document order, so messages read top to bottom.
+	sort.Slice(keys, func(i, j int) bool {
+		li, lj := lineOf[keys[i]], lineOf[keys[j]]
+		if li != lj {
+			return li < lj
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		v := fields[k]
+		var err error
+		switch k {
+		case "name":
+			d.Name, err = asString(v)
+		case "description":
+			d.Description, err = asString(v)
+		case "tools":
+			d.DeclaredTools, err = asList(v)
+		case "disallowedTools":
+			d.DisallowedTools, err = asList(v)
+		case "skills":
+			d.Skills, err = asList(v)
+		case "network":
+			d.Network, err = asList(v)
+		case "readPaths":
+			d.ReadPaths, err = asList(v)
+		case "writePaths":
+			d.WritePaths, err = asList(v)
+		case "model":
+			d.Model, err = asString(v)
+		case "toolChoice":
+			d.ToolChoice, err = asString(v)
+		case "maxTurns":
+			d.MaxTurns, err = asInt(v)
+		case "reportCap":
+			d.ReportCap, err = asInt(v)
+		case "background":
+			d.Background, err = asBool(v)
+		case "worktree":
+			d.Worktree, err = asBool(v)
+		case "modePinned":
+			d.ModePinned, err = asBool(v)
+		case "mode":
+			var s string
+			s, err = asString(v)
+			d.Mode = Mode(s)
+		case "isolation":
+			var s string
+			s, err = asString(v)
+			// Claude Code writes isolation: worktree for "run in a git
+			// worktree"; deputy keeps that as its own flag.
+			if s == "worktree" {
+				d.Worktree = true
+				s = string(IsolationNone)
+			}
+			d.Isolation = Isolation(s)
+		case "budget":
+			err = decodeBudget(v, &d.Budgets)
+		default:
+			if d.Extra == nil {
+				d.Extra = map[string]any{}
+			}
+			d.Extra[k] = v
+			if slices.Contains(claudeKeptKeys, k) {
+				fieldWarn(k, "kept but not used by deputy")
+			} else {
+				fieldWarn(k, "unknown field, kept but not used")
+			}
+		}
+		if err != nil {
+			fieldErr(k, "%v", err)
+		}
+	}
+
+	var dropped, notes []string
+	d.Tools, dropped, notes = mapTools(d.DeclaredTools)
+	for _, n := range dropped {
+		fieldWarn("tools", "%q is not a tool deputy can serve; dropped", n)
+	}
+	for _, n := range notes {
+		fieldWarn("tools", "%s", n)
+	}
+	var disallowed []string
+	disallowed, dropped, notes = mapTools(d.DisallowedTools)
+	for _, n := range dropped {
+		fieldWarn("disallowedTools", "%q is not a tool deputy serves; nothing to disallow", n)
+	}
+	for _, n := range notes {
+		fieldWarn("disallowedTools", "%s", n)
+	}
+	if len(disallowed) > 0 {
+		d.DisallowedTools = disallowed
+	} else {
+		d.DisallowedTools = nil
+	}
+
+	for _, pr := range d.Check() {
+		key := pr.Field
+		if pr.Warning {
+			fieldWarn(key, "%s", pr.Msg)
+		} else {
+			fieldErr(key, "%s", pr.Msg)
+		}
+	}
+	if len(p.Errors) > 0 {
+		return p
+	}
+	d.Source.Line = lineOf["name"]
+	p.Def = d
+	return p
+}
+
+// frontMatter is a Markdown file split into its parsed front matter and
+// its body.
+type frontMatter struct {
+	fields      map[string]any
+	lineOf      map[string]int // top-level key -> file line
+	body        string         // trimmed
+	errs, warns []Issue
+}
+
+// splitFrontMatter reads the --- delimited front matter as YAML, or line
+// by line when it is not YAML; ok is false when the file is unusable.
+func splitFrontMatter(file string, data []byte) (fm frontMatter, ok bool) {
+	errAt := func(line int, format string, args ...any) {
+		fm.errs = append(fm.errs, Issue{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	text := strings.ReplaceAll(string(data), "\r\n", "\n")
+	lines := strings.Split(text, "\n")
+	if strings.TrimRight(lines[0], " \t") != "---" {
+		errAt(1, "no front matter: the file must start with a --- line")
+		return fm, false
+	}
+	end := -1
+	for i := 1; i < len(lines); i++ {
+		if strings.TrimRight(lines[i], " \t") == "---" {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		errAt(1, "front matter is not closed by a --- line")
+		return fm, false
+	}
+	fmLines := lines[1:end]
+	src := strings.Join(fmLines, "\n")
+	if len(src) > maxFrontMatter {
+		errAt(2, "front matter is %d bytes; at most %d", len(src), maxFrontMatter)
+		return fm, false
+	}
+	// File line of front-matter line i (0-based) is i+2.
+	fm.lineOf = map[string]int{}
+	for i, l := range fmLines {
+		if m := keyLine.FindStringSubmatch(l); m != nil {
+			if _, seen := fm.lineOf[m[1]]; !seen {
+				fm.lineOf[m[1]] = i + 2
+			}
+		}
+	}
+	var yerr error
+	fm.fields, yerr = parseYAMLMap(src)
+	if yerr != nil {
+		line, msg := yamlErrorPos(yerr)
+		if line > 0 {
+			line++ // front matter starts on file line 2
+		}
+		var lineErrs []Issue
+		fm.fields, lineErrs = parseLines(file, fmLines)
+		if len(lineErrs) > 0 {
+			errAt(line, "front matter is not valid YAML (%s)", msg)
+			fm.errs = append(fm.errs, lineErrs...)
+			return fm, false
+		}
+		fm.warns = append(fm.warns, Issue{File: file, Line: line,
+			Msg: fmt.Sprintf("front matter is not valid YAML (%s); read line by line as key: value", msg)})
+	}
+	fm.body = strings.TrimSpace(strings.Join(lines[end+1:], "\n"))
+	return fm, true
+}
+
+// parseYAMLMap parses front matter as a YAML mapping.
+func parseYAMLMap(fm string) (map[string]any, error) {
+	if strings.TrimSpace(fm) == "" {
+		return map[string]any{}, nil
+	}
+	f, err := parser.ParseBytes([]byte(fm), 0)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(ast.FilterFile(ast.AliasType, f)); n > maxYAMLAliases {
+		return nil, fmt.Errorf("%d YAML aliases; at most %d", n, maxYAMLAliases)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(fm), &m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, errors.New("front matter is not a mapping of keys to values")
+	}
+	return m, nil
+}
+
+// yamlErrorPos gives a goccy error's line (within the front matter) and
+// message.
+func yamlErrorPos(err error) (int, string) {
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			return tk.Position.Line, ye.GetMessage()
+		}
+		return 0, ye.GetMessage()
+	}
+	return 0, err.Error()
+}
+
+// parseLines reads front matter the way Claude Code tolerates it: each
+// top-level line is key: value, split at the first ": "; a key with no
+// value may be followed by "- item" lines forming a list. Anything else is
+// an error with its line.
+func parseLines(file string, fmLines []string) (map[string]any, []Issue) {
+	m := map[string]any{}
+	var errs []Issue
+	listKey := ""
+	for i, raw := range fmLines {
+		line := strings.TrimRight(raw, " \t")
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		if listKey != "" && strings.HasPrefix(trimmed, "- ") {
+			l, _ := m[listKey].([]any)
+			m[listKey] = append(l, unquote(strings.TrimSpace(trimmed[2:])))
+			continue
+		}
+		listKey = ""
+		if line != strings.TrimLeft(line, " \t") {
+			errs = append(errs, Issue{File: file, Line: i + 2, Msg: "indented line outside a list cannot be read as key: value"})
+			continue
+		}
+		var key, val string
+		if k, v, ok := strings.Cut(line, ": "); ok {
+			key, val = k, strings.TrimSpace(v)
+		} else if strings.HasSuffix(line, ":") {
+			key = strings.TrimSuffix(line, ":")
+		} else {
+			errs = append(errs, Issue{File: file, Line: i + 2, Msg: fmt.Sprintf("%q is not key: value", cutForMsg(line))})
+			continue
+		}
+		key = strings.TrimSpace(key)
+		if !keyLine.MatchString(key + ":") {
+			errs = append(errs, Issue{File: file, Line: i + 2, Msg: fmt.Sprintf("%q is not a key", cutForMsg(key))})
+			continue
+		}
+		if _, dup := m[key]; dup {
+			errs = append(errs, Issue{File: file, Line: i + 2, Msg: fmt.Sprintf("key %q appears twice", key)})
+			continue
+		}
+		if val == "" {
+			listKey = key
+			m[key] = nil
+			continue
+		}
+		m[key] = unquote(val)
+	}
+	return m, errs
+}
+
+func cutForMsg(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
+}
+
+// unquote strips one pair of matching surrounding quotes.
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' && s[len(s)-1] == '"' || s[0] == '\'' && s[len(s)-1] == '\'') {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+func asString(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	case bool, int, int64, uint64, float64:
+		return fmt.Sprint(x), nil
+	}
+	return "", fmt.Errorf("want a string, got %s", kindOf(v))
+}
+
+// asList accepts a YAML list or a comma-separated string (Claude Code's
+// usual spelling: tools: Read, Grep, Glob). "[]" written line by line is
+// the empty list.
+func asList(v any) ([]string, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		s := strings.TrimSpace(x)
+		if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+			s = s[1 : len(s)-1]
+		}
+		out := []string{}
+		for _, part := range strings.Split(s, ",") {
+			if part = unquote(strings.TrimSpace(part)); part != "" {
+				out = append(out, part)
+			}
+		}
+		return out, nil
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, e := range x {
+			s, err := asString(e)
+			if err != nil {
+				return nil, fmt.Errorf("list entry: %v", err)
+			}
+			out = append(out, strings.TrimSpace(s))
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("want a list or a comma-separated string, got %s", kindOf(v))
+}
+
+func asInt(v any) (int, error) {
+	switch x := v.(type) {
+	case int:
+		return x, nil
+	case int64:
+		if x > math.MaxInt32 || x < math.MinInt32 {
+			return 0, fmt.Errorf("%d is out of range", x)
+		}
+		return int(x), nil
+	case uint64:
+		if x > math.MaxInt32 {
+			return 0, fmt.Errorf("%d is out of range", x)
+		}
+		return int(x), nil
+	case float64:
+		if x != math.Trunc(x) || math.Abs(x) > math.MaxInt32 {
+			return 0, fmt.Errorf("%v is not a whole number in range", x)
+		}
+		return int(x), nil
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(x))
+		if err != nil || n > math.MaxInt32 || n < math.MinInt32 {
+			return 0, fmt.Errorf("%q is not a whole number in range", x)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("want a number, got %s", kindOf(v))
+}
+
+func asBool(v any) (bool, error) {
+	switch x := v.(type) {
+	case bool:
+		return x, nil
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "true", "yes":
+			return true, nil
+		case "false", "no":
+			return false, nil
+		}
+		return false, fmt.Errorf("%q is not true or false", x)
+	}
+	return false, fmt.Errorf("want true or false, got %s", kindOf(v))
+}
+
+// asDuration reads "10m", "90s" or a number of seconds.
+func asDuration(v any) (time.Duration, error) {
+	if s, ok := v.(string); ok {
+		if d, err := time.ParseDuration(strings.TrimSpace(s)); err == nil {
+			return d, nil
+		}
+	}
+	n, err := asInt(v)
+	if err != nil {
+		return 0, fmt.Errorf("want a duration like 10m or a number of seconds: %v", err)
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+func decodeBudget(v any, b *Budgets) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		if v == nil {
+			return nil
+		}
+		return fmt.Errorf("want a mapping of %s, got %s", strings.Join(budgetKeys, ", "), kindOf(v))
+	}
+	var err error
+	for k, x := range m {
+		switch k {
+		case "totalTokens":
+			b.TotalTokens, err = asInt(x)
+		case "wallTime":
+			b.WallTime, err = asDuration(x)
+		case "toolCalls":
+			b.ToolCalls, err = asInt(x)
+		case "outputTokensPerCall":
+			b.OutputTokensPerCall, err = asInt(x)
+		default:
+			err = fmt.Errorf("unknown key (want %s)", strings.Join(budgetKeys, ", "))
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %v", k, err)
+		}
+	}
+	return nil
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "nothing"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"slices"
+	"strings"
+)
+
+// SpawnTool is the name of the tool a parent delegates with; an omitted
+// allowlist means the parent's tools minus this one.
+const SpawnTool = "spawn_subagent"
+
+// SkillTool is the tool a child loads a granted skill with.
+const SkillTool = "skill"
+
+// deputyTools are the names deputy serves, so a file may also use them.
+var deputyTools = []string{
+	"read_file", "write_file", "edit_file", "glob", "grep", "bash",
+	"web_fetch", "web_search", SpawnTool, SkillTool,
+}
+
+// claudeTools maps Claude Code's tool names to deputy's. LS maps to glob:
+// glob lists a directory with `dir/*` (directories marked with a trailing
+// /), which is what LS was for. MultiEdit is several edit_file calls;
+// NotebookRead reads the .ipynb JSON with read_file. Task is Claude Code's
+// old name for spawning and Agent its new one.
+var claudeTools = map[string]string{
+	"Read":         "read_file",
+	"NotebookRead": "read_file",
+	"Write":        "write_file",
+	"Edit":         "edit_file",
+	"MultiEdit":    "edit_file",
+	"Glob":         "glob",
+	"LS":           "glob",
+	"Grep":         "grep",
+	"Bash":         "bash",
+	"WebFetch":     "web_fetch",
+	"WebSearch":    "web_search",
+	"Task":         SpawnTool,
+	"Agent":        SpawnTool,
+	"Skill":        SkillTool,
+}
+
+// IsMCPTool reports whether name is an MCP tool reference
+// (mcp__server or mcp__server__tool).
+func IsMCPTool(name string) bool {
+	return strings.HasPrefix(name, "mcp__") && len(name) > len("mcp__")
+}
+
+// MapToolName turns a tool name as a definition file writes it into
+// deputy's. ok is false for names deputy cannot serve (team tools, other
+// agents' names, Claude Code tools without an equivalent). MCP names come
+// back unchanged with ok true. A Claude Code argument pattern such as
+// Bash(git diff:*) maps by its tool name; note says the pattern is not
+// enforced.
+func MapToolName(name string) (mapped string, ok bool, note string) {
+	name = strings.TrimSpace(name)
+	if IsMCPTool(name) {
+		return name, true, ""
+	}
+	if i := strings.IndexByte(name, '('); i > 0 && strings.HasSuffix(name, ")") {
+		m, ok, _ := MapToolName(name[:i])
+		if ok {
+			return m, true, "the argument pattern of " + name + " is not enforced; the whole tool is allowed"
+		}
+		return "", false, ""
+	}
+	if m, ok := claudeTools[name]; ok {
+		return m, true, ""
+	}
+	if slices.Contains(deputyTools, name) {
+		return name, true, ""
+	}
+	return "", false, ""
+}
+
+// mapTools maps a declared list; unknown names are dropped and reported.
+// Duplicates after mapping (Edit and MultiEdit) collapse. A non-nil input
+// gives a non-nil output even when every name was dropped: a file that
+// asked for specific tools never silently gets all of them.
+func mapTools(declared []string) (mapped []string, dropped, notes []string) {
+	if declared == nil {
+		return nil, nil, nil
+	}
+	mapped = []string{}
+	for _, n := range declared {
+		m, ok, note := MapToolName(n)
+		if note != "" {
+			notes = append(notes, note)
+		}
+		if !ok {
+			dropped = append(dropped, n)
+			continue
+		}
+		if !slices.Contains(mapped, m) {
+			mapped = append(mapped, m)
+		}
+	}
+	return mapped, dropped, notes
+}
