@@ -82,7 +82,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		line, msg := yamlErrorPos(err)
 		return nil, Issue{File: file, Line: line, Msg: "not valid YAML: " + msg}
 	}
-	if n := len(ast.FilterFile(ast.AliasType, f)); n > 0 {
+	if n := countAliases(f); n > 0 {
 		return nil, Issue{File: file, Msg: "YAML aliases are not supported in deputy.yaml"}
 	}
 	if len(f.Docs) == 0 || f.Docs[0].Body == nil {

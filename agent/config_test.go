@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseConfig(t *testing.T) {
+	t.Parallel()
+	src := `tiers:
+  haiku: anthropic:claude-haiku-4-5
+  sonnet: openai:gpt-5-mini
+prices:
+  anthropic:claude-haiku-4-5: {input: 1, output: 5, cache_write: 1.25, cache_read: 0.1}
+  openai:gpt-5-mini:
+    input: 0.25
+    output: 2
+`
+	c, err := ParseConfig("deputy.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tiers["haiku"] != "anthropic:claude-haiku-4-5" || c.Tiers["sonnet"] != "openai:gpt-5-mini" || len(c.Tiers) != 2 {
+		t.Errorf("tiers %v", c.Tiers)
+	}
+	if p := c.Prices["anthropic:claude-haiku-4-5"]; p != (Price{Input: 1, Output: 5, CacheWrite: 1.25, CacheRead: 0.1}) {
+		t.Errorf("price %+v", p)
+	}
+	if p := c.Prices["openai:gpt-5-mini"]; p != (Price{Input: 0.25, Output: 2}) {
+		t.Errorf("price %+v", p)
+	}
+	if pm, inh := c.ResolveModel("opus"); pm != "" || !inh {
+		t.Errorf("unmapped tier: %q %v", pm, inh)
+	}
+	if pm, inh := c.ResolveModel("sonnet"); pm != "openai:gpt-5-mini" || inh {
+		t.Errorf("sonnet: %q %v", pm, inh)
+	}
+}
+
+func TestParseConfigErrorsHaveLines(t *testing.T) {
+	t.Parallel()
+	src := `tiers:
+  haiku: just-a-name
+  inherit: openai:x
+prices:
+  m:
+    input: -1
+    output: lots
+    extra: 1
+cost: 3
+`
+	_, err := ParseConfig("deputy.yaml", []byte(src))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`deputy.yaml:2: tiers.haiku: "just-a-name" is not provider:model`,
+		`deputy.yaml:3: tiers: "inherit" is not a tier`,
+		`deputy.yaml:6: prices.m.input: -1 is not a price`,
+		`deputy.yaml:7: prices.m.output: want a number`,
+		`deputy.yaml:8: prices.m: unknown field "extra"`,
+		`deputy.yaml:9: unknown key "cost"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in\n%v", want, err)
+		}
+	}
+	if _, err := ParseConfig("deputy.yaml", []byte("tiers: [a\n")); err == nil || !strings.HasPrefix(err.Error(), "deputy.yaml:") {
+		t.Errorf("bad YAML: %v", err)
+	}
+}
+
+func TestLoadConfigMissingIsEmpty(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c, err := LoadConfig(filepath.Join(dir, "deputy.yaml"))
+	if err != nil || len(c.Tiers) != 0 {
+		t.Fatalf("%v %v", c, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "deputy.yaml"), []byte("tiers:\n  opus: anthropic:claude-opus-4-1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err = LoadConfig(filepath.Join(dir, "deputy.yaml"))
+	if err != nil || c.Tiers["opus"] != "anthropic:claude-opus-4-1" {
+		t.Fatalf("%v %v", c, err)
+	}
+}

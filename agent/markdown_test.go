@@ -1,0 +1,232 @@
+package agent
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hasIssue reports whether issues hold one at line whose text contains sub.
+func hasIssue(issues []Issue, line int, sub string) bool {
+	for _, i := range issues {
+		if i.Line == line && strings.Contains(i.Error(), sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestParseErrorsCarryFileAndLine(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, src string
+		line      int
+		want      string
+	}{
+		{"no name", "---\ndescription: d\n---\nbody\n", 0, "name: missing"},
+		{"no description", "---\nname: a\n---\nbody\n", 0, "description: missing"},
+		{"bad mode", "---\nname: a\ndescription: d\nmode: forked\n---\n", 4, `mode: "forked" does not exist`},
+		{"bad isolation", "---\nname: a\ndescription: d\n\nisolation: vm\n---\n", 5, `isolation: "vm" does not exist`},
+		{"bad max turns", "---\nname: a\ndescription: d\nmaxTurns: many\n---\n", 4, `maxTurns: "many" is not a whole number`},
+		{"fork with a model", "---\nname: a\ndescription: d\nmode: fork\nmodel: opus\n---\n", 5, "model: a fork child runs on the parent's model"},
+		{"bad name", "---\nname: has space\ndescription: d\n---\n", 2, "not a valid name"},
+		{"no front matter", "just text\n", 1, "no front matter"},
+		{"unclosed", "---\nname: a\ndescription: d\n", 1, "not closed"},
+		{"bad YAML unusable line by line", "---\nname: a\ndescription: [unclosed\n  nested: x\n---\n", 4, "indented line outside a list"},
+		{"bad budget", "---\nname: a\ndescription: d\nbudget:\n  wallTime: soon\n---\n", 4, "budget: wallTime"},
+		{"tool choice outside allowlist", "---\nname: a\ndescription: d\ntools: Read\ntoolChoice: bash\n---\n", 5, "toolChoice"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := ParseDefinition("agents/x.md", []byte(c.src))
+			if p.Def != nil {
+				t.Fatalf("loaded; want an error containing %q", c.want)
+			}
+			if !hasIssue(p.Errors, c.line, c.want) {
+				t.Fatalf("errors %v; want one at line %d containing %q", p.Errors, c.line, c.want)
+			}
+			for _, e := range p.Errors {
+				if !strings.HasPrefix(e.Error(), "agents/x.md") {
+					t.Errorf("error %q does not name the file", e.Error())
+				}
+			}
+		})
+	}
+}
+
+func TestParseAllFields(t *testing.T) {
+	t.Parallel()
+	src := `---
+name: checker
+description: Checks things
+tools:
+  - Read
+  - Grep
+  - LS
+  - Bash(git diff:*)
+  - mcp__github__get_issue
+  - TeamCreate
+disallowedTools: Write, Edit
+model: anthropic:claude-haiku-4-5
+maxTurns: 12
+skills: [pdf, review]
+background: true
+isolation: worktree
+toolChoice: grep
+network: [example.com]
+readPaths: [/data]
+writePaths: [/tmp/out]
+budget:
+  totalTokens: 50000
+  wallTime: 2m
+  toolCalls: 40
+  outputTokensPerCall: 4000
+reportCap: 1500
+color: blue
+hooks:
+  PreToolUse: []
+permissionMode: plan
+---
+
+# Checker
+
+Check it.
+`
+	p := ParseDefinition("c.md", []byte(src))
+	if p.Def == nil {
+		t.Fatalf("errors: %v", p.Errors)
+	}
+	d := p.Def
+	if want := []string{"read_file", "grep", "glob", "bash", "mcp__github__get_issue"}; !slices.Equal(d.Tools, want) {
+		t.Errorf("tools %v, want %v", d.Tools, want)
+	}
+	if !slices.Equal(d.DeclaredTools, []string{"Read", "Grep", "LS", "Bash(git diff:*)", "mcp__github__get_issue", "TeamCreate"}) {
+		t.Errorf("declared %v", d.DeclaredTools)
+	}
+	if !slices.Equal(d.UnresolvedTools(), []string{"mcp__github__get_issue"}) {
+		t.Errorf("unresolved %v", d.UnresolvedTools())
+	}
+	if !slices.Equal(d.DisallowedTools, []string{"write_file", "edit_file"}) {
+		t.Errorf("disallowed %v", d.DisallowedTools)
+	}
+	if d.Model != "anthropic:claude-haiku-4-5" || d.MaxTurns != 12 || !d.Background || !d.Worktree ||
+		d.Isolation != IsolationNone || d.ToolChoice != "grep" || d.ReportCap != 1500 || d.Mode != ModeIsolated {
+		t.Errorf("fields: %+v", d)
+	}
+	if !slices.Equal(d.Skills, []string{"pdf", "review"}) || !slices.Equal(d.Network, []string{"example.com"}) ||
+		!slices.Equal(d.ReadPaths, []string{"/data"}) || !slices.Equal(d.WritePaths, []string{"/tmp/out"}) {
+		t.Errorf("lists: %+v", d)
+	}
+	if d.Budgets != (Budgets{TotalTokens: 50000, WallTime: 2 * time.Minute, ToolCalls: 40, OutputTokensPerCall: 4000}) {
+		t.Errorf("budgets %+v", d.Budgets)
+	}
+	if d.SystemPrompt != "# Checker\n\nCheck it." {
+		t.Errorf("prompt %q", d.SystemPrompt)
+	}
+	if d.Extra["color"] != "blue" || d.Extra["permissionMode"] != "plan" || d.Extra["hooks"] == nil {
+		t.Errorf("extra %v", d.Extra)
+	}
+	if d.Source.File != "c.md" || d.Source.Line != 2 {
+		t.Errorf("source %+v", d.Source)
+	}
+	for _, w := range []struct {
+		line int
+		sub  string
+	}{{4, `"TeamCreate" is not a tool deputy can serve`}, {4, "Bash(git diff:*) is not enforced"},
+		{27, "color: kept but not used"}, {28, "hooks: kept"}, {30, "permissionMode: kept"}} {
+		if !hasIssue(p.Warnings, w.line, w.sub) {
+			t.Errorf("no warning at c.md:%d containing %q in %v", w.line, w.sub, p.Warnings)
+		}
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	t.Parallel()
+	p := ParseDefinition("d.md", []byte("---\nname: d\ndescription: x\n---\n"))
+	if p.Def == nil {
+		t.Fatal(p.Errors)
+	}
+	d := p.Def
+	if d.MaxTurns != 30 || d.ReportCap != 3000 || d.Mode != ModeIsolated || d.Isolation != IsolationNone ||
+		d.Tools != nil || d.Model != "" || d.SystemPrompt != "" {
+		t.Fatalf("defaults: %+v", d)
+	}
+	if len(p.Warnings) != 0 {
+		t.Fatalf("warnings %v", p.Warnings)
+	}
+}
+
+func TestParseLineByLineFallback(t *testing.T) {
+	t.Parallel()
+	// Strict YAML rejects the unquoted ": " in the description; CRLF and a
+	// BOM are what editors on other systems write.
+	src := "\xef\xbb\xbf---\r\nname: lenient\r\ndescription: Use it. Triggers on: 'x', 'y'\r\ntools:\r\n  - Read\r\n  - Grep\r\nmaxTurns: 5\r\nbackground: true\r\n---\r\nPrompt\r\n"
+	p := ParseDefinition("l.md", []byte(src))
+	if p.Def == nil {
+		t.Fatal(p.Errors)
+	}
+	d := p.Def
+	if d.Description != "Use it. Triggers on: 'x', 'y'" || !slices.Equal(d.Tools, []string{"read_file", "grep"}) ||
+		d.MaxTurns != 5 || !d.Background || d.SystemPrompt != "Prompt" {
+		t.Fatalf("%+v", d)
+	}
+	if !hasIssue(p.Warnings, 3, "read line by line") {
+		t.Fatalf("warnings %v", p.Warnings)
+	}
+}
+
+func TestParseToolsForms(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		tools string
+		want  []string
+	}{
+		{"tools: Read, Write, Edit, MultiEdit", []string{"read_file", "write_file", "edit_file"}},
+		{"tools: [Read, WebFetch, WebSearch, Task]", []string{"read_file", "web_fetch", "web_search", "spawn_subagent"}},
+		{"tools: []", []string{}},
+		{"tools: read_file, bash", []string{"read_file", "bash"}},
+		{"tools: SendMessage", []string{}}, // asked for specific tools: never all of them
+	} {
+		p := ParseDefinition("t.md", []byte("---\nname: t\ndescription: d\n"+c.tools+"\n---\n"))
+		if p.Def == nil {
+			t.Fatalf("%s: %v", c.tools, p.Errors)
+		}
+		if p.Def.Tools == nil || !slices.Equal(p.Def.Tools, c.want) {
+			t.Errorf("%s: %#v, want %#v", c.tools, p.Def.Tools, c.want)
+		}
+	}
+}
+
+func TestParseModelsAndResolve(t *testing.T) {
+	t.Parallel()
+	cfg := &Config{Tiers: map[string]string{"haiku": "openai:gpt-5-mini"}}
+	for _, c := range []struct {
+		model   string
+		warn    bool
+		pm      string
+		inherit bool
+	}{
+		{"", false, "", true}, {"inherit", false, "", true}, {"haiku", false, "openai:gpt-5-mini", false},
+		{"opus", false, "", true}, // no mapping: inherit
+		{"anthropic:claude-opus-4-1", false, "anthropic:claude-opus-4-1", false},
+		{"fable", true, "", true},
+	} {
+		src := "---\nname: m\ndescription: d\n"
+		if c.model != "" {
+			src += "model: " + c.model + "\n"
+		}
+		p := ParseDefinition("m.md", []byte(src+"---\n"))
+		if p.Def == nil {
+			t.Fatalf("%q: %v", c.model, p.Errors)
+		}
+		if got := hasIssue(p.Warnings, 4, "model:"); got != c.warn {
+			t.Errorf("%q: warning %v, want %v (%v)", c.model, got, c.warn, p.Warnings)
+		}
+		pm, inherit := cfg.ResolveModel(p.Def.Model)
+		if pm != c.pm || inherit != c.inherit {
+			t.Errorf("%q resolves to %q inherit=%v, want %q %v", c.model, pm, inherit, c.pm, c.inherit)
+		}
+	}
+}
