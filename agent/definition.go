@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -51,6 +52,41 @@ type Budgets struct {
 	WallTime            time.Duration `json:"wall_time,omitempty"`
 	ToolCalls           int           `json:"tool_calls,omitempty"`
 	OutputTokensPerCall int           `json:"output_tokens_per_call,omitempty"`
+}
+
+// budgetsJSON is Budgets on the wire, wall time as a Go duration string
+// ("2m0s") rather than nanoseconds.
+type budgetsJSON struct {
+	TotalTokens         int    `json:"total_tokens,omitempty"`
+	WallTime            string `json:"wall_time,omitempty"`
+	ToolCalls           int    `json:"tool_calls,omitempty"`
+	OutputTokensPerCall int    `json:"output_tokens_per_call,omitempty"`
+}
+
+// MarshalJSON writes the wall time as a duration string.
+func (b Budgets) MarshalJSON() ([]byte, error) {
+	j := budgetsJSON{TotalTokens: b.TotalTokens, ToolCalls: b.ToolCalls, OutputTokensPerCall: b.OutputTokensPerCall}
+	if b.WallTime != 0 {
+		j.WallTime = b.WallTime.String()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (b *Budgets) UnmarshalJSON(data []byte) error {
+	var j budgetsJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*b = Budgets{TotalTokens: j.TotalTokens, ToolCalls: j.ToolCalls, OutputTokensPerCall: j.OutputTokensPerCall}
+	if j.WallTime != "" {
+		d, err := time.ParseDuration(j.WallTime)
+		if err != nil {
+			return fmt.Errorf("budgets wall_time: %w", err)
+		}
+		b.WallTime = d
+	}
+	return nil
 }
 
 // Definition is a subagent type: what a child is told, what it may use, and
@@ -109,7 +145,9 @@ type Definition struct {
 type Level int
 
 const (
-	LevelBuiltin Level = iota
+	// LevelFile is a definition read outside a catalog (ParsePaths).
+	LevelFile Level = iota
+	LevelBuiltin
 	LevelUser
 	LevelProject
 	LevelVolatile
@@ -117,6 +155,8 @@ const (
 
 func (l Level) String() string {
 	switch l {
+	case LevelFile:
+		return "file"
 	case LevelBuiltin:
 		return "builtin"
 	case LevelUser:
@@ -131,6 +171,17 @@ func (l Level) String() string {
 
 // MarshalText makes levels read as words in JSON.
 func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// UnmarshalText reads what MarshalText writes.
+func (l *Level) UnmarshalText(b []byte) error {
+	for _, c := range []Level{LevelFile, LevelBuiltin, LevelUser, LevelProject, LevelVolatile} {
+		if c.String() == string(b) {
+			*l = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown level %q", b)
+}
 
 // Source is where a definition was loaded from.
 type Source struct {

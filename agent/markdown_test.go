@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -228,5 +229,26 @@ func TestParseModelsAndResolve(t *testing.T) {
 		if pm != c.pm || inherit != c.inherit {
 			t.Errorf("%q resolves to %q inherit=%v, want %q %v", c.model, pm, inherit, c.pm, c.inherit)
 		}
+	}
+}
+
+func TestDefinitionJSONRoundTrip(t *testing.T) {
+	t.Parallel()
+	d := &Definition{Name: "j", Description: "d", Tools: []string{}, Budgets: Budgets{WallTime: 90 * time.Second, ToolCalls: 3},
+		Source: Source{Level: LevelProject, File: "x.md", Line: 2}, Extra: map[string]any{"color": "red"}}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"wall_time":"1m30s"`) || !strings.Contains(string(b), `"level":"project"`) ||
+		!strings.Contains(string(b), `"tools":[]`) || !strings.Contains(string(b), `"declared_tools":null`) {
+		t.Fatalf("json %s", b)
+	}
+	var back Definition
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Budgets != d.Budgets || back.Source != d.Source || back.Tools == nil || back.Extra["color"] != "red" {
+		t.Fatalf("round trip %+v", back)
 	}
 }

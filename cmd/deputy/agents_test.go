@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// corpus is the in-repo copy of the Claude Code definitions corpus.
+var corpus, _ = filepath.Abs(filepath.Join("..", "..", "agent", "testdata", "corpus", "claude-agents"))
+
+func TestAgentsValidateCorpus(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := deputy(t, t.TempDir(), nil, "agents", "validate", corpus)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, lastLines(out, 5), errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if lines[len(lines)-1] != "loaded 360/360" {
+		t.Fatalf("last line %q", lines[len(lines)-1])
+	}
+	if strings.Contains(out, "error:") {
+		t.Fatalf("errors:\n%s", out)
+	}
+	if n := strings.Count(out, "read line by line"); n != 8 {
+		t.Fatalf("%d line-by-line warnings, want 8", n)
+	}
+}
+
+// The counts the corpus README states, computed from the CLI's JSON.
+func TestAgentsListJSONReproducesCorpusCounts(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := deputy(t, t.TempDir(), nil, "agents", "list", "--json", corpus)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var defs []struct {
+		Name          string         `json:"name"`
+		Description   string         `json:"description"`
+		Model         string         `json:"model"`
+		DeclaredTools *[]string      `json:"declared_tools"`
+		Extra         map[string]any `json:"extra"`
+		Source        struct {
+			Level string `json:"level"`
+			File  string `json:"file"`
+		} `json:"source"`
+	}
+	if err := json.Unmarshal([]byte(out), &defs); err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) != 360 {
+		t.Fatalf("%d definitions", len(defs))
+	}
+	models, names := map[string]int{}, map[string]int{}
+	color, absent, empty, list := 0, 0, 0, 0
+	for _, d := range defs {
+		if d.Name == "" || d.Description == "" || d.Source.Level != "file" || !strings.HasPrefix(d.Source.File, corpus) {
+			t.Fatalf("definition %+v", d)
+		}
+		models[d.Model]++
+		if _, ok := d.Extra["color"]; ok {
+			color++
+		}
+		switch {
+		case d.DeclaredTools == nil:
+			absent++
+		case len(*d.DeclaredTools) == 0:
+			empty++
+		default:
+			list++
+			for _, n := range *d.DeclaredTools {
+				names[n]++
+			}
+		}
+	}
+	want := map[string]int{"sonnet": 176, "inherit": 77, "opus": 54, "haiku": 43, "fable": 2, "": 8}
+	for k, v := range want {
+		if models[k] != v {
+			t.Errorf("model %q: %d, want %d", k, models[k], v)
+		}
+	}
+	if len(models) != len(want) || color != 9 || absent != 187 || empty != 1 || list != 172 {
+		t.Errorf("models %v color %d tools absent/[]/list %d/%d/%d", models, color, absent, empty, list)
+	}
+	for k, v := range map[string]int{"Read": 170, "Glob": 162, "Grep": 161, "Edit": 141, "Write": 140, "Bash": 127, "WebFetch": 39, "WebSearch": 37} {
+		if names[k] != v {
+			t.Errorf("tool %s in %d files, want %d", k, names[k], v)
+		}
+	}
+}
+
+func TestAgentsProjectCatalogAndErrors(t *testing.T) {
+	t.Parallel()
+	proj := t.TempDir()
+	dir := filepath.Join(proj, ".claude", "agents")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"good.md":   "---\nname: helper\ndescription: Helps\ntools: Read, TeamCreate\n---\nHelp.\n",
+		"nodesc.md": "---\nname: broken\n---\n",
+		"dup.md":    "---\nname: helper\ndescription: again\n---\n",
+	}
+	for n, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, code := deputy(t, proj, nil, "agents", "validate")
+	if code != 1 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, want := range []string{
+		"error: .claude/agents/good.md:2: duplicate name \"helper\": also defined in .claude/agents/dup.md:2",
+		"error: .claude/agents/nodesc.md: description: missing",
+		"warning: .claude/agents/good.md:4: tools: \"TeamCreate\" is not a tool deputy can serve",
+		"loaded 1/3",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	out, errOut, code := deputy(t, proj, nil, "agents", "list")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"helper\n", "general-purpose\n", "reviewer\n", "mode:             isolated (pinned)", "source:           project .claude/agents/dup.md:2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "duplicate name") {
+		t.Errorf("list stderr lacks the errors: %s", errOut)
+	}
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
