@@ -36,6 +36,16 @@ func TestParseErrorsCarryFileAndLine(t *testing.T) {
 		{"unclosed", "---\nname: a\ndescription: d\n", 1, "not closed"},
 		{"bad YAML unusable line by line", "---\nname: a\ndescription: [unclosed\n  nested: x\n---\n", 4, "indented line outside a list"},
 		{"bad budget", "---\nname: a\ndescription: d\nbudget:\n  wallTime: soon\n---\n", 4, "budget: wallTime"},
+		{"name is a list", "---\nname: [a, b]\ndescription: d\n---\n", 2, "name: want a string, got a list"},
+		{"fractional turns", "---\nname: a\ndescription: d\nmaxTurns: 1.5\n---\n", 4, "maxTurns: 1.5 is not a whole number"},
+		{"huge turns", "---\nname: a\ndescription: d\nmaxTurns: 99999999999\n---\n", 4, "maxTurns: 99999999999 is out of range"},
+		{"negative cap", "---\nname: a\ndescription: d\nreportCap: -5\n---\n", 4, "reportCap: -5 is negative"},
+		{"bool that is not", "---\nname: a\ndescription: d\nbackground: maybe\n---\n", 4, `background: "maybe" is not true or false`},
+		{"tools as a mapping", "---\nname: a\ndescription: d\ntools:\n  Read: yes\n---\n", 4, "tools: want a list or a comma-separated string, got a mapping"},
+		{"budget not a mapping", "---\nname: a\ndescription: d\nbudget: 5\n---\n", 4, "budget: want a mapping"},
+		{"budget unknown key", "---\nname: a\ndescription: d\nbudget:\n  tokens: 5\n---\n", 4, "budget: tokens: unknown key"},
+		{"duplicate key", "---\nname: a\ndescription: d\nname: b\n---\n", 4, `key "name" appears twice`},
+		{"top level list", "---\n- a\n- b\n---\n", 2, `"- a" is not key: value`},
 		{"tool choice outside allowlist", "---\nname: a\ndescription: d\ntools: Read\ntoolChoice: bash\n---\n", 5, "toolChoice"},
 	}
 	for _, c := range cases {

@@ -97,3 +97,45 @@ func mapTools(declared []string) (mapped []string, dropped, notes []string) {
 	}
 	return mapped, dropped, notes
 }
+
+// allows reports whether an allowlist entry admits a tool. An MCP entry
+// naming only a server (mcp__github) admits all of its tools, as in
+// Claude Code.
+func allows(entry, tool string) bool {
+	if entry == tool {
+		return true
+	}
+	return IsMCPTool(entry) && !strings.Contains(strings.TrimPrefix(entry, "mcp__"), "__") &&
+		strings.HasPrefix(tool, entry+"__")
+}
+
+// EffectiveTools is the child's tool list given the tools that exist for
+// it (the parent's tools plus configured MCP tools), in available's order:
+// the allowlist (or, when there is none, everything but spawning), minus
+// the disallowed tools. Whether the spawn tool then stays is the depth
+// rule's decision, made by the spawner.
+func (d *Definition) EffectiveTools(available []string) []string {
+	out := []string{}
+	for _, t := range available {
+		ok := false
+		if d.Tools == nil {
+			ok = t != SpawnTool
+		} else {
+			for _, e := range d.Tools {
+				if allows(e, t) {
+					ok = true
+					break
+				}
+			}
+		}
+		for _, e := range d.DisallowedTools {
+			if allows(e, t) {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
