@@ -95,7 +95,7 @@ func TestCatalogOneBadFileNeverStopsTheOthers(t *testing.T) {
 	}
 	errs, _ := res.Issues()
 	bfile := filepath.Join(dir, "b.md")
-	if !hasIssue(errs, 0, bfile+": description: missing") || !hasIssue(errs, 3, bfile+":3: mode") {
+	if !hasIssue(errs, 1, bfile+":1: description: missing") || !hasIssue(errs, 3, bfile+":3: mode") {
 		t.Fatalf("errors %v", errs)
 	}
 	if _, ok := c.Lookup("beta"); ok {

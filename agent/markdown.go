@@ -79,8 +79,8 @@ func ParseDefinition(file string, data []byte) Parsed {
 	}
 	d := &Definition{Source: Source{File: file}, SystemPrompt: fm.body}
 
-	fieldErr := func(key, format string, args ...any) { errAt(lineOf[key], key+": "+format, args...) }
-	fieldWarn := func(key, format string, args ...any) { warnAt(lineOf[key], key+": "+format, args...) }
+	fieldErr := func(key, format string, args ...any) { errAt(keyLineOr1(lineOf, key), key+": "+format, args...) }
+	fieldWarn := func(key, format string, args ...any) { warnAt(keyLineOr1(lineOf, key), key+": "+format, args...) }
 
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
@@ -252,6 +252,8 @@ func splitFrontMatter(file string, data []byte) (fm frontMatter, ok bool) {
 		line, msg := yamlErrorPos(yerr)
 		if line > 0 {
 			line++ // front matter starts on file line 2
+		} else {
+			line = 1 // no position: point at the front matter
 		}
 		var lineErrs []Issue
 		fm.fields, lineErrs = parseLines(file, fmLines)
@@ -265,6 +267,15 @@ func splitFrontMatter(file string, data []byte) (fm frontMatter, ok bool) {
 	}
 	fm.body = strings.TrimSpace(strings.Join(lines[end+1:], "\n"))
 	return fm, true
+}
+
+// keyLineOr1 is the line of a key, or line 1 (the front matter's opening
+// ---) for a key that is missing, so every problem has a file:line.
+func keyLineOr1(lineOf map[string]int, key string) int {
+	if l := lineOf[key]; l > 0 {
+		return l
+	}
+	return 1
 }
 
 // parseYAMLMap parses front matter as a YAML mapping.

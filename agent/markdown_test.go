@@ -25,8 +25,8 @@ func TestParseErrorsCarryFileAndLine(t *testing.T) {
 		line      int
 		want      string
 	}{
-		{"no name", "---\ndescription: d\n---\nbody\n", 0, "name: missing"},
-		{"no description", "---\nname: a\n---\nbody\n", 0, "description: missing"},
+		{"no name", "---\ndescription: d\n---\nbody\n", 1, "name: missing"},
+		{"no description", "---\nname: a\n---\nbody\n", 1, "description: missing"},
 		{"bad mode", "---\nname: a\ndescription: d\nmode: forked\n---\n", 4, `mode: "forked" does not exist`},
 		{"bad isolation", "---\nname: a\ndescription: d\n\nisolation: vm\n---\n", 5, `isolation: "vm" does not exist`},
 		{"bad max turns", "---\nname: a\ndescription: d\nmaxTurns: many\n---\n", 4, `maxTurns: "many" is not a whole number`},

@@ -57,7 +57,7 @@ func ParseSkill(file string, data []byte) (*Skill, []Issue, []Issue) {
 			s.Extra[k] = v
 		}
 		if err != nil {
-			errs = append(errs, Issue{File: file, Line: fm.lineOf[k], Msg: k + ": " + err.Error()})
+			errs = append(errs, Issue{File: file, Line: keyLineOr1(fm.lineOf, k), Msg: k + ": " + err.Error()})
 		}
 	}
 	s.Name, s.Description = strings.TrimSpace(s.Name), strings.TrimSpace(s.Description)
@@ -65,10 +65,10 @@ func ParseSkill(file string, data []byte) (*Skill, []Issue, []Issue) {
 		s.Name = filepath.Base(s.Dir)
 	}
 	if !validName.MatchString(s.Name) {
-		errs = append(errs, Issue{File: file, Line: fm.lineOf["name"], Msg: fmt.Sprintf("name: %q is not a valid name", s.Name)})
+		errs = append(errs, Issue{File: file, Line: keyLineOr1(fm.lineOf, "name"), Msg: fmt.Sprintf("name: %q is not a valid name", s.Name)})
 	}
 	if s.Description == "" {
-		errs = append(errs, Issue{File: file, Line: fm.lineOf["description"], Msg: "description: missing: a child chooses skills by their description"})
+		errs = append(errs, Issue{File: file, Line: keyLineOr1(fm.lineOf, "description"), Msg: "description: missing: a child chooses skills by their description"})
 	}
 	if len(errs) > 0 {
 		return nil, errs, warns

@@ -33,7 +33,7 @@ func TestLoadSkills(t *testing.T) {
 	if r := skills["review"]; r == nil || r.Name != "review" || r.Instructions != "Steps." {
 		t.Errorf("review: %+v", r)
 	}
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), filepath.Join("broken", "SKILL.md")+": description: missing") {
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), filepath.Join("broken", "SKILL.md")+":1: description: missing") {
 		t.Errorf("errors %v", errs)
 	}
 	granted, missing := GrantedSkills(skills, []string{"review", "nope"})

@@ -114,7 +114,7 @@ func TestAgentsProjectCatalogAndErrors(t *testing.T) {
 	}
 	for _, want := range []string{
 		"error: .claude/agents/good.md:2: duplicate name \"helper\": also defined in .claude/agents/dup.md:2",
-		"error: .claude/agents/nodesc.md: description: missing",
+		"error: .claude/agents/nodesc.md:1: description: missing",
 		"warning: .claude/agents/good.md:4: tools: \"TeamCreate\" is not a tool deputy can serve",
 		"loaded 1/3",
 	} {
