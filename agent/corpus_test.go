@@ -127,7 +127,10 @@ func TestCorpusToolNamesMapOrWarn(t *testing.T) {
 	res := ParsePaths([]string{corpusDir})
 	for _, f := range res.Files {
 		for _, n := range f.Def.DeclaredTools {
-			m, ok, _ := MapToolName(n)
+			m, ok, pattern := MapToolName(n)
+			if pattern {
+				t.Errorf("%s: corpus has no argument patterns, got %s", f.File, n)
+			}
 			switch {
 			case ok && IsMCPTool(n):
 				if !slices.Contains(f.Def.Tools, n) || !slices.Contains(f.Def.UnresolvedTools(), n) {

@@ -125,7 +125,9 @@ func ParseDefinition(file string, data []byte) Parsed {
 		case "background":
 			d.Background, err = asBool(v)
 		case "worktree":
-			d.Worktree, err = asBool(v)
+			var w bool
+			w, err = asBool(v)
+			d.Worktree = d.Worktree || w // isolation: worktree also sets it, whichever comes first
 		case "modePinned":
 			d.ModePinned, err = asBool(v)
 		case "mode":
@@ -161,7 +163,7 @@ func ParseDefinition(file string, data []byte) Parsed {
 	}
 
 	var dropped, notes []string
-	d.Tools, dropped, notes = mapTools(d.DeclaredTools)
+	d.Tools, dropped, notes = mapTools(d.DeclaredTools, false)
 	for _, n := range dropped {
 		fieldWarn("tools", "%q is not a tool deputy can serve; dropped", n)
 	}
@@ -169,7 +171,7 @@ func ParseDefinition(file string, data []byte) Parsed {
 		fieldWarn("tools", "%s", n)
 	}
 	var disallowed []string
-	disallowed, dropped, notes = mapTools(d.DisallowedTools)
+	disallowed, dropped, notes = mapTools(d.DisallowedTools, true)
 	for _, n := range dropped {
 		fieldWarn("disallowedTools", "%q is not a tool deputy serves; nothing to disallow", n)
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -49,47 +50,53 @@ func IsMCPTool(name string) bool {
 // MapToolName turns a tool name as a definition file writes it into
 // deputy's. ok is false for names deputy cannot serve (team tools, other
 // agents' names, Claude Code tools without an equivalent). MCP names come
-// back unchanged with ok true. A Claude Code argument pattern such as
-// Bash(git diff:*) maps by its tool name; note says the pattern is not
-// enforced.
-func MapToolName(name string) (mapped string, ok bool, note string) {
+// back unchanged. A Claude Code argument pattern such as Bash(git diff:*)
+// maps by its tool name with pattern true: deputy does not enforce
+// patterns, so the caller decides what the pattern means (see mapTools).
+func MapToolName(name string) (mapped string, ok, pattern bool) {
 	name = strings.TrimSpace(name)
 	if IsMCPTool(name) {
-		return name, true, ""
+		return name, true, false
 	}
 	if i := strings.IndexByte(name, '('); i > 0 && strings.HasSuffix(name, ")") {
-		m, ok, _ := MapToolName(name[:i])
-		if ok {
-			return m, true, "the argument pattern of " + name + " is not enforced; the whole tool is allowed"
-		}
-		return "", false, ""
+		m, ok, _ := MapToolName(name[:i]) // name[:i] has no '(': no recursion beyond one level
+		return m, ok, ok
 	}
 	if m, ok := claudeTools[name]; ok {
-		return m, true, ""
+		return m, true, false
 	}
 	if slices.Contains(deputyTools, name) {
-		return name, true, ""
+		return name, true, false
 	}
-	return "", false, ""
+	return "", false, false
 }
 
 // mapTools maps a declared list; unknown names are dropped and reported.
 // Duplicates after mapping (Edit and MultiEdit) collapse. A non-nil input
 // gives a non-nil output even when every name was dropped: a file that
 // asked for specific tools never silently gets all of them.
-func mapTools(declared []string) (mapped []string, dropped, notes []string) {
+//
+// Argument patterns are not enforced, so they are read the safe way: in an
+// allowlist (deny false) Bash(git diff:*) grants nothing, because granting
+// all of bash would widen what the file asked for; in a denylist it denies
+// the whole tool.
+func mapTools(declared []string, deny bool) (mapped []string, dropped, notes []string) {
 	if declared == nil {
 		return nil, nil, nil
 	}
 	mapped = []string{}
 	for _, n := range declared {
-		m, ok, note := MapToolName(n)
-		if note != "" {
-			notes = append(notes, note)
-		}
+		m, ok, pattern := MapToolName(n)
 		if !ok {
 			dropped = append(dropped, n)
 			continue
+		}
+		if pattern && !deny {
+			notes = append(notes, fmt.Sprintf("%s is not granted: deputy does not enforce argument patterns, and all of %s would be more than asked", strings.TrimSpace(n), m))
+			continue
+		}
+		if pattern {
+			notes = append(notes, fmt.Sprintf("%s disallows all of %s: deputy does not enforce argument patterns", strings.TrimSpace(n), m))
 		}
 		if !slices.Contains(mapped, m) {
 			mapped = append(mapped, m)

@@ -12,12 +12,14 @@ func TestMapToolName(t *testing.T) {
 		"Glob": "glob", "LS": "glob", "Grep": "grep", "Bash": "bash", "WebFetch": "web_fetch",
 		"WebSearch": "web_search", "Task": SpawnTool, "Agent": SpawnTool, "NotebookRead": "read_file",
 		"read_file": "read_file", "mcp__github__get_issue": "mcp__github__get_issue", " Grep ": "grep",
-		"Bash(npm test:*)": "bash",
 	} {
-		got, ok, _ := MapToolName(in)
-		if !ok || got != want {
+		got, ok, pattern := MapToolName(in)
+		if !ok || got != want || pattern {
 			t.Errorf("%q -> %q %v, want %q", in, got, ok, want)
 		}
+	}
+	if got, ok, pattern := MapToolName("Bash(npm test:*)"); got != "bash" || !ok || !pattern {
+		t.Errorf("pattern: %q %v %v", got, ok, pattern)
 	}
 	for _, in := range []string{"TeamCreate", "SendMessage", "TodoWrite", "NotebookEdit", "code-reviewer", "mcp__", "Nope(x)", ""} {
 		if got, ok, _ := MapToolName(in); ok {
