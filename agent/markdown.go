@@ -47,6 +47,14 @@ const (
 	maxYAMLAliases = 10 // no "billion laughs" through anchors
 )
 
+// Front-matter keys read into Definition: Claude Code's name, description,
+// tools, disallowedTools, model, maxTurns, skills, background, isolation
+// (none|sandbox|container, or Claude Code's "worktree"); and deputy's own
+// mode (isolated|fork), modePinned, toolChoice, worktree, network,
+// readPaths, writePaths, reportCap, and budget {totalTokens, wallTime,
+// toolCalls, outputTokensPerCall}. Every other key goes to Extra with a
+// warning.
+
 // Claude Code keys deputy keeps in Extra without using them.
 var claudeKeptKeys = []string{
 	"mcpServers", "permissionMode", "effort", "color", "memory", "hooks", "initialPrompt",
