@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // fastSchema is a compiled subset of JSON Schema that checks a tool call's
@@ -26,6 +27,8 @@ type fastSchema struct {
 	items    *fastSchema
 	enum     [][]byte // string enum values, as raw JSON string contents
 	min, max *float64
+	// minLen, maxLen bound a string's length in code points; -1 is unset.
+	minLen, maxLen int
 }
 
 type fastProp struct {
@@ -59,7 +62,7 @@ func compileFast(raw json.RawMessage) (*fastSchema, bool) {
 	if err := json.Unmarshal(raw, &kw); err != nil {
 		return nil, false
 	}
-	s := &fastSchema{}
+	s := &fastSchema{minLen: -1, maxLen: -1}
 	var required []string
 	for k, v := range kw {
 		switch {
@@ -106,6 +109,16 @@ func compileFast(raw json.RawMessage) (*fastSchema, bool) {
 			for _, e := range vals {
 				b, _ := json.Marshal(e)
 				s.enum = append(s.enum, b[1:len(b)-1])
+			}
+		case k == "minLength" || k == "maxLength":
+			var n int
+			if json.Unmarshal(v, &n) != nil || n < 0 {
+				return nil, false
+			}
+			if k == "minLength" {
+				s.minLen = n
+			} else {
+				s.maxLen = n
 			}
 		case k == "minimum" || k == "maximum":
 			var f float64
@@ -216,6 +229,12 @@ func (sc *scanner) value(s *fastSchema) bool {
 		}
 		if s != nil && s.enum != nil && (escaped || !inEnum(s.enum, str)) {
 			return false
+		}
+		if s != nil && (s.minLen >= 0 || s.maxLen >= 0) {
+			n, ok := codePoints(str)
+			if !ok || (s.minLen >= 0 && n < s.minLen) || (s.maxLen >= 0 && n > s.maxLen) {
+				return false
+			}
 		}
 	case c == 't':
 		got = tBoolean
@@ -401,6 +420,28 @@ func (sc *scanner) str() (raw []byte, escaped, ok bool) {
 		}
 	}
 	return nil, false, false
+}
+
+// codePoints counts the code points raw (a string's contents, still
+// escaped) decodes to, as JSON Schema's length keywords do. A \u escape
+// may be half of a surrogate pair, so strings with one are "not sure".
+// Invalid UTF-8 counts a code point per bad byte, as the decoder turns each
+// into U+FFFD.
+func codePoints(raw []byte) (n int, ok bool) {
+	for i := 0; i < len(raw); {
+		if raw[i] == '\\' {
+			if raw[i+1] == 'u' {
+				return 0, false
+			}
+			i += 2
+			n++
+			continue
+		}
+		_, size := utf8.DecodeRune(raw[i:])
+		i += size
+		n++
+	}
+	return n, true
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }

@@ -76,7 +76,7 @@ func TestFastSchemaDeepNestingIsNotSure(t *testing.T) {
 func TestFastSchemaLeavesUnknownKeywordsToTheFullValidator(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{`{"type":"object","patternProperties":{}}`, `{"type":["string","null"]}`,
-		`{"oneOf":[]}`, `{"type":"object","required":["ghost"]}`, `{"type":"string","maxLength":3}`} {
+		`{"oneOf":[]}`, `{"type":"object","required":["ghost"]}`, `{"type":"string","maxLength":-1}`} {
 		if _, ok := compileFast(json.RawMessage(s)); ok {
 			t.Errorf("compiled %s into the fast subset", s)
 		}
@@ -118,6 +118,12 @@ func genSchema(t *rapid.T, depth int) map[string]any {
 		if rapid.Bool().Draw(t, "enum") {
 			s["enum"] = []string{"x", "é", `q"`}
 		}
+		if rapid.Bool().Draw(t, "minLen") {
+			s["minLength"] = rapid.IntRange(0, 3).Draw(t, "minLenV")
+		}
+		if rapid.Bool().Draw(t, "maxLen") {
+			s["maxLength"] = rapid.IntRange(0, 3).Draw(t, "maxLenV")
+		}
 	case "integer", "number":
 		if rapid.Bool().Draw(t, "min") {
 			s["minimum"] = rapid.IntRange(-3, 3).Draw(t, "minv")
@@ -146,7 +152,7 @@ func genValue(t *rapid.T, depth int) any {
 		}
 		return a
 	case k == 2:
-		return rapid.SampledFrom([]string{"x", "é", `q"`, "", "\u2028"}).Draw(t, "str")
+		return rapid.SampledFrom([]string{"x", "é", `q"`, "", "\u2028", "a\nb", "\t", "héé"}).Draw(t, "str")
 	case k == 3:
 		return rapid.IntRange(-5, 5).Draw(t, "int")
 	case k == 4:
