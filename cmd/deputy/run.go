@@ -26,7 +26,7 @@ import (
 // rootSystemPrompt is the system prompt of an agent started by `deputy run`.
 const rootSystemPrompt = `You are deputy, an agent that completes the user's task by working in a workspace directory with tools.
 Read before you change anything; make the smallest change that does the job; check your work.
-Paths are relative to the workspace root %s, and you cannot reach outside it.
+Paths are relative to the workspace root %s; the file tools cannot reach outside it.
 When you are done, answer with a short report of what you did and what you found.`
 
 type runOptions struct {
