@@ -139,3 +139,20 @@ func TestRealClock(t *testing.T) {
 		t.Fatal("zero time")
 	}
 }
+
+func TestInstantAndArmedClocks(t *testing.T) {
+	t.Parallel()
+	in := NewInstant()
+	start := in.Now()
+	fired := make(chan struct{})
+	in.AfterFunc(3*time.Second, func() { close(fired) })
+	<-fired
+	if got := in.Now().Sub(start); got != 3*time.Second || len(in.Waits()) != 1 || in.Waits()[0] != 3*time.Second {
+		t.Fatalf("moved %v, waits %v", got, in.Waits())
+	}
+	ar := NewArmed()
+	ar.AfterFunc(time.Minute, func() {})
+	if d := <-ar.Armed; d != time.Minute || ar.Pending() != 1 {
+		t.Fatalf("announced %v, pending %d", d, ar.Pending())
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/openai"
 	"github.com/deputy-run/deputy/llm/providertest"
@@ -51,7 +52,7 @@ func newModel(t *testing.T, url string, p *retry.Policy) *openai.Model {
 	t.Helper()
 	if p == nil {
 		d := retry.Default()
-		d.BaseDelay, d.StallTimeout, d.Clock = 0, 0, providertest.NewInstantClock()
+		d.BaseDelay, d.StallTimeout, d.Clock = 0, 0, clock.NewInstant()
 		p = &d
 	}
 	m, err := openai.New("qwen3", openai.Options{APIKey: "k", BaseURL: url + "/v1", Retry: p, Provider: "ollama", LegacyMaxTokens: true})
@@ -177,7 +178,7 @@ var okStream = sseHandler([]string{chunk(`{"role":"assistant","content":"ok"}`, 
 
 func TestRetryHeadersAndErrorKinds(t *testing.T) {
 	t.Parallel()
-	clk := providertest.NewInstantClock()
+	clk := clock.NewInstant()
 	date := clk.Now().Add(5 * time.Second).UTC().Format(http.TimeFormat)
 	cases := []struct {
 		name     string
@@ -210,7 +211,7 @@ func TestRetryHeadersAndErrorKinds(t *testing.T) {
 			s := &scripted{handlers: []http.HandlerFunc{c.first, okStream}}
 			srv := httptest.NewServer(s)
 			defer srv.Close()
-			clk := providertest.NewInstantClock()
+			clk := clock.NewInstant()
 			p := retry.Default()
 			p.BaseDelay, p.StallTimeout, p.Clock = 0, 0, clk
 			resp, _, atts, err := generate(t, newModel(t, srv.URL, &p))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/llm/providertest"
@@ -19,7 +20,7 @@ func TestSpecsAgainstTheFakeServer(t *testing.T) {
 	const key = "sk-e2e-secret-42"
 	srv, root := providertest.StartServer(t, fake.Options{APIKey: key})
 	p := retry.Default()
-	p.BaseDelay, p.StallTimeout, p.Clock = 0, 0, providertest.NewInstantClock()
+	p.BaseDelay, p.StallTimeout, p.Clock = 0, 0, clock.NewInstant()
 	cases := []struct {
 		spec, path string
 		env        map[string]string

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/llm/retry"
@@ -56,7 +57,7 @@ func testFaults(t *testing.T, tg Target, m mode) {
 			want := faultReply()
 			srv, root := StartServer(t, fake.Options{APIKey: Key, Responder: Respond(func(*llm.Request, fake.RequestInfo) fake.Reply { return want }),
 				Faults: map[int]fake.Fault{1: c.fault}})
-			clk := NewInstantClock()
+			clk := clock.NewInstant()
 			model := build(t, tg, m, root, fastPolicy(clk))
 			var atts Attempts
 			resp, err := call(t, context.Background(), model, m, &llm.Request{Model: "fake-model", Messages: []llm.Message{llm.UserText("go")}, Tools: testTools}, &atts)
@@ -122,7 +123,7 @@ func testFatalErrors(t *testing.T, tg Target) {
 		t.Parallel()
 		_, root := StartServer(t, fake.Options{APIKey: Key})
 		const wrong = "sk-wrong-SECRET-987654321"
-		model, err := tg.New(Config{RootURL: root, APIKey: wrong, Policy: fastPolicy(NewInstantClock())})
+		model, err := tg.New(Config{RootURL: root, APIKey: wrong, Policy: fastPolicy(clock.NewInstant())})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +148,7 @@ func testFatalErrors(t *testing.T, tg Target) {
 	t.Run("bad request", func(t *testing.T) {
 		t.Parallel()
 		_, root := StartServer(t, fake.Options{APIKey: Key})
-		model := build(t, tg, m, root, fastPolicy(NewInstantClock()))
+		model := build(t, tg, m, root, fastPolicy(clock.NewInstant()))
 		// A tool call never answered: both APIs refuse the transcript.
 		r := req()
 		r.Tools = testTools
@@ -169,7 +170,7 @@ func testFatalErrors(t *testing.T, tg Target) {
 	t.Run("not found", func(t *testing.T) {
 		t.Parallel()
 		_, root := StartServer(t, fake.Options{APIKey: Key})
-		model := build(t, tg, m, root+"/missing", fastPolicy(NewInstantClock()))
+		model := build(t, tg, m, root+"/missing", fastPolicy(clock.NewInstant()))
 		var atts Attempts
 		_, err := call(t, context.Background(), model, m, req(), &atts)
 		var ae *llm.APIError
@@ -189,7 +190,7 @@ func testFatalErrors(t *testing.T, tg Target) {
 		}
 		root := "http://" + ln.Addr().String()
 		ln.Close()
-		p := fastPolicy(NewInstantClock())
+		p := fastPolicy(clock.NewInstant())
 		p.MaxAttempts = 3
 		model := build(t, tg, m, root, p)
 		var atts Attempts
@@ -212,7 +213,7 @@ func testFatalErrors(t *testing.T, tg Target) {
 	t.Run("persistent overload", func(t *testing.T) {
 		t.Parallel()
 		_, root := StartServer(t, fake.Options{APIKey: Key, FaultRate: 1, RandomFault: fake.Fault{Kind: fake.FaultOverloaded}})
-		p := fastPolicy(NewInstantClock())
+		p := fastPolicy(clock.NewInstant())
 		p.MaxAttempts = 4
 		model := build(t, tg, m, root, p)
 		var atts Attempts
@@ -233,7 +234,7 @@ func testStopReasons(t *testing.T, tg Target, m mode) {
 		_, root := StartServer(t, fake.Options{APIKey: Key, Responder: Respond(func(*llm.Request, fake.RequestInfo) fake.Reply {
 			return fake.Reply{Content: []llm.Block{llm.Text("stopping")}, StopReason: give}
 		})})
-		model := build(t, tg, m, root, fastPolicy(NewInstantClock()))
+		model := build(t, tg, m, root, fastPolicy(clock.NewInstant()))
 		resp, err := call(t, context.Background(), model, m, &llm.Request{Model: "fake-model", Messages: []llm.Message{llm.UserText("hi")}}, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", give, err)
@@ -247,12 +248,12 @@ func testStopReasons(t *testing.T, tg Target, m mode) {
 // testCancel cancels the call from inside the stream callback while the
 // server is still generating.
 func testCancel(t *testing.T, tg Target) {
-	srvClock := NewArmedClock() // never advanced: the server stalls after the first fragment
+	srvClock := clock.NewArmed() // never advanced: the server stalls after the first fragment
 	_, root := StartServer(t, fake.Options{APIKey: Key, Clock: srvClock, PerToken: time.Second,
 		Responder: Respond(func(*llm.Request, fake.RequestInfo) fake.Reply {
 			return fake.Reply{Content: []llm.Block{llm.ToolUse("toolu_L", "read_file", json.RawMessage(`{"path":"`+strings.Repeat("x", 400)+`"}`))}}
 		})})
-	model := build(t, tg, mode{}, root, fastPolicy(NewInstantClock()))
+	model := build(t, tg, mode{}, root, fastPolicy(clock.NewInstant()))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var atts Attempts
@@ -283,7 +284,7 @@ func testSlowFirstByte(t *testing.T, tg Target) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			clk := NewArmedClock()
+			clk := clock.NewArmed()
 			_, root := StartServer(t, fake.Options{APIKey: Key, Clock: clk,
 				Faults: map[int]fake.Fault{1: {Kind: fake.FaultSlowFirstByte, Delay: c.delay}}})
 			p := retry.Default()
@@ -353,7 +354,7 @@ func testRandomFaults(t *testing.T, tg Target, m mode) {
 		return r
 	})
 	_, root := StartServer(t, fake.Options{APIKey: Key, Responder: responder, Seed: 11})
-	p := fastPolicy(NewInstantClock())
+	p := fastPolicy(clock.NewInstant())
 	p.MaxAttempts = 12
 	p.Budget = 0
 	model := build(t, tg, m, root, p)

@@ -6,9 +6,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 )
@@ -27,68 +25,6 @@ func StartServer(t testing.TB, opts fake.Options) (*fake.Server, string) {
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	return s, hs.URL
-}
-
-// InstantClock fires every timer at once, moving its time forward by the
-// timer's duration, and records the durations. Given to a retry policy, it
-// makes backoff free and observable. It cannot time stalls (a stall timer
-// would fire at once): use it with StallTimeout zero.
-type InstantClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
-}
-
-// NewInstantClock returns an InstantClock.
-func NewInstantClock() *InstantClock {
-	return &InstantClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-// Now returns the clock's time.
-func (c *InstantClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// AfterFunc records d, moves the time by d and runs f.
-func (c *InstantClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.waits = append(c.waits, d)
-	c.mu.Unlock()
-	go f()
-	return firedTimer{}
-}
-
-// Waits returns the durations of the timers armed so far.
-func (c *InstantClock) Waits() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.waits...)
-}
-
-type firedTimer struct{}
-
-func (firedTimer) Stop() bool { return false }
-
-// ArmedClock is a fake clock that announces every timer it arms on Armed,
-// so a test moves time only once the code under test waits.
-type ArmedClock struct {
-	*clock.Fake
-	Armed chan time.Duration
-}
-
-// NewArmedClock returns an ArmedClock with room for 256 announcements.
-func NewArmedClock() *ArmedClock {
-	return &ArmedClock{Fake: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), Armed: make(chan time.Duration, 256)}
-}
-
-// AfterFunc arms a timer on the fake clock and announces it.
-func (c *ArmedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	t := c.Fake.AfterFunc(d, f)
-	c.Armed <- d
-	return t
 }
 
 // Attempts collects the attempts reported through a context.

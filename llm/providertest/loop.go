@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 )
@@ -149,7 +150,7 @@ func checkOneAttempt(t testing.TB, tg Target, atts []llm.Attempt) {
 func testToolLoop(t *testing.T, tg Target, m mode) {
 	replies := loopReplies(true)
 	srv, root := StartServer(t, fake.Options{APIKey: Key, Responder: byTurn(replies)})
-	model := build(t, tg, m, root, fastPolicy(NewInstantClock()))
+	model := build(t, tg, m, root, fastPolicy(clock.NewInstant()))
 	msgs := []llm.Message{llm.UserText("What's the weather? Also read two files.")}
 	wantStop := []llm.StopReason{llm.StopToolUse, llm.StopToolUse, llm.StopEndTurn}
 	stored := map[string]json.RawMessage{} // tool inputs as the transcript holds them
@@ -292,7 +293,7 @@ func testPromptCache(t *testing.T, tg Target) {
 			t.Parallel()
 			replies := loopReplies(false)
 			srv, root := StartServer(t, fake.Options{APIKey: Key, Responder: byTurn(replies), MinCacheTokens: 64})
-			model, err := tg.New(Config{RootURL: root, APIKey: Key, Policy: fastPolicy(NewInstantClock()), CacheTTL: ttl})
+			model, err := tg.New(Config{RootURL: root, APIKey: Key, Policy: fastPolicy(clock.NewInstant()), CacheTTL: ttl})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -355,7 +356,7 @@ func testThinking(t *testing.T, tg Target, m mode) {
 		{Content: []llm.Block{llm.Text("Bye.")}},
 	}
 	srv, root := StartServer(t, fake.Options{APIKey: Key, Responder: byTurn(replies)})
-	model := build(t, tg, m, root, fastPolicy(NewInstantClock()))
+	model := build(t, tg, m, root, fastPolicy(clock.NewInstant()))
 	msgs := []llm.Message{llm.UserText("What time is it?")}
 	var stored []llm.Block
 	for turn := range replies {

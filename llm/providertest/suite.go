@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/llm/retry"
@@ -106,7 +107,7 @@ func forModes(t *testing.T, tg Target, f func(t *testing.T, tg Target, m mode)) 
 }
 
 // fastPolicy retries at once and honours retry-after on an instant clock.
-func fastPolicy(clk *InstantClock) retry.Policy {
+func fastPolicy(clk *clock.Instant) retry.Policy {
 	p := retry.Default()
 	p.BaseDelay = 0
 	p.StallTimeout = 0

@@ -12,51 +12,6 @@ import (
 	"github.com/deputy-run/deputy/llm"
 )
 
-// instantClock fires every timer at once, moving its time forward by the
-// timer's duration, and records the durations: backoff is observable
-// without waiting.
-type instantClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
-}
-
-func (c *instantClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *instantClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.waits = append(c.waits, d)
-	c.mu.Unlock()
-	go f()
-	return stopped{}
-}
-
-type stopped struct{}
-
-func (stopped) Stop() bool { return false }
-
-// armedClock is a fake clock that announces each timer it arms, so a test
-// advances time only once the code under test is waiting.
-type armedClock struct {
-	*clock.Fake
-	armed chan time.Duration
-}
-
-func newArmedClock() *armedClock {
-	return &armedClock{Fake: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), armed: make(chan time.Duration, 64)}
-}
-
-func (c *armedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	t := c.Fake.AfterFunc(d, f)
-	c.armed <- d
-	return t
-}
-
 func observe(ctx context.Context) (context.Context, func() []llm.Attempt) {
 	var mu sync.Mutex
 	var got []llm.Attempt
@@ -107,7 +62,7 @@ func testPolicy(c clock.Clock) Policy {
 
 func TestDoRetriesThenSucceeds(t *testing.T) {
 	t.Parallel()
-	clk := &instantClock{}
+	clk := clock.NewInstant()
 	ctx, attempts := observe(context.Background())
 	err := testPolicy(clk).Do(ctx, "test", "m", script(apiErr(529, "overloaded_error"), apiErr(500, "api_error")))
 	if err != nil {
@@ -132,14 +87,14 @@ func TestDoRetriesThenSucceeds(t *testing.T) {
 			t.Errorf("attempt %d error = %v / %q", i+1, a.Err, a.Error)
 		}
 	}
-	if len(clk.waits) != 2 || clk.waits[0] != 100*time.Millisecond || clk.waits[1] != 200*time.Millisecond {
-		t.Errorf("clock waits %v", clk.waits)
+	if len(clk.Waits()) != 2 || clk.Waits()[0] != 100*time.Millisecond || clk.Waits()[1] != 200*time.Millisecond {
+		t.Errorf("clock waits %v", clk.Waits())
 	}
 }
 
 func TestDoHonoursRetryAfter(t *testing.T) {
 	t.Parallel()
-	clk := &instantClock{}
+	clk := clock.NewInstant()
 	ctx, attempts := observe(context.Background())
 	e := apiErr(429, "rate_limit_error")
 	e.RetryAfter = 3 * time.Second
@@ -149,14 +104,14 @@ func TestDoHonoursRetryAfter(t *testing.T) {
 	if got := attempts(); got[0].Wait != 3*time.Second || got[0].Reason != ReasonRateLimit {
 		t.Errorf("first attempt %+v", got[0])
 	}
-	if len(clk.waits) != 1 || clk.waits[0] != 3*time.Second {
-		t.Errorf("waits %v", clk.waits)
+	if len(clk.Waits()) != 1 || clk.Waits()[0] != 3*time.Second {
+		t.Errorf("waits %v", clk.Waits())
 	}
 }
 
 func TestDoGivesUp(t *testing.T) {
 	t.Parallel()
-	p := testPolicy(&instantClock{})
+	p := testPolicy(clock.NewInstant())
 	p.MaxAttempts = 3
 	ctx, attempts := observe(context.Background())
 	errs := []error{apiErr(500, "api_error"), apiErr(500, "api_error"), apiErr(500, "api_error"), apiErr(500, "api_error")}
@@ -178,7 +133,7 @@ func TestDoDoesNotRetryFatal(t *testing.T) {
 	t.Parallel()
 	ctx, attempts := observe(context.Background())
 	e := apiErr(401, "authentication_error")
-	err := testPolicy(&instantClock{}).Do(ctx, "test", "m", script(e))
+	err := testPolicy(clock.NewInstant()).Do(ctx, "test", "m", script(e))
 	if err != e {
 		t.Errorf("err = %v, want the attempt's own error unchanged", err)
 	}
@@ -189,7 +144,7 @@ func TestDoDoesNotRetryFatal(t *testing.T) {
 
 func TestDoRefusesLongRetryAfter(t *testing.T) {
 	t.Parallel()
-	p := testPolicy(&instantClock{})
+	p := testPolicy(clock.NewInstant())
 	p.MaxRetryAfter = time.Minute
 	e := apiErr(429, "rate_limit_error")
 	e.RetryAfter = time.Hour
@@ -201,7 +156,7 @@ func TestDoRefusesLongRetryAfter(t *testing.T) {
 
 func TestDoBudget(t *testing.T) {
 	t.Parallel()
-	clk := &instantClock{}
+	clk := clock.NewInstant()
 	p := testPolicy(clk)
 	p.Budget = 250 * time.Millisecond
 	errs := []error{apiErr(500, "api_error"), apiErr(500, "api_error"), apiErr(500, "api_error")}
@@ -209,19 +164,19 @@ func TestDoBudget(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "retry budget of 250ms spent after 2 attempts") {
 		t.Errorf("err = %v", err)
 	}
-	if len(clk.waits) != 1 {
-		t.Errorf("waits %v", clk.waits)
+	if len(clk.Waits()) != 1 {
+		t.Errorf("waits %v", clk.Waits())
 	}
 }
 
 func TestDoCancelledWhileWaiting(t *testing.T) {
 	t.Parallel()
-	clk := newArmedClock()
+	clk := clock.NewArmed()
 	p := testPolicy(clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.Do(ctx, "test", "m", script(apiErr(529, "overloaded_error"))) }()
-	if d := <-clk.armed; d != 100*time.Millisecond {
+	if d := <-clk.Armed; d != 100*time.Millisecond {
 		t.Errorf("armed %v", d)
 	}
 	cancel()
@@ -245,7 +200,7 @@ func TestDoMarksDiscardedStream(t *testing.T) {
 		}
 		return Outcome{Status: 200, Streamed: true}, nil
 	}
-	if err := testPolicy(&instantClock{}).Do(ctx, "test", "m", call); err != nil {
+	if err := testPolicy(clock.NewInstant()).Do(ctx, "test", "m", call); err != nil {
 		t.Fatal(err)
 	}
 	got := attempts()
@@ -256,7 +211,7 @@ func TestDoMarksDiscardedStream(t *testing.T) {
 
 func TestDoStallTimeout(t *testing.T) {
 	t.Parallel()
-	clk := newArmedClock()
+	clk := clock.NewArmed()
 	p := testPolicy(clk)
 	p.StallTimeout = 10 * time.Second
 	p.BaseDelay = 0 // retry at once: only the watchdog's timers are armed
@@ -278,13 +233,13 @@ func TestDoStallTimeout(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() { done <- p.Do(ctx, "test", "m", call) }()
-	<-clk.armed // the watchdog
+	<-clk.Armed // the watchdog
 	<-kicked
 	clk.Advance(5 * time.Second)
 	kicked <- struct{}{}
 	<-kicked
 	clk.Advance(5 * time.Second) // fires early: 5s idle, re-arms for 5s
-	if d := <-clk.armed; d != 5*time.Second {
+	if d := <-clk.Armed; d != 5*time.Second {
 		t.Errorf("re-armed for %v, want 5s", d)
 	}
 	clk.Advance(5 * time.Second) // 10s idle: stalled
