@@ -142,7 +142,7 @@ func TestReadFileNotRegular(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
 	if err := mkfifo(filepath.Join(ws, "fifo")); err != nil {
-		t.Skip("no fifo:", err)
+		t.Fatalf("mkfifo: %v", err)
 	}
 	set := newSet(t, ws)
 	out, isErr := callTool(t, set, "read_file", map[string]any{"path": "fifo"})
