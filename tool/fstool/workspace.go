@@ -126,13 +126,13 @@ func (w *Workspace) resolve(r *os.Root, p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	todo := splitPath(rel)
+	pending := splitPath(rel)
 	var done []string
 	missing := false // a component did not exist; the rest is lexical
 	hops := 0
-	for len(todo) > 0 {
-		c := todo[0]
-		todo = todo[1:]
+	for len(pending) > 0 {
+		c := pending[0]
+		pending = pending[1:]
 		switch c {
 		case "", ".":
 			continue
@@ -174,7 +174,7 @@ func (w *Workspace) resolve(r *os.Root, p string) (string, error) {
 				return "", &OutsideError{Path: p, Workspace: w.dir, Via: filepath.ToSlash(cur), Target: target}
 			}
 			done = nil
-			todo = append(splitPath(in), todo...)
+			pending = append(splitPath(in), pending...)
 			continue
 		}
 		// A relative target is read from the link's directory, which is
@@ -182,7 +182,7 @@ func (w *Workspace) resolve(r *os.Root, p string) (string, error) {
 		if escapes(filepath.Join(append(append([]string{}, done...), target)...)) {
 			return "", &OutsideError{Path: p, Workspace: w.dir, Via: filepath.ToSlash(cur), Target: target}
 		}
-		todo = append(splitPath(target), todo...)
+		pending = append(splitPath(target), pending...)
 	}
 	if len(done) == 0 {
 		return ".", nil
