@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/deputy-run/deputy/cost"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 )
@@ -26,15 +28,7 @@ import (
 // runs wherever deputy is pointed.
 type Config struct {
 	Tiers  map[string]string `json:"tiers,omitempty"`
-	Prices map[string]Price  `json:"prices,omitempty"`
-}
-
-// Price is USD per million tokens.
-type Price struct {
-	Input      float64 `json:"input"`
-	Output     float64 `json:"output"`
-	CacheWrite float64 `json:"cache_write"`
-	CacheRead  float64 `json:"cache_read"`
+	Prices cost.Table        `json:"prices,omitempty"`
 }
 
 // ResolveModel turns a definition's model into the provider:model to run
@@ -129,7 +123,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 				bad(kv.Value, "prices: want a mapping of model to prices")
 				continue
 			}
-			c.Prices = map[string]Price{}
+			c.Prices = cost.Table{}
 			for _, m := range pairs {
 				model := strings.TrimSpace(m.Key.String())
 				if model == "" {
@@ -145,7 +139,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 					bad(m.Value, "prices.%s: want input, output, cache_write, cache_read", model)
 					continue
 				}
-				var p Price
+				var p cost.Price
 				for _, fv := range fields {
 					name := fv.Key.String()
 					x, err := numberNode(fv.Value)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deputy-run/deputy/cost"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -25,10 +27,10 @@ prices:
 	if c.Tiers["haiku"] != "anthropic:claude-haiku-4-5" || c.Tiers["sonnet"] != "openai:gpt-5-mini" || len(c.Tiers) != 2 {
 		t.Errorf("tiers %v", c.Tiers)
 	}
-	if p := c.Prices["anthropic:claude-haiku-4-5"]; p != (Price{Input: 1, Output: 5, CacheWrite: 1.25, CacheRead: 0.1}) {
+	if p := c.Prices["anthropic:claude-haiku-4-5"]; p != (cost.Price{Input: 1, Output: 5, CacheWrite: 1.25, CacheRead: 0.1}) {
 		t.Errorf("price %+v", p)
 	}
-	if p := c.Prices["openai:gpt-5-mini"]; p != (Price{Input: 0.25, Output: 2}) {
+	if p := c.Prices["openai:gpt-5-mini"]; p != (cost.Price{Input: 0.25, Output: 2}) {
 		t.Errorf("price %+v", p)
 	}
 	if pm, inh := c.ResolveModel("opus"); pm != "" || !inh {

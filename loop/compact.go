@@ -90,7 +90,7 @@ func (r *run) compactIfNeeded(ctx context.Context, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("turn %d: compaction: %w", res.Turns, err)
 	}
-	res.Usage.Add(resp.Usage)
+	r.spend(res, resp.Usage)
 
 	// The new summary covers any earlier one (the summarizer saw it), so
 	// the head is the task's own blocks plus exactly one summary.

@@ -7,7 +7,8 @@ type EventKind uint8
 
 // The events a run emits, in the order they can occur within a turn.
 const (
-	EventTurnStarted   EventKind = iota + 1 // Turn
+	EventWrapUp        EventKind = iota + 1 // Turn (the last): the soft wall time passed
+	EventTurnStarted                        // Turn
 	EventCompaction                         // Turn, Compacted, Usage (of the summary call)
 	EventModelDelta                         // Turn, Delta
 	EventModelAttempt                       // Turn, Attempt (one HTTP request of a model call)
@@ -17,7 +18,7 @@ const (
 	EventFinished                           // Turn (the last), Usage (the run's), Stop, Err
 )
 
-var eventNames = [...]string{"", "turn_started", "compaction", "model_delta", "model_attempt", "model_response", "tool_call", "tool_result", "finished"}
+var eventNames = [...]string{"", "wrap_up", "turn_started", "compaction", "model_delta", "model_attempt", "model_response", "tool_call", "tool_result", "finished"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {

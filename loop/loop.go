@@ -47,6 +47,8 @@ const (
 	// runner, its store was unavailable); the calls it did not run have
 	// error results.
 	StopStepError StopReason = "step_error"
+	// StopBudget: the shared Budget (a tree of subagents) is spent.
+	StopBudget StopReason = "budget"
 )
 
 // Limits bound one run. A zero field takes its default; the total-token,
@@ -55,7 +57,11 @@ type Limits struct {
 	MaxTurns        int           // model calls; default 30
 	MaxTotalTokens  int64         // prompt + output tokens over all calls; see outputCap
 	MaxToolCalls    int           // tool calls over the run
-	WallTime        time.Duration // from the start of Run
+	WallTime        time.Duration // from the start of Run; in-flight calls are cancelled
+	// SoftWallTime, when set, is when the model is told to wrap up: the
+	// next turn carries WrapUp after the tool results and is the last one
+	// (tool calls it still makes are answered, not run).
+	SoftWallTime time.Duration
 	MaxOutputTokens int           // per model call; default 8192
 	ToolOutputChars int           // per tool result; default 50,000
 }
@@ -77,6 +83,9 @@ type Config struct {
 	Compaction Compaction
 	Clock      clock.Clock // default clock.Real
 	Steps      Steps       // default Direct
+	// Budget, when set, is drawn from by every model call and stops the run
+	// with StopBudget once spent. Several runs may share one.
+	Budget Budget
 	// OnEvent receives events synchronously, in order, from the goroutine
 	// that called Run. It must not block for long: the loop waits for it.
 	OnEvent func(Event)
@@ -92,6 +101,20 @@ type Result struct {
 	ToolCalls  int
 	Usage      llm.Usage
 }
+
+// Budget is a spending limit shared by several runs, such as every
+// instance of a tree of subagents. It must be safe for concurrent use.
+type Budget interface {
+	// Spend records one model call's usage; model is the request's model
+	// name, for budgets kept in money.
+	Spend(model string, u llm.Usage)
+	// Spent reports whether nothing is left.
+	Spent() bool
+}
+
+// WrapUp is the message a run gets once its soft wall time has passed.
+const WrapUp = "[deputy] Time is almost up. Do not call any more tools: write your final answer now " +
+	"from what you have, and say what is unfinished."
 
 // errWallTime is the cancellation cause when the wall-time budget runs out.
 var errWallTime = errors.New("wall-time limit reached")
@@ -115,18 +138,19 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 		defer cancel()
 	}
 	start := r.clock.Now()
-	req := &llm.Request{
-		Model:      cfg.ModelName,
-		System:     cfg.System,
-		Tools:      cfg.Tools.Specs(),
-		ToolChoice: cfg.ToolChoice,
-	}
+	req := cfg.request(nil)
+	wrapping := false // the wrap-up message was sent: this turn is the last
 	for {
 		if ctx.Err() != nil {
 			return r.failed(ctx, res, ctx.Err())
 		}
 		if stop := r.limitReached(res, start); stop != "" {
 			return r.finish(res, stop, nil)
+		}
+		if !wrapping && r.lim.SoftWallTime > 0 && res.Turns > 0 && r.clock.Now().Sub(start) >= r.lim.SoftWallTime {
+			wrapping = true
+			res.Messages = appendUserText(res.Messages, WrapUp)
+			r.emit(Event{Kind: EventWrapUp, Turn: res.Turns + 1})
 		}
 		res.Turns++
 		r.emit(Event{Kind: EventTurnStarted, Turn: res.Turns})
@@ -149,7 +173,7 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 		if err != nil {
 			return r.failed(ctx, res, fmt.Errorf("turn %d: %w", res.Turns, err))
 		}
-		res.Usage.Add(resp.Usage)
+		r.spend(res, resp.Usage)
 		r.lastPrompt, r.sinceLast = resp.Usage.Prompt()+resp.Usage.OutputTokens, 0
 		msg := resp.Message()
 		res.Messages = append(res.Messages, msg)
@@ -182,16 +206,21 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 			// A response cut mid-call may carry truncated arguments; running
 			// them would act on half an intent.
 			stop, runnable = cut, 0
+		case wrapping:
+			stop, runnable = StopWallTime, 0
 		case r.lim.MaxToolCalls > 0 && res.ToolCalls+len(calls) > r.lim.MaxToolCalls:
 			stop, runnable = StopMaxToolCalls, max(0, r.lim.MaxToolCalls-res.ToolCalls)
 		}
-		results, err := r.runTools(ctx, res.Turns, calls, runnable)
+		results, err := r.runTools(ctx, res, calls, runnable)
 		ran := len(results)
 		// Every tool_use gets its tool_result, run or not, so the transcript
 		// stays valid for the provider if the instance is continued later.
 		for _, c := range calls[len(results):] {
 			why := "not run: " + string(stop) + " limit reached"
-			if err != nil {
+			switch {
+			case wrapping:
+				why = "not run: time is up; answer with what you have"
+			case err != nil:
 				why = "not run: " + err.Error()
 			}
 			results = append(results, llm.ToolResult(c.ID, why, true))
@@ -299,22 +328,61 @@ func (r *run) limitReached(res *Result, start time.Time) StopReason {
 		return StopMaxToolCalls
 	case r.lim.WallTime > 0 && r.clock.Now().Sub(start) >= r.lim.WallTime:
 		return StopWallTime
+	case r.cfg.Budget != nil && r.cfg.Budget.Spent():
+		return StopBudget
 	}
 	return ""
+}
+
+// spend adds one model call's usage to the run and to the shared budget.
+func (r *run) spend(res *Result, u llm.Usage) {
+	res.Usage.Add(u)
+	if r.cfg.Budget != nil {
+		r.cfg.Budget.Spend(r.cfg.ModelName, u)
+	}
+}
+
+// request is the model request of a run over msgs, without max_tokens.
+func (cfg *Config) request(msgs []llm.Message) *llm.Request {
+	return &llm.Request{
+		Model:      cfg.ModelName,
+		System:     cfg.System,
+		Tools:      cfg.Tools.Specs(),
+		ToolChoice: cfg.ToolChoice,
+		Messages:   msgs,
+	}
+}
+
+// appendUserText adds text to the transcript as the model's next input: to
+// the last message when it is the user's (tool results and text may share
+// a message, and roles must alternate), as a new message otherwise. The
+// last message is copied, never written into: its blocks may be shared
+// with a parent's transcript.
+func appendUserText(msgs []llm.Message, text string) []llm.Message {
+	n := len(msgs)
+	if n == 0 || msgs[n-1].Role != llm.User {
+		return append(msgs, llm.UserText(text))
+	}
+	last := msgs[n-1]
+	content := make([]llm.Block, 0, len(last.Content)+1)
+	content = append(append(content, last.Content...), llm.Text(text))
+	return append(msgs[:n-1:n-1], llm.Message{Role: llm.User, Content: content})
 }
 
 // runTools runs the first runnable of one turn's calls: concurrently when
 // every one is read-only, in order otherwise. Results come back in call
 // order, with room for the calls that were not run.
-func (r *run) runTools(ctx context.Context, turn int, calls []llm.Block, runnable int) ([]llm.Block, error) {
+func (r *run) runTools(ctx context.Context, res *Result, calls []llm.Block, runnable int) ([]llm.Block, error) {
 	if runnable == 0 {
 		return make([]llm.Block, 0, len(calls)), nil
 	}
+	turn := res.Turns
 	run := calls[:runnable]
-	b := &Batch{Calls: run, Parallel: len(run) > 1, set: r.cfg.Tools, limit: r.lim.ToolOutputChars}
+	b := &Batch{Calls: run, Parallel: len(run) > 1, set: r.cfg.Tools, limit: r.lim.ToolOutputChars,
+		turn: turn, transcript: res.Messages}
 	for i := range run {
 		r.emit(Event{Kind: EventToolCall, Turn: turn, Block: run[i]})
-		if b.Parallel && !r.cfg.Tools.ReadOnly(run[i].Name) {
+		if b.Parallel && !r.cfg.Tools.Concurrent(run[i].Name) {
 			b.Parallel = false
 		}
 	}

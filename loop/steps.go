@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/deputy-run/deputy/llm"
@@ -36,13 +37,15 @@ const (
 // Batch is one turn's tool calls.
 type Batch struct {
 	Calls []llm.Block // tool_use blocks, in the order the model made them
-	// Parallel is true when there are several calls and every one is
-	// read-only, so they may run at once.
+	// Parallel is true when there are several calls and every one may run
+	// at the same time as the others (tool.Set.Concurrent).
 	Parallel bool
 	Results  []llm.Block // tool_result blocks, Results[i] answering Calls[i]
 
-	set   *tool.Set
-	limit int
+	set        *tool.Set
+	limit      int
+	turn       int
+	transcript []llm.Message // for CallFrom
 }
 
 // ReadOnly reports whether call i's tool is read-only (unknown tools are: a
@@ -58,7 +61,7 @@ func (b *Batch) Run(ctx context.Context, i int) llm.Block {
 	if err := ctx.Err(); err != nil {
 		return llm.ToolResult(c.ID, "not run: "+interruption(ctx), true)
 	}
-	out, isErr := b.set.Call(ctx, c.Name, c.Input)
+	out, isErr := b.set.Call(withCall(ctx, &Call{ID: c.ID, Turn: b.turn, Transcript: b.transcript}), c.Name, c.Input)
 	if ctx.Err() != nil && isErr {
 		out = "interrupted: " + interruption(ctx) + "\n" + out
 	}
@@ -107,4 +110,39 @@ func (Direct) Model(ctx context.Context, _ int, _ StepPurpose, generate func(con
 func (Direct) Tools(ctx context.Context, _ int, b *Batch) error {
 	RunBatch(ctx, b)
 	return nil
+}
+
+// StepReport is a model step that asks a finished run for its report again
+// (a subagent's report over its size cap); see Ask.
+const StepReport StepPurpose = "report"
+
+// Ask makes one more model call on a finished run's transcript followed by
+// question, through cfg's Steps, and returns the response without running
+// any tool it asks for. The request repeats the run's system prompt and
+// tools so it reuses the run's prompt cache. turn numbers the step (the
+// run's turn count plus one). The usage is drawn from cfg.Budget; adding it
+// to the run's own is the caller's business.
+func Ask(ctx context.Context, cfg Config, msgs []llm.Message, question string, turn, maxTokens int) (*llm.Response, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("loop: Config.Model is nil")
+	}
+	steps := cfg.Steps
+	if steps == nil {
+		steps = Direct{}
+	}
+	req := cfg.request(appendUserText(slices.Clip(msgs), question))
+	req.MaxTokens = maxTokens
+	resp, err := steps.Model(ctx, turn, StepReport, func(ctx context.Context) (*llm.Response, error) {
+		return cfg.Model.Generate(ctx, req, nil)
+	})
+	if err == nil && resp == nil {
+		err = errors.New("the model returned no response and no error")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Budget != nil {
+		cfg.Budget.Spend(cfg.ModelName, resp.Usage)
+	}
+	return resp, nil
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -32,6 +33,14 @@ type Tool interface {
 	// schema. A returned error becomes a tool error result the model sees;
 	// it must not contain secrets.
 	Run(ctx context.Context, input json.RawMessage) (string, error)
+}
+
+// Concurrent is implemented by a tool that changes things yet whose calls
+// may run at the same time as each other and as read-only calls: the spawn
+// tool, whose children work in parallel and which serializes the children
+// that write by itself.
+type Concurrent interface {
+	Concurrent() bool
 }
 
 // Set is the tools offered to one agent: ordered, unique by name, with
@@ -156,16 +165,91 @@ func (s *Set) Filter(allow, deny []string) *Set {
 		out.schemas = append(out.schemas, s.schemas[i])
 		out.fast = append(out.fast, s.fast[i])
 	}
+	for alias, i := range s.index {
+		if name := s.specs[i].Name; alias != name {
+			if j, kept := out.index[name]; kept {
+				out.index[alias] = j
+			}
+		}
+	}
 	return out
 }
 
-// With returns a set holding s's tools followed by more.
-func (s *Set) With(more ...Tool) (*Set, error) {
-	var all []Tool
-	if s != nil {
-		all = append(all, s.tools...)
+// Alias returns a set in which calls to alias run the tool called name.
+// The alias is not offered to the model (Specs and Names do not list it);
+// it serves a model that calls a tool by a name it was trained on, such as
+// Claude Code's Task for spawn_subagent.
+func (s *Set) Alias(alias, name string) (*Set, error) {
+	out := s.Filter(nil, nil)
+	i, ok := out.index[name]
+	if !ok {
+		return nil, fmt.Errorf("alias %q: no tool %q", alias, name)
 	}
-	return NewSet(append(all, more...)...)
+	if _, taken := out.index[alias]; taken {
+		return nil, fmt.Errorf("alias %q: the name is taken", alias)
+	}
+	out.index[alias] = i
+	return out, nil
+}
+
+// With returns a set holding s's tools followed by more. s's compiled
+// schemas are reused; only more's are compiled.
+func (s *Set) With(more ...Tool) (*Set, error) {
+	add, err := NewSet(more...)
+	if err != nil {
+		return nil, err
+	}
+	return s.Join(add)
+}
+
+// Join returns a set holding s's tools followed by add's (without add's
+// aliases), reusing both sets' compiled schemas: joining costs no schema
+// compilation, which matters when a set is assembled per subagent.
+func (s *Set) Join(add *Set) (*Set, error) {
+	out := s.Filter(nil, nil)
+	if add == nil {
+		return out, nil
+	}
+	for i, t := range add.tools {
+		name := add.specs[i].Name
+		if _, dup := out.index[name]; dup {
+			return nil, fmt.Errorf("tool %q is defined twice", name)
+		}
+		out.index[name] = len(out.tools)
+		out.tools = append(out.tools, t)
+		out.specs = append(out.specs, add.specs[i])
+		out.schemas = append(out.schemas, add.schemas[i])
+		out.fast = append(out.fast, add.fast[i])
+	}
+	return out, nil
+}
+
+// Refuse returns a set offering the same specs as s, in which a call to a
+// tool that allow rejects is refused with an error result naming the tool
+// and why, before its arguments are even looked at. A fork child uses it:
+// its requests must offer the parent's tools byte for byte (the prompt
+// cache), yet it may use only its own allowlist.
+func (s *Set) Refuse(allow func(name string) bool, why string) *Set {
+	out := s.Filter(nil, nil)
+	for i, t := range out.tools {
+		name := out.specs[i].Name
+		if !allow(name) {
+			out.tools[i] = refused{Tool: t, msg: fmt.Sprintf("tool %s is not allowed here: %s", name, why)}
+		}
+	}
+	return out
+}
+
+// refused stands in for a tool the caller may see but not use.
+type refused struct {
+	Tool
+	msg string
+}
+
+func (r refused) ReadOnly() bool { return true } // it does nothing
+
+func (r refused) Run(context.Context, json.RawMessage) (string, error) {
+	return "", errors.New(r.msg)
 }
 
 // ReadOnly reports whether the named tool is read-only. Unknown tools count
@@ -173,6 +257,18 @@ func (s *Set) With(more ...Tool) (*Set, error) {
 func (s *Set) ReadOnly(name string) bool {
 	t, ok := s.Lookup(name)
 	return !ok || t.ReadOnly()
+}
+
+// Concurrent reports whether calls to the named tool may run at the same
+// time as other concurrent calls: read-only tools and those implementing
+// Concurrent.
+func (s *Set) Concurrent(name string) bool {
+	t, ok := s.Lookup(name)
+	if !ok || t.ReadOnly() {
+		return true
+	}
+	c, ok := t.(Concurrent)
+	return ok && c.Concurrent()
 }
 
 // Call runs one tool call the way the agent loop needs it: an unknown tool,
@@ -186,6 +282,9 @@ func (s *Set) Call(ctx context.Context, name string, input json.RawMessage) (out
 	}
 	if !ok {
 		return fmt.Sprintf("unknown tool %q; available tools: %s", name, strings.Join(s.Names(), ", ")), true
+	}
+	if r, ok := s.tools[i].(refused); ok {
+		return r.msg, true
 	}
 	if err := s.validate(i, input); err != nil {
 		return fmt.Sprintf("invalid arguments for %s: %v", name, err), true

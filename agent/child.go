@@ -1,0 +1,139 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/loop"
+)
+
+// runChild lists a prepared child, waits for a slot (and for its turn to
+// write, if it writes), runs it, and returns its relay. It never fails: a
+// child that could not run relays that as a failure.
+func (tr *tree) runChild(ctx context.Context, c *node, msgs []llm.Message) Relay {
+	parent := nodeFrom(ctx)
+	n := tr.add(parent, c)
+	release, err := tr.acquire(ctx, parent, n)
+	if err != nil {
+		res := &loop.Result{StopReason: loop.StopCancelled}
+		return tr.relay(n, res, "", err)
+	}
+	defer release()
+
+	res, runErr := tr.run(ctx, n, msgs)
+	report := tr.report(ctx, n, res)
+	return tr.relay(n, res, report, runErr)
+}
+
+// acquire takes a slot among parent's running children and, for a child
+// that writes, its turn to write. Waiting ends with ctx.
+func (tr *tree) acquire(ctx context.Context, parent, n *node) (release func(), err error) {
+	queued := func(why string) { tr.emit(n, Event{Kind: EventQueued, Waiting: why}) }
+	if err := take(ctx, parent.sem, func() { queued("a slot (max_parallel)") }); err != nil {
+		return nil, fmt.Errorf("not started: %w", err)
+	}
+	if !n.writes {
+		return func() { <-parent.sem }, nil
+	}
+	turn := n.writeTurn()
+	if err := take(ctx, turn, func() { queued("its turn to write") }); err != nil {
+		<-parent.sem
+		return nil, fmt.Errorf("not started while waiting for its turn to write: %w", err)
+	}
+	return func() { <-turn; <-parent.sem }, nil
+}
+
+// take puts a token into ch, waiting while it is full unless ctx ends;
+// queued is called first when it has to wait.
+func take(ctx context.Context, ch chan struct{}, queued func()) error {
+	select {
+	case ch <- struct{}{}:
+		return nil
+	default:
+	}
+	queued()
+	select {
+	case ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// writeTurn is the token a writing child holds while it runs: its nearest
+// writing ancestor's. That ancestor is waiting in this very spawn call, so
+// it is not writing itself, and the writers below it take turns.
+func (n *node) writeTurn() chan struct{} {
+	a := n.parent
+	for !a.writes && a.parent != nil {
+		a = a.parent
+	}
+	return a.kidsWrite
+}
+
+// reportAsk asks a child whose report is over its cap for a shorter one.
+const reportAsk = "[deputy] Your report is %d characters; the parent accepts at most %d. Rewrite it within %d " +
+	"characters: keep the conclusion, the key facts and what is unverified, drop the rest. Reply with the " +
+	"report only."
+
+// report is the child's final text within its cap. A complete child whose
+// answer is too long is asked once, in one more model call counted in its
+// usage, to shorten it; a summary still too long, or a partial result, is
+// cut with a marker.
+func (tr *tree) report(ctx context.Context, n *node, res *loop.Result) string {
+	capChars := n.reportCap()
+	text := res.Answer
+	size := utf8.RuneCountInString(text)
+	if size <= capChars || res.StopReason != loop.StopCompleted || ctx.Err() != nil {
+		out, _ := CapReport(text, capChars)
+		return out
+	}
+	cfg := n.cfg
+	cfg.OnEvent = nil
+	resp, err := loop.Ask(ctx, cfg, res.Messages, fmt.Sprintf(reportAsk, size, capChars, capChars),
+		res.Turns+1, max(256, capChars/2))
+	if err == nil {
+		res.Usage.Add(resp.Usage)
+		if short := resp.Message().Text(); short != "" {
+			text = short
+		}
+	}
+	out, _ := CapReport(text, capChars)
+	return out
+}
+
+func (n *node) reportCap() int {
+	if n.def != nil && n.def.ReportCap > 0 {
+		return n.def.ReportCap
+	}
+	return DefaultReportCap
+}
+
+// relay records how the child ended and tells its parent.
+func (tr *tree) relay(n *node, res *loop.Result, report string, runErr error) Relay {
+	state, partial := stateOf(res.StopReason, runErr)
+	tr.end(n, res, state, report, runErr)
+	tr.mu.Lock()
+	r := Relay{
+		ID:         n.inst.ID,
+		Type:       n.inst.Type,
+		State:      state,
+		Report:     report,
+		Incomplete: partial,
+		StopReason: string(res.StopReason),
+		Artifacts:  append([]string(nil), n.inst.Artifacts...),
+		Usage:      res.Usage,
+		ToolCalls:  res.ToolCalls,
+		Turns:      res.Turns,
+		Duration:   n.inst.Duration,
+		Error:      n.inst.Error,
+	}
+	tr.mu.Unlock()
+	if state == StateFailed && r.Error == "" {
+		r.Error = "stopped: " + r.StopReason
+	}
+	tr.emit(n, Event{Kind: EventEnded, Relay: &r})
+	return r
+}

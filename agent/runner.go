@@ -1,0 +1,399 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/cost"
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/loop"
+	"github.com/deputy-run/deputy/tool"
+)
+
+// Defaults of a Runner.
+const (
+	DefaultMaxParallel = 8
+	DefaultMaxDepth    = 1
+	// SoftTimeoutShare is when, as a share of a child's wall-time budget,
+	// it is told to wrap up.
+	SoftTimeoutShare = 0.8
+)
+
+// Runner runs a root agent that can delegate to subagents. It keeps the
+// instances of a run in memory, for as long as the run; the durable
+// runtime persists them and builds on the same pieces. A Runner is
+// configuration: one may serve many runs at once.
+type Runner struct {
+	// Catalog holds the types a parent can spawn; nil means the built-ins.
+	Catalog *Catalog
+	// Skills are the skills that exist; a child sees only those its
+	// definition grants.
+	Skills map[string]*Skill
+	// Config maps tiers to models and holds prices; nil means none, so
+	// every tier inherits the parent's model and costs are unknown.
+	Config *Config
+	// Models opens the provider:model a tier or definition names. nil: a
+	// child that names a model fails to start with an error.
+	Models func(spec string) (llm.Model, error)
+	Clock  clock.Clock // clock.Real when nil
+	// MaxParallel is how many spawns of one parent run at once (default
+	// 8); the others wait for a slot.
+	MaxParallel int
+	// MaxDepth is how deep the tree may grow: an instance at depth d may
+	// spawn while d < MaxDepth. 0 means the default, 1 (only the root
+	// spawns); negative means no spawning at all.
+	MaxDepth int
+	// OnEvent receives every instance's events. Children run concurrently,
+	// so it is called from several goroutines and must be safe for that.
+	OnEvent func(Event)
+	// NewID names instances; random ids when nil.
+	NewID func() string
+}
+
+// Task is a root agent's work.
+type Task struct {
+	Task   string // the user's task, the root's first message
+	Type   string // the root's name in the instance list; default "root"
+	System string
+	Model  llm.Model
+	// ModelName is sent in requests (the provider's own model name).
+	ModelName string
+	// ModelSpec names the model as deputy does (provider:model), for
+	// prices and the instance list; default ModelName.
+	ModelSpec  string
+	Tools      *tool.Set // the root's tools; spawning is added
+	Limits     loop.Limits
+	Compaction loop.Compaction
+	// Budget bounds the whole tree; spent, it stops further spawns and
+	// every instance's next turn.
+	Budget TreeBudget
+	// Volatile definitions exist for this run only, above every other
+	// source; they are checked like files.
+	Volatile []*Definition
+}
+
+// Outcome is a finished run of a tree.
+type Outcome struct {
+	Result *loop.Result // the root's run
+	// Instances lists the root first, then every child in the order it
+	// was spawned.
+	Instances []Instance
+	Usage     llm.Usage // the whole tree's
+	// Cost is the tree's cost in USD; CostKnown is false when some
+	// instance's model has no price (then Cost covers the priced ones).
+	Cost      float64
+	CostKnown bool
+}
+
+// Instance states. A child ends in exactly one of the terminal ones.
+const (
+	StateRunning   = "running"
+	StateCompleted = "completed"
+	StateTimedOut  = "timed_out"
+	StateCancelled = "cancelled"
+	// StateFailed is declared with the relay.
+)
+
+// Instance is one agent of a tree, root or child, as the instance list and
+// `deputy run --json` show it.
+type Instance struct {
+	ID          string    `json:"id"`
+	Parent      string    `json:"parent,omitempty"`
+	Depth       int       `json:"depth"`
+	Type        string    `json:"type"`
+	Description string    `json:"description,omitempty"`
+	Mode        Mode      `json:"mode,omitempty"`
+	Model       string    `json:"model"`
+	State       string    `json:"state"`
+	StopReason  string    `json:"stop_reason,omitempty"`
+	Incomplete  bool      `json:"incomplete,omitempty"`
+	Turns       int       `json:"turns"`
+	ToolCalls   int       `json:"tool_calls"`
+	Usage       llm.Usage `json:"usage"`
+	// Cost is USD; nil when the model has no price.
+	Cost        *float64      `json:"cost"`
+	ReportChars int           `json:"report_chars"`
+	Artifacts   []string      `json:"artifacts,omitempty"`
+	Duration    time.Duration `json:"duration_ns"`
+	Error       string        `json:"error,omitempty"`
+}
+
+// EventKind says what an Event is about.
+type EventKind uint8
+
+const (
+	// EventQueued: a child waits before starting (Waiting says for what).
+	EventQueued EventKind = iota + 1
+	// EventSpawned: an instance started (the root too).
+	EventSpawned
+	// EventStep: a loop event of the instance (Loop).
+	EventStep
+	// EventEnded: an instance ended (Relay; for the root, its state).
+	EventEnded
+)
+
+// Event is something that happened to one instance of a tree.
+type Event struct {
+	Kind     EventKind
+	Instance string
+	Parent   string // empty for the root
+	Type     string
+	Depth    int
+	Loop     loop.Event // EventStep
+	Relay    *Relay     // EventEnded
+	Waiting  string     // EventQueued
+}
+
+// Run runs t's root agent, with a spawn tool while the depth allows, until
+// it ends, and returns the whole tree. The error is the root run's (see
+// loop.Run); a child's failure is a result its parent saw, not an error.
+func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
+	tr, err := r.newTree(t)
+	if err != nil {
+		return nil, err
+	}
+	root := tr.add(nil, &node{inst: Instance{Type: t.Type, Model: t.ModelSpec}, avail: t.Tools,
+		writes: true}) // its writing children take turns under it
+	offered := t.Tools
+	if tr.maxDepth > 0 {
+		if offered, err = t.Tools.Join(tr.spawnSet); err == nil {
+			offered, err = offered.Alias("task", SpawnTool)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("root tools: %w", err)
+		}
+	}
+	root.cfg = loop.Config{
+		Model:      t.Model,
+		ModelName:  t.ModelName,
+		System:     t.System,
+		Tools:      offered,
+		Limits:     t.Limits,
+		Compaction: t.Compaction,
+		Clock:      tr.clock,
+		Budget:     tr.loopBudget(),
+	}
+	res, runErr := tr.run(ctx, root, []llm.Message{llm.UserText(t.Task)})
+	state, _ := stateOf(res.StopReason, runErr)
+	tr.end(root, res, state, res.Answer, runErr)
+	tr.emit(root, Event{Kind: EventEnded})
+	return tr.outcome(res), runErr
+}
+
+// tree is one run of a Runner: its instances and what they share.
+type tree struct {
+	r        *Runner
+	catalog  *Catalog
+	clock    clock.Clock
+	maxPar   int
+	maxDepth int
+	budget   *treeBudget // nil: no tree budget
+	spawnSet *tool.Set   // the spawn tool, its schema compiled once per tree
+	skillSet *tool.Set   // the skill tool
+
+	mu    sync.Mutex
+	nodes []*node
+}
+
+// node is an instance while it runs.
+type node struct {
+	inst   Instance // guarded by tree.mu once the instance is listed
+	parent *node
+	start  time.Time
+	cfg    loop.Config // as the instance runs: what a fork child repeats
+	// avail is the tools the instance may use, without spawn and skill:
+	// what a child with no allowlist inherits.
+	avail  *tool.Set
+	skills []*Skill
+	def    *Definition   // nil for the root
+	sem    chan struct{} // slots for its children running at once
+	// writes is true when the instance can change the workspace. Writing
+	// children take turns on their nearest writing ancestor's kidsWrite
+	// token, so at most one branch of the tree writes at a time.
+	writes    bool
+	kidsWrite chan struct{}
+}
+
+func (r *Runner) newTree(t Task) (*tree, error) {
+	if t.Model == nil {
+		return nil, errors.New("agent: Task.Model is nil")
+	}
+	if t.Type == "" {
+		t.Type = "root"
+	}
+	if t.ModelSpec == "" {
+		t.ModelSpec = t.ModelName
+	}
+	cat := r.Catalog
+	if cat == nil {
+		cat, _ = Load(LoadOptions{})
+	}
+	if len(t.Volatile) > 0 {
+		var err error
+		if cat, err = cat.With(t.Volatile...); err != nil {
+			return nil, err
+		}
+	}
+	tr := &tree{r: r, catalog: cat, clock: r.Clock, maxPar: r.MaxParallel, maxDepth: r.MaxDepth}
+	if tr.clock == nil {
+		tr.clock = clock.Real
+	}
+	if tr.maxPar <= 0 {
+		tr.maxPar = DefaultMaxParallel
+	}
+	switch {
+	case tr.maxDepth == 0:
+		tr.maxDepth = DefaultMaxDepth
+	case tr.maxDepth < 0:
+		tr.maxDepth = 0
+	}
+	if t.Budget.Tokens > 0 || t.Budget.USD > 0 {
+		tr.budget = &treeBudget{limit: t.Budget, prices: r.prices()}
+	}
+	var err error
+	if tr.spawnSet, err = tool.NewSet(&spawnTool{tree: tr}); err != nil {
+		return nil, err
+	}
+	if tr.skillSet, err = tool.NewSet(skillTool{}); err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+// add lists a new instance under parent (nil for the root).
+func (tr *tree) add(parent *node, n *node) *node {
+	n.parent, n.start = parent, tr.clock.Now()
+	n.sem, n.kidsWrite = make(chan struct{}, tr.maxPar), make(chan struct{}, 1)
+	n.inst.ID = tr.newID()
+	n.inst.State = StateRunning
+	if parent != nil {
+		n.inst.Parent = parent.inst.ID
+		n.inst.Depth = parent.inst.Depth + 1
+	}
+	tr.mu.Lock()
+	tr.nodes = append(tr.nodes, n)
+	tr.mu.Unlock()
+	return n
+}
+
+func (tr *tree) newID() string {
+	if tr.r.NewID != nil {
+		return tr.r.NewID()
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return "i-" + hex.EncodeToString(b[:])
+}
+
+type nodeKey struct{}
+
+// nodeFrom finds the instance a tool call belongs to: every instance's
+// run context carries its node, so one spawn tool serves the whole tree.
+func nodeFrom(ctx context.Context) *node {
+	n, _ := ctx.Value(nodeKey{}).(*node)
+	return n
+}
+
+// run runs n's loop, forwarding its events and noting the files it writes.
+func (tr *tree) run(ctx context.Context, n *node, msgs []llm.Message) (*loop.Result, error) {
+	ctx = context.WithValue(ctx, nodeKey{}, n)
+	tr.emit(n, Event{Kind: EventSpawned})
+	cfg := n.cfg
+	arts := artifactTracker{}
+	cfg.OnEvent = func(e loop.Event) {
+		if path := arts.observe(e); path != "" {
+			tr.mu.Lock()
+			n.inst.Artifacts = append(n.inst.Artifacts, path)
+			tr.mu.Unlock()
+		}
+		if tr.r.OnEvent != nil {
+			tr.emit(n, Event{Kind: EventStep, Loop: e})
+		}
+	}
+	return loop.Run(ctx, cfg, msgs)
+}
+
+func (tr *tree) emit(n *node, e Event) {
+	if tr.r.OnEvent == nil {
+		return
+	}
+	tr.mu.Lock()
+	e.Instance, e.Parent, e.Type, e.Depth = n.inst.ID, n.inst.Parent, n.inst.Type, n.inst.Depth
+	tr.mu.Unlock()
+	tr.r.OnEvent(e)
+}
+
+// end records how an instance ended.
+func (tr *tree) end(n *node, res *loop.Result, state, report string, err error) {
+	c, ok := tr.r.prices().Cost(n.inst.Model, res.Usage)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	n.inst.State = state
+	n.inst.StopReason = string(res.StopReason)
+	n.inst.Incomplete = incomplete(res.StopReason)
+	n.inst.Turns, n.inst.ToolCalls, n.inst.Usage = res.Turns, res.ToolCalls, res.Usage
+	n.inst.ReportChars = len([]rune(report))
+	n.inst.Duration = tr.clock.Now().Sub(n.start)
+	if ok {
+		n.inst.Cost = &c
+	}
+	if err != nil {
+		n.inst.Error = err.Error()
+	}
+}
+
+func (tr *tree) outcome(res *loop.Result) *Outcome {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	o := &Outcome{Result: res, CostKnown: true}
+	for _, n := range tr.nodes {
+		inst := n.inst
+		inst.Artifacts = append([]string(nil), inst.Artifacts...)
+		o.Instances = append(o.Instances, inst)
+		o.Usage.Add(inst.Usage)
+		if inst.Cost != nil {
+			o.Cost += *inst.Cost
+		} else {
+			o.CostKnown = false
+		}
+	}
+	return o
+}
+
+func (r *Runner) prices() cost.Table {
+	if r.Config == nil {
+		return nil
+	}
+	return r.Config.Prices
+}
+
+// stateOf maps how a run stopped to the instance's terminal state, and
+// whether its result is partial.
+func stateOf(stop loop.StopReason, err error) (string, bool) {
+	switch stop {
+	case loop.StopCompleted, loop.StopRefusal:
+		return StateCompleted, false
+	case loop.StopWallTime:
+		return StateTimedOut, true
+	case loop.StopCancelled:
+		return StateCancelled, true
+	case loop.StopModelError, loop.StopStepError:
+		return StateFailed, true
+	}
+	if err != nil {
+		return StateFailed, true
+	}
+	// A budget or limit ended it: it completed what it could.
+	return StateCompleted, true
+}
+
+func incomplete(stop loop.StopReason) bool {
+	_, partial := stateOf(stop, nil)
+	return partial
+}

@@ -1,0 +1,326 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/loop"
+	"github.com/deputy-run/deputy/tool"
+)
+
+// spawnInput is what a parent model sends to spawn_subagent.
+type spawnInput struct {
+	Type        string `json:"subagent_type"`
+	Task        string `json:"task"`
+	Description string `json:"description"`
+	Mode        Mode   `json:"mode"`
+	Model       string `json:"model"`
+}
+
+var spawnSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"subagent_type":{"type":"string","description":"Which subagent type to start; one of the types listed in this tool's description."},` +
+	`"task":{"type":"string","minLength":1,"description":"The complete, self-contained task: what to do, what to report, and every fact the subagent needs. An isolated subagent sees nothing of this conversation."},` +
+	`"description":{"type":"string","description":"A short label for the task (3-6 words), shown to people watching."},` +
+	`"mode":{"type":"string","enum":["isolated","fork"],"description":"isolated: start fresh with only the task. fork: continue from this conversation. Default: the type's own mode."},` +
+	`"model":{"type":"string","description":"Run on another model: a tier (haiku, sonnet, opus) or provider:model. Not for fork."}` +
+	`},"required":["subagent_type","task"],"additionalProperties":false}`)
+
+// spawnTool is spawn_subagent. One serves a whole tree: the calling
+// instance comes from the call's context (nodeFrom).
+type spawnTool struct {
+	tree *tree
+	spec llm.ToolSpec
+}
+
+// Spec renders the catalog into the description, so the parent model can
+// route by each type's description. It is computed once: a fork child's
+// requests repeat the parent's tool definitions byte for byte.
+func (s *spawnTool) Spec() llm.ToolSpec {
+	if s.spec.Name == "" {
+		s.spec = llm.ToolSpec{Name: SpawnTool, Description: s.describe(), InputSchema: spawnSchema}
+	}
+	return s.spec
+}
+
+func (s *spawnTool) describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Delegate a task to a subagent: a separate agent with its own context window that "+
+		"works on the task with its own tools and returns only a short report (at most a few thousand "+
+		"characters), plus the files it changed and what it cost. Use it to keep bulky reading out of "+
+		"your context, or to run independent tasks in parallel: several calls in one turn run at the "+
+		"same time (up to %d). Do not delegate what you can do in one or two tool calls.\n\n"+
+		"Subagent types:\n", s.tree.maxPar)
+	for _, d := range s.tree.catalog.List() {
+		b.WriteString("- " + d.Name + ": " + oneLine(d.Description))
+		switch {
+		case d.ModePinned:
+			b.WriteString(" [mode: " + string(d.Mode) + ", fixed]")
+		case d.Mode == ModeFork:
+			b.WriteString(" [mode: fork]")
+		}
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// oneLine folds a description onto one line and bounds it: the tool's
+// description is sent with every request of every instance.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 400 {
+		s = string(r[:399]) + "…"
+	}
+	return s
+}
+
+// ReadOnly is false: a child may change the workspace, and after a crash a
+// spawn must reattach to its child rather than run again.
+func (*spawnTool) ReadOnly() bool { return false }
+
+// Concurrent lets a turn's spawns run at the same time: the tool bounds
+// them (MaxParallel) and makes writing children take turns itself.
+func (*spawnTool) Concurrent() bool { return true }
+
+// Run starts a child and waits for its relay. Refusals (unknown type,
+// pinned mode, depth, budget) are errors the parent model sees; so is a
+// child that failed, with its report.
+func (s *spawnTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
+	tr := s.tree
+	parent := nodeFrom(ctx)
+	if parent == nil {
+		return "", errors.New("spawn_subagent runs only inside a deputy agent run")
+	}
+	in, err := tool.Decode[spawnInput](raw)
+	if err != nil {
+		return "", err
+	}
+	child, msgs, err := tr.prepare(ctx, parent, in)
+	if err != nil {
+		return "", err
+	}
+	relay := tr.runChild(ctx, child, msgs)
+	out, failed := relay.ToolResult()
+	if failed {
+		return "", errors.New(out)
+	}
+	return out, nil
+}
+
+// prepare checks a spawn request and builds the child: its definition,
+// model, tools, and first messages. Nothing is listed or started when it
+// fails.
+func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node, []llm.Message, error) {
+	if depth := parent.inst.Depth; depth >= tr.maxDepth {
+		return nil, nil, fmt.Errorf("spawn refused: an instance at depth %d cannot spawn subagents (max_depth %d); do the work yourself", depth, tr.maxDepth)
+	}
+	if strings.TrimSpace(in.Task) == "" {
+		return nil, nil, errors.New("spawn refused: the task is empty")
+	}
+	def, ok := tr.catalog.Lookup(in.Type)
+	if !ok {
+		names := make([]string, 0)
+		for _, d := range tr.catalog.List() {
+			names = append(names, d.Name)
+		}
+		return nil, nil, fmt.Errorf("spawn refused: unknown subagent_type %q; the types are: %s", in.Type, strings.Join(names, ", "))
+	}
+	mode := def.Mode
+	if in.Mode != "" && in.Mode != mode {
+		if def.ModePinned {
+			return nil, nil, fmt.Errorf("spawn refused: %s always runs %s (its mode is pinned), so mode %q is not allowed", def.Name, def.Mode, in.Mode)
+		}
+		mode = in.Mode
+	}
+	if mode != ModeIsolated && mode != ModeFork {
+		return nil, nil, fmt.Errorf("spawn refused: mode %q does not exist (isolated or fork)", mode)
+	}
+	if in.Model != "" {
+		if mode == ModeFork {
+			return nil, nil, fmt.Errorf("spawn refused: a fork child runs on the parent's model (to reuse its prompt cache); model %q cannot be set", in.Model)
+		}
+		if _, _, ok := ParseModel(in.Model); !ok {
+			return nil, nil, fmt.Errorf("spawn refused: model %q is neither a tier (haiku, sonnet, opus, inherit) nor provider:model", in.Model)
+		}
+		def.Model = in.Model
+	}
+	if def.Isolation != IsolationNone || def.Worktree {
+		// Refused rather than run unfenced: a definition asking for a
+		// sandbox must never run without one.
+		return nil, nil, fmt.Errorf("spawn refused: %s asks for isolation %s (worktree %v), which this build of deputy cannot provide yet", def.Name, def.Isolation, def.Worktree)
+	}
+	if tr.budget != nil && tr.budget.Spent() {
+		return nil, nil, fmt.Errorf("spawn refused: the tree budget is spent (%s)", tr.budget)
+	}
+
+	c := &node{inst: Instance{Type: def.Name, Description: in.Description, Mode: mode}, def: def}
+	c.skills, _ = GrantedSkills(tr.r.Skills, def.Skills)
+	if slices.Contains(def.DisallowedTools, SkillTool) {
+		c.skills = nil
+	}
+	cfg := loop.Config{
+		Clock:  tr.clock,
+		Budget: tr.loopBudget(),
+		Limits: limitsOf(def),
+	}
+	var msgs []llm.Message
+	var err error
+	if mode == ModeFork {
+		msgs, err = tr.forkChild(ctx, parent, c, def, &cfg, in.Task)
+	} else {
+		msgs, err = tr.isolatedChild(parent, c, def, &cfg, in.Task)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	c.cfg = cfg
+	return c, msgs, nil
+}
+
+// isolatedChild sets up a child that starts from its system prompt and
+// the task alone, on its own model and tools.
+func (tr *tree) isolatedChild(parent, c *node, def *Definition, cfg *loop.Config, task string) ([]llm.Message, error) {
+	model, name, spec, err := tr.resolveModel(parent, def.Model)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Model, cfg.ModelName, c.inst.Model = model, name, spec
+
+	allowed := def.EffectiveTools(parent.avail.Names())
+	c.avail = parent.avail.Filter(allowed, nil)
+	offered := c.avail
+	if def.Tools != nil && slices.Contains(def.EffectiveTools([]string{SpawnTool}), SpawnTool) {
+		// Named in the allowlist: offered, and the depth rule answers a
+		// call beyond max_depth with an error rather than a silent drop.
+		if offered, err = offered.Join(tr.spawnSet); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.skills) > 0 {
+		if offered, err = offered.Join(tr.skillSet); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Tools = offered
+	cfg.ToolChoice = toolChoiceOf(def.ToolChoice)
+	cfg.System = childSystem(def, c.skills)
+	c.writes = writes(c.avail)
+	return []llm.Message{llm.UserText(task)}, nil
+}
+
+// forkChild sets up a child that continues the parent's conversation: the
+// parent's model, system prompt, tool definitions and transcript, byte for
+// byte, so the provider's prompt cache serves the whole prefix. Tools
+// outside the child's allowlist stay offered (changing the list would
+// change the prefix) and are refused when called.
+func (tr *tree) forkChild(ctx context.Context, parent, c *node, def *Definition, cfg *loop.Config, task string) ([]llm.Message, error) {
+	call, ok := loop.CallFrom(ctx)
+	if !ok {
+		return nil, errors.New("spawn refused: fork needs the parent's transcript, and this call has none")
+	}
+	p := parent.cfg
+	cfg.Model, cfg.ModelName, cfg.System, cfg.ToolChoice, cfg.Compaction = p.Model, p.ModelName, p.System, p.ToolChoice, p.Compaction
+	c.inst.Model = parent.inst.Model
+
+	names := p.Tools.Names()
+	allowed := def.EffectiveTools(names)
+	if parent.inst.Depth+1 >= tr.maxDepth || def.Tools == nil {
+		allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == SpawnTool })
+	}
+	allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == SkillTool })
+	c.avail = parent.avail.Filter(allowed, nil)
+	cfg.Tools = p.Tools.Refuse(func(n string) bool { return slices.Contains(allowed, n) },
+		fmt.Sprintf("subagent type %s may use only: %s", def.Name, strings.Join(allowed, ", ")))
+	c.writes = writes(c.avail)
+	return ForkTranscript(call.Transcript, call.ID, forkTask(def, task))
+}
+
+// forkTask is the user message a fork child starts on. Its instructions
+// travel here rather than in the system prompt, which stays the parent's
+// so the cached prefix holds.
+func forkTask(def *Definition, task string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[deputy] You are now a subagent of type %s, forked from this conversation: you have its "+
+		"history, but you work alone, and your final answer goes to the agent that started you as your report, "+
+		"not to the user. Tool calls made in the same turn as your spawn run in the parent; their results are "+
+		"not visible here.\n\n", def.Name)
+	if s := strings.TrimSpace(def.SystemPrompt); s != "" {
+		b.WriteString(s + "\n\n")
+	}
+	fmt.Fprintf(&b, "Keep your report within %d characters.\n\nYour task:\n%s", def.ReportCap, task)
+	return b.String()
+}
+
+// childSystem is an isolated child's system prompt: the definition's, then
+// what deputy adds (the report's bound, the granted skills).
+func childSystem(def *Definition, skills []*Skill) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(def.SystemPrompt))
+	fmt.Fprintf(&b, "\n\nYou are a subagent: your final answer is your report to the agent that started you, "+
+		"which sees nothing else of your work. Keep it within %d characters.", def.ReportCap)
+	if len(skills) > 0 {
+		b.WriteString("\n\nSkills you can load with the skill tool when a task needs one:\n")
+		for _, s := range skills {
+			b.WriteString("- " + s.Name + ": " + oneLine(s.Description) + "\n")
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// resolveModel picks a child's model: a tier through the config, a
+// provider:model through Runner.Models, and the parent's otherwise.
+func (tr *tree) resolveModel(parent *node, want string) (llm.Model, string, string, error) {
+	pm, inherit := tr.r.Config.ResolveModel(want)
+	if inherit {
+		return parent.cfg.Model, parent.cfg.ModelName, parent.inst.Model, nil
+	}
+	if tr.r.Models == nil {
+		return nil, "", "", fmt.Errorf("spawn refused: model %s: this runner cannot open other models", pm)
+	}
+	m, err := tr.r.Models(pm)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("spawn refused: model %s: %w", pm, err)
+	}
+	_, name, _ := strings.Cut(pm, ":")
+	return m, name, pm, nil
+}
+
+func limitsOf(d *Definition) loop.Limits {
+	b := d.Budgets
+	l := loop.Limits{
+		MaxTurns:        d.MaxTurns,
+		MaxTotalTokens:  int64(b.TotalTokens),
+		MaxToolCalls:    b.ToolCalls,
+		WallTime:        b.WallTime,
+		MaxOutputTokens: b.OutputTokensPerCall,
+	}
+	if l.WallTime > 0 {
+		l.SoftWallTime = time.Duration(float64(l.WallTime) * SoftTimeoutShare)
+	}
+	return l
+}
+
+func toolChoiceOf(s string) llm.ToolChoice {
+	switch s {
+	case "", "auto":
+		return llm.ToolChoice{}
+	case "any", "none":
+		return llm.ToolChoice{Type: s}
+	}
+	return llm.ToolChoice{Type: "tool", Name: s}
+}
+
+// writes reports whether a tool set can change the workspace.
+func writes(s *tool.Set) bool {
+	for _, n := range s.Names() {
+		if !s.Concurrent(n) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,49 @@
+package cost
+
+import (
+	"math"
+	"testing"
+
+	"github.com/deputy-run/deputy/llm"
+)
+
+func TestPriceOf(t *testing.T) {
+	t.Parallel()
+	p := Price{Input: 3, Output: 15, CacheWrite: 3.75, CacheRead: 0.3}
+	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheWriteTokens: 200_000, CacheReadTokens: 2_000_000}
+	want := 3 + 1.5 + 0.75 + 0.6
+	if got := p.Of(u); math.Abs(got-want) > 1e-9 {
+		t.Fatalf("Of = %v, want %v", got, want)
+	}
+}
+
+func TestTableLookup(t *testing.T) {
+	t.Parallel()
+	tab := Table{
+		"anthropic:claude-haiku-4-5": {Input: 1},
+		"gpt-5-mini":                 {Input: 0.25},
+	}
+	for _, c := range []struct {
+		model string
+		want  float64
+		ok    bool
+	}{
+		{"anthropic:claude-haiku-4-5", 1, true},
+		{"openai:gpt-5-mini", 0.25, true}, // by the model's own name
+		{"gpt-5-mini", 0.25, true},
+		{"claude-haiku-4-5", 1, true}, // a bare name finds its one provider:model entry
+		{"ollama:llama3", 0, false},
+	} {
+		p, ok := tab.Lookup(c.model)
+		if ok != c.ok || p.Input != c.want {
+			t.Errorf("Lookup(%q) = %v, %v; want %v, %v", c.model, p.Input, ok, c.want, c.ok)
+		}
+	}
+	tab["bedrock:claude-haiku-4-5"] = Price{Input: 2}
+	if _, ok := tab.Lookup("claude-haiku-4-5"); ok {
+		t.Error("a bare name with two provider entries must not pick one")
+	}
+	if _, ok := tab.Cost("nope", llm.Usage{InputTokens: 5}); ok {
+		t.Error("an unpriced model must report ok=false, not a zero cost")
+	}
+}
