@@ -124,7 +124,7 @@ func (r Relay) ToolResult() (string, bool) {
 	if r.Incomplete {
 		b.WriteString(", incomplete")
 	}
-	if r.StopReason != "" {
+	if r.StopReason != "" && r.StopReason != state && r.StopReason != "completed" {
 		b.WriteString(", stop " + r.StopReason)
 	}
 

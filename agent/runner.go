@@ -154,6 +154,12 @@ type Event struct {
 // it ends, and returns the whole tree. The error is the root run's (see
 // loop.Run); a child's failure is a result its parent saw, not an error.
 func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
+	if t.Type == "" {
+		t.Type = "root"
+	}
+	if t.ModelSpec == "" {
+		t.ModelSpec = t.ModelName
+	}
 	tr, err := r.newTree(t)
 	if err != nil {
 		return nil, err
@@ -223,12 +229,6 @@ type node struct {
 func (r *Runner) newTree(t Task) (*tree, error) {
 	if t.Model == nil {
 		return nil, errors.New("agent: Task.Model is nil")
-	}
-	if t.Type == "" {
-		t.Type = "root"
-	}
-	if t.ModelSpec == "" {
-		t.ModelSpec = t.ModelName
 	}
 	cat := r.Catalog
 	if cat == nil {

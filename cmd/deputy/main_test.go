@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,6 +88,17 @@ func TestRunFakeDemoWorksOnARealWorkspace(t *testing.T) {
 	if !strings.Contains(errOut, "write_file") {
 		t.Fatalf("no tool progress on stderr:\n%s", errOut)
 	}
+	// Delegation shows: three explorers start and report, and the cost
+	// table lists them under the root.
+	if n := strings.Count(errOut, "explorer i-"); n < 9 || !strings.Contains(errOut, ": completed in 2 turns") {
+		t.Errorf("children's progress missing:\n%s", errOut)
+	}
+	if !regexp.MustCompile(`(?m)^total .*\$0\.\d{4}`).MatchString(errOut) || strings.Count(errOut, "  explorer  isolated  completed") != 3 {
+		t.Errorf("no cost table:\n%s", errOut)
+	}
+	if !strings.Contains(string(demo), "Three explorer subagents surveyed") {
+		t.Errorf("the demo file lacks the reports:\n%s", demo)
+	}
 }
 
 func TestRunJSONFromEnvModel(t *testing.T) {
@@ -105,6 +117,20 @@ func TestRunJSONFromEnvModel(t *testing.T) {
 			InputTokens  int64 `json:"input_tokens"`
 			OutputTokens int64 `json:"output_tokens"`
 		} `json:"usage"`
+		Cost      *float64 `json:"cost"`
+		Instances []struct {
+			ID          string   `json:"id"`
+			Parent      string   `json:"parent"`
+			Type        string   `json:"type"`
+			Mode        string   `json:"mode"`
+			State       string   `json:"state"`
+			Turns       int      `json:"turns"`
+			Cost        *float64 `json:"cost"`
+			ReportChars int      `json:"report_chars"`
+			Usage       struct {
+				OutputTokens int64 `json:"output_tokens"`
+			} `json:"usage"`
+		} `json:"instances"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
@@ -112,6 +138,26 @@ func TestRunJSONFromEnvModel(t *testing.T) {
 	if res.StopReason != "completed" || res.Answer == "" || res.Turns < 2 || res.ToolCalls < 1 ||
 		res.Usage.InputTokens <= 0 || res.Usage.OutputTokens <= 0 {
 		t.Fatalf("result %+v", res)
+	}
+	// The demo delegates to three explorers; every instance is listed with
+	// its cost (the demo's illustrative prices), and they add up.
+	if len(res.Instances) != 4 || res.Cost == nil {
+		t.Fatalf("instances %+v, cost %v", res.Instances, res.Cost)
+	}
+	root := res.Instances[0]
+	sum, out64 := 0.0, int64(0)
+	for i, in := range res.Instances {
+		if in.Cost == nil || in.State != "completed" {
+			t.Fatalf("instance %d: %+v", i, in)
+		}
+		sum += *in.Cost
+		out64 += in.Usage.OutputTokens
+		if i > 0 && (in.Parent != root.ID || in.Type != "explorer" || in.Mode != "isolated" || in.Turns != 2 || in.ReportChars == 0) {
+			t.Errorf("child %d: %+v", i, in)
+		}
+	}
+	if d := sum - *res.Cost; d > 1e-9 || d < -1e-9 || out64 != res.Usage.OutputTokens {
+		t.Errorf("instances do not add up to the tree: cost %v vs %v, output %d vs %d", sum, *res.Cost, out64, res.Usage.OutputTokens)
 	}
 	if errOut != "" {
 		t.Fatalf("-q printed progress: %s", errOut)

@@ -27,40 +27,61 @@ const noModelHelp = `no model configured.
   ANTHROPIC_BASE_URL / OPENAI_BASE_URL point the clients at another server,
   such as one started with "deputy fakellm".`
 
-// resolveModel turns a --model value into a model and the name to send in
-// requests. scenario, for the fake model, replaces the built-in demo.
-func resolveModel(spec, scenario string) (llm.Model, string, error) {
-	if spec == "" {
-		spec = os.Getenv("DEPUTY_MODEL")
-	}
-	if spec == "" {
-		return nil, "", usageErr("%s", noModelHelp)
-	}
+// models opens the models of one CLI run: the root's, and any other a
+// definition or a tier names for a child. Fake specs ("fake", "fake:NAME")
+// all play the same scenario, so a scripted parent and its scripted
+// children are one story.
+type models struct {
+	scenario string // --scenario
+	played   *fake.Scenario
+}
+
+// open returns the model a spec names and the model name its requests
+// carry: the provider's own name (claude-sonnet-4-5, not
+// anthropic:claude-sonnet-4-5).
+func (ms *models) open(spec string) (llm.Model, string, error) {
 	if spec == "fake" || strings.HasPrefix(spec, "fake:") {
-		s, err := loadScenario(scenario)
-		if err != nil {
-			return nil, "", err
-		}
-		if s == nil {
-			s = fake.DemoScenario()
+		if ms.played == nil {
+			s, err := loadScenario(ms.scenario)
+			if err != nil {
+				return nil, "", err
+			}
+			if s == nil {
+				s = fake.DemoScenario()
+			}
+			ms.played = s
 		}
 		var opts []fake.ModelOption
 		if os.Getenv("DEPUTY_FAKE_LATENCY") == "off" {
 			opts = append(opts, fake.WithoutLatency()) // scripts and tests that want speed, not realism
 		}
-		return fake.NewModel(s, opts...), spec, nil
+		return fake.NewModel(ms.played, opts...), spec, nil
 	}
-	if scenario != "" {
+	if ms.scenario != "" {
 		return nil, "", usageErr("--scenario applies only to --model fake")
 	}
-	m, err := provider.New(spec, provider.Options{})
+	_, name, err := provider.Parse(spec)
+	if err == nil {
+		var m llm.Model
+		if m, err = provider.New(spec, provider.Options{}); err == nil {
+			return m, name, nil
+		}
+	}
 	if errors.Is(err, provider.ErrBadSpec) {
 		return nil, "", usageErr("%v; or fake, for the offline scripted model", err)
 	}
-	if err != nil {
-		return nil, "", usageErr("%v", err)
+	return nil, "", usageErr("%v", err)
+}
+
+// rootSpec is the --model value, or $DEPUTY_MODEL.
+func rootSpec(flag string) (string, error) {
+	if flag == "" {
+		flag = os.Getenv("DEPUTY_MODEL")
 	}
-	return m, spec, nil
+	if flag == "" {
+		return "", usageErr("%s", noModelHelp)
+	}
+	return flag, nil
 }
 
 // loadScenario reads a scenario file; "demo" names the built-in demo and ""

@@ -12,11 +12,15 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/cost"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/tool"
@@ -30,20 +34,24 @@ Paths are relative to the workspace root %s; the file tools cannot reach outside
 When you are done, answer with a short report of what you did and what you found.`
 
 type runOptions struct {
-	model     string
-	scenario  string
-	workspace string
-	maxTurns  int
-	asJSON    bool
-	quiet     bool
-	searchURL string
+	model       string
+	scenario    string
+	workspace   string
+	config      string
+	maxTurns    int
+	maxDepth    int
+	maxParallel int
+	budget      agent.TreeBudget
+	asJSON      bool
+	quiet       bool
+	searchURL   string
 }
 
 func newRunCmd() *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
 		Use:   "run [flags] TASK",
-		Short: "Run one agent on a task in a workspace and print its answer",
+		Short: "Run an agent, and the subagents it delegates to, on a task in a workspace and print its answer",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTask(cmd.Context(), o, strings.Join(args, " "), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -52,23 +60,30 @@ func newRunCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.model, "model", "", modelFlagHelp)
 	f.StringVar(&o.scenario, "scenario", "", "scenario file (YAML) for --model fake (default: the built-in demo)")
-	f.StringVar(&o.workspace, "workspace", ".", "directory the agent's file and shell tools work in")
-	f.IntVar(&o.maxTurns, "max-turns", loop.DefaultMaxTurns, "maximum model calls")
-	f.BoolVar(&o.asJSON, "json", false, "print a JSON object: answer, stop_reason, usage, turns, tool_calls")
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print tool calls as they happen (stderr)")
+	f.StringVar(&o.workspace, "workspace", ".", "directory the agent's file and shell tools work in; its .deputy/ and .claude/ agents and skills are loaded")
+	f.StringVar(&o.config, "config", "", "deputy.yaml with model tiers and prices (default: WORKSPACE/deputy.yaml, then ~/.deputy/deputy.yaml)")
+	f.IntVar(&o.maxTurns, "max-turns", loop.DefaultMaxTurns, "maximum model calls of the root agent")
+	f.IntVar(&o.maxDepth, "max-depth", agent.DefaultMaxDepth, "how deep subagents may nest (1: only the root spawns; 0: no subagents)")
+	f.IntVar(&o.maxParallel, "max-parallel", agent.DefaultMaxParallel, "subagents of one parent running at once")
+	f.Int64Var(&o.budget.Tokens, "budget-tokens", 0, "token budget for the whole tree of agents (0: none)")
+	f.Float64Var(&o.budget.USD, "budget-usd", 0, "cost budget in USD for the whole tree (needs prices in deputy.yaml; 0: none)")
+	f.BoolVar(&o.asJSON, "json", false, "print a JSON object: answer, stop_reason, usage, turns, tool_calls, cost, instances")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the answer: no progress and no cost table (stderr)")
 	f.StringVar(&o.searchURL, "search-url", os.Getenv("DEPUTY_SEARCH_URL"), "SearXNG-compatible JSON search API for web_search (default $DEPUTY_SEARCH_URL; without it the tool is absent)")
 	return cmd
 }
 
 // runResult is the --json output.
 type runResult struct {
-	Answer     string          `json:"answer"`
-	StopReason loop.StopReason `json:"stop_reason"`
-	Usage      llm.Usage       `json:"usage"`
-	Turns      int             `json:"turns"`
-	ToolCalls  int             `json:"tool_calls"`
-	Model      string          `json:"model"`
-	Error      string          `json:"error,omitempty"`
+	Answer     string           `json:"answer"`
+	StopReason loop.StopReason  `json:"stop_reason"`
+	Usage      llm.Usage        `json:"usage"` // the whole tree's
+	Turns      int              `json:"turns"`
+	ToolCalls  int              `json:"tool_calls"`
+	Model      string           `json:"model"`
+	Cost       *float64         `json:"cost"` // USD for the tree; null when a model has no price
+	Instances  []agent.Instance `json:"instances"`
+	Error      string           `json:"error,omitempty"`
 }
 
 func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.Writer) error {
@@ -78,7 +93,15 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	if o.maxTurns < 1 {
 		return usageErr("--max-turns must be at least 1")
 	}
-	model, modelName, err := resolveModel(o.model, o.scenario)
+	if o.maxParallel < 1 || o.maxDepth < 0 || o.budget.Tokens < 0 || o.budget.USD < 0 {
+		return usageErr("--max-parallel must be at least 1; --max-depth and the budgets cannot be negative")
+	}
+	spec, err := rootSpec(o.model)
+	if err != nil {
+		return err
+	}
+	ms := &models{scenario: o.scenario}
+	model, modelName, err := ms.open(spec)
 	if err != nil {
 		return err
 	}
@@ -97,35 +120,53 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	if err != nil {
 		return usageErr("tools: %v", err)
 	}
+	runner, err := newRunner(ws, o, spec, ms, stderr)
+	if err != nil {
+		return err
+	}
+	if !o.quiet {
+		runner.OnEvent = progress(stderr)
+	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := loop.Config{
+	out, runErr := runner.Run(ctx, agent.Task{
+		Task:      task,
+		System:    fmt.Sprintf(rootSystemPrompt, ws),
 		Model:     model,
 		ModelName: modelName,
-		System:    fmt.Sprintf(rootSystemPrompt, ws),
+		ModelSpec: spec,
 		Tools:     set,
 		Limits:    loop.Limits{MaxTurns: o.maxTurns},
+		Budget:    o.budget,
+	})
+	if out == nil { // the run could not start
+		return usageErr("%v", runErr)
 	}
-	if !o.quiet {
-		cfg.OnEvent = progress(stderr)
-	}
-	res, runErr := loop.Run(ctx, cfg, []llm.Message{llm.UserText(task)})
+	res := out.Result
 
 	if o.asJSON {
-		out := runResult{Answer: res.Answer, StopReason: res.StopReason, Usage: res.Usage,
-			Turns: res.Turns, ToolCalls: res.ToolCalls, Model: modelName}
+		j := runResult{Answer: res.Answer, StopReason: res.StopReason, Usage: out.Usage,
+			Turns: res.Turns, ToolCalls: res.ToolCalls, Model: spec, Instances: out.Instances}
+		if out.CostKnown {
+			j.Cost = &out.Cost
+		}
 		if runErr != nil {
-			out.Error = runErr.Error()
+			j.Error = runErr.Error()
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := enc.Encode(j); err != nil {
 			return err
 		}
-	} else if res.Answer != "" {
-		fmt.Fprintln(stdout, res.Answer)
+	} else {
+		if res.Answer != "" {
+			fmt.Fprintln(stdout, res.Answer)
+		}
+		if !o.quiet && (runErr == nil || !isConfigError(runErr)) {
+			costTable(stderr, out) // a setup error is one line, not a table of zeros
+		}
 	}
 	switch {
 	case runErr != nil && isConfigError(runErr):
@@ -136,6 +177,92 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		return &exitError{code: exitLimited, err: fmt.Errorf("run stopped: %s after %d turns", res.StopReason, res.Turns)}
 	}
 	return nil
+}
+
+// newRunner loads what a run's subagents need: the catalog (built-ins,
+// ~/.deputy/agents, the workspace's .deputy/agents and .claude/agents),
+// skills, and deputy.yaml. A bad definition or skill file is a warning
+// naming it; it never stops the run.
+func newRunner(ws string, o runOptions, rootSpec string, ms *models, stderr io.Writer) (*agent.Runner, error) {
+	home, _ := os.UserHomeDir()
+	lo := agent.LoadOptions{ProjectDir: ws}
+	skillDirs := agent.ProjectSkillDirs(ws)
+	if home != "" {
+		lo.UserDir = filepath.Join(home, ".deputy", "agents")
+		skillDirs = append(skillDirs, filepath.Join(home, ".deputy", "skills"))
+	}
+	cat, loaded := agent.Load(lo)
+	errs, _ := loaded.Issues()
+	skills, serrs, _ := agent.LoadSkills(skillDirs...)
+	if !o.quiet {
+		for _, e := range append(errs, serrs...) {
+			fmt.Fprintf(stderr, "deputy: skipped: %v\n", e)
+		}
+	}
+	cfg, err := loadConfig(ws, o.config, home, rootSpec)
+	if err != nil {
+		return nil, err
+	}
+	maxDepth := o.maxDepth
+	if maxDepth == 0 {
+		maxDepth = -1 // the flag's 0 means none; the runner's 0 means its default
+	}
+	return &agent.Runner{
+		Catalog:     cat,
+		Skills:      skills,
+		Config:      cfg,
+		MaxParallel: o.maxParallel,
+		MaxDepth:    maxDepth,
+		Models: func(spec string) (llm.Model, error) {
+			m, _, err := ms.open(spec)
+			return m, err
+		},
+	}, nil
+}
+
+// demoConfig is the configuration of the offline demo when no deputy.yaml
+// exists: the haiku tier on a second scripted model, and illustrative
+// prices so the cost table has figures (the rates of Claude Sonnet 4.5 and
+// Haiku 4.5 as Anthropic lists them per million tokens; a scripted model
+// costs nothing, and the table says the prices are illustrative).
+func demoConfig() *agent.Config {
+	return &agent.Config{
+		Tiers: map[string]string{agent.TierHaiku: "fake:haiku"},
+		Prices: cost.Table{
+			"fake":       {Input: 3, Output: 15, CacheWrite: 3.75, CacheRead: 0.30},
+			"fake:haiku": {Input: 1, Output: 5, CacheWrite: 1.25, CacheRead: 0.10},
+		},
+	}
+}
+
+// loadConfig reads --config, or the first deputy.yaml found in the
+// workspace and then ~/.deputy. With none and a fake root model, the demo's
+// configuration applies.
+func loadConfig(ws, flag, home, rootSpec string) (*agent.Config, error) {
+	paths := []string{flag}
+	if flag == "" {
+		paths = []string{filepath.Join(ws, "deputy.yaml")}
+		if home != "" {
+			paths = append(paths, filepath.Join(home, ".deputy", "deputy.yaml"))
+		}
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			if flag != "" {
+				return nil, usageErr("config %s: %v", p, err)
+			}
+			continue
+		}
+		c, err := agent.LoadConfig(p)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		return c, nil
+	}
+	if rootSpec == "fake" || strings.HasPrefix(rootSpec, "fake:") {
+		return demoConfig(), nil
+	}
+	return &agent.Config{}, nil
 }
 
 // isConfigError tells a failure of the setup (wrong key, unknown model,
@@ -154,24 +281,102 @@ func isConfigError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// progress prints one line per tool call to w, so a person watching sees
-// the agent work without the answer on stdout being mixed with it.
-func progress(w io.Writer) func(loop.Event) {
-	return func(e loop.Event) {
-		switch e.Kind {
-		case loop.EventToolCall:
-			fmt.Fprintf(w, "· %s %s\n", e.Block.Name, clip(string(e.Block.Input), 120))
-		case loop.EventToolResult:
-			if e.Block.IsError {
-				fmt.Fprintf(w, "  ! %s\n", clip(firstLine(e.Block.Text), 160))
-			}
-		case loop.EventModelAttempt:
-			if a := e.Attempt; a.Retry {
-				fmt.Fprintf(w, "· %s attempt %d failed (%s), retrying in %s\n", a.Provider, a.N, a.Reason, a.Wait.Round(time.Millisecond))
-			}
-		case loop.EventCompaction:
-			fmt.Fprintf(w, "· compacted %d messages\n", e.Compacted)
+// progress prints one line per tool call and per subagent start and end
+// to w, so a person watching sees the agents work without the answer on
+// stdout being mixed with it. Children run concurrently: lines are written
+// whole, under a lock.
+func progress(w io.Writer) func(agent.Event) {
+	var mu sync.Mutex
+	return func(e agent.Event) {
+		var line string
+		indent := strings.Repeat("  ", e.Depth)
+		who := ""
+		if e.Depth > 0 {
+			who = e.Type + " " + e.Instance + ": "
 		}
+		switch e.Kind {
+		case agent.EventSpawned:
+			if e.Depth > 0 {
+				line = fmt.Sprintf("%s↳ %sstarted", indent, who)
+			}
+		case agent.EventQueued:
+			line = fmt.Sprintf("%s↳ %swaiting for %s", indent, who, e.Waiting)
+		case agent.EventEnded:
+			if r := e.Relay; r != nil {
+				line = fmt.Sprintf("%s↳ %s%s in %d turns, %d chars reported", indent, who, r.State, r.Turns, len([]rune(r.Report)))
+			}
+		case agent.EventStep:
+			line = loopLine(e.Loop)
+			if line != "" {
+				line = indent + strings.ReplaceAll(line, "\n", "\n"+indent)
+				if who != "" {
+					line = indent + "  " + who + strings.TrimPrefix(line, indent)
+				}
+			}
+		}
+		if line == "" {
+			return
+		}
+		mu.Lock()
+		fmt.Fprintln(w, line)
+		mu.Unlock()
+	}
+}
+
+// loopLine is the progress line of one loop event, or "".
+func loopLine(e loop.Event) string {
+	switch e.Kind {
+	case loop.EventToolCall:
+		return fmt.Sprintf("· %s %s", e.Block.Name, clip(string(e.Block.Input), 120))
+	case loop.EventToolResult:
+		if e.Block.IsError {
+			return fmt.Sprintf("  ! %s", clip(firstLine(e.Block.Text), 160))
+		}
+	case loop.EventModelAttempt:
+		if a := e.Attempt; a.Retry {
+			return fmt.Sprintf("· %s attempt %d failed (%s), retrying in %s", a.Provider, a.N, a.Reason, a.Wait.Round(time.Millisecond))
+		}
+	case loop.EventCompaction:
+		return fmt.Sprintf("· compacted %d messages", e.Compacted)
+	case loop.EventWrapUp:
+		return "· time is almost up: asked to wrap up"
+	}
+	return ""
+}
+
+// costTable prints one row per instance of the tree, children indented
+// under their parents, and the total.
+func costTable(w io.Writer, o *agent.Outcome) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "instance\ttype\tmode\tstate\tturns\ttools\tin\tcached\tout\treport\tcost\t")
+	money := func(c *float64) string {
+		if c == nil {
+			return "?"
+		}
+		return fmt.Sprintf("$%.4f", *c)
+	}
+	for _, in := range o.Instances {
+		mode := string(in.Mode)
+		if mode == "" {
+			mode = "-"
+		}
+		state := in.State
+		if in.Incomplete {
+			state += "*"
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", strings.Repeat("  ", in.Depth), in.ID,
+			in.Type, mode, state, in.Turns, in.ToolCalls, in.Usage.InputTokens+in.Usage.CacheWriteTokens,
+			in.Usage.CacheReadTokens, in.Usage.OutputTokens, in.ReportChars, money(in.Cost))
+	}
+	total := &o.Cost
+	if !o.CostKnown {
+		total = nil
+	}
+	u := o.Usage
+	fmt.Fprintf(tw, "total\t\t\t\t\t\t%d\t%d\t%d\t\t%s\t\n", u.InputTokens+u.CacheWriteTokens, u.CacheReadTokens, u.OutputTokens, money(total))
+	tw.Flush()
+	if len(o.Instances) > 0 && strings.HasPrefix(o.Instances[0].Model, "fake") {
+		fmt.Fprintln(w, "(the scripted model is priced at illustrative rates; * marks a partial result)")
 	}
 }
 
