@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/llm"
@@ -14,6 +15,10 @@ import (
 // child that could not run relays that as a failure.
 func (tr *tree) runChild(ctx context.Context, c *node, msgs []llm.Message) Relay {
 	parent := nodeFrom(ctx)
+	c.order = append(slices.Clip(parent.order), 0, 0)
+	if call, ok := loop.CallFrom(ctx); ok {
+		c.order[len(c.order)-2], c.order[len(c.order)-1] = call.Turn, call.Index
+	}
 	n := tr.add(parent, c)
 	release, err := tr.acquire(ctx, parent, n)
 	if err != nil {

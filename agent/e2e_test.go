@@ -75,7 +75,9 @@ type envConfig struct {
 }
 
 func withClock(c *clock.Fake) envOption { return func(e *envConfig) { e.clock = c } }
-func withTools(t ...tool.Tool) envOption { return func(e *envConfig) { e.extra = append(e.extra, t...) } }
+func withTools(t ...tool.Tool) envOption {
+	return func(e *envConfig) { e.extra = append(e.extra, t...) }
+}
 
 func newEnv(t *testing.T, w wire, scenario string, opts ...envOption) *env {
 	t.Helper()
@@ -830,4 +832,3 @@ func TestE2ESkillOnlyWhenGranted(t *testing.T) {
 		}
 	})
 }
-

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -217,8 +218,12 @@ type node struct {
 	// what a child with no allowlist inherits.
 	avail  *tool.Set
 	skills []*Skill
-	def    *Definition   // nil for the root
-	sem    chan struct{} // slots for its children running at once
+	def    *Definition // nil for the root
+	// order places the instance in the list: its parent's order, then
+	// the turn and the index of the spawn call, so children list in the
+	// order their parent asked for them, under it, however they ran.
+	order []int
+	sem   chan struct{} // slots for its children running at once
 	// writes is true when the instance can change the workspace. Writing
 	// children take turns on their nearest writing ancestor's kidsWrite
 	// token, so at most one branch of the tree writes at a time.
@@ -352,7 +357,9 @@ func (tr *tree) outcome(res *loop.Result) *Outcome {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	o := &Outcome{Result: res, CostKnown: true}
-	for _, n := range tr.nodes {
+	nodes := slices.Clone(tr.nodes)
+	slices.SortStableFunc(nodes, func(a, b *node) int { return slices.Compare(a.order, b.order) })
+	for _, n := range nodes {
 		inst := n.inst
 		inst.Artifacts = append([]string(nil), inst.Artifacts...)
 		o.Instances = append(o.Instances, inst)

@@ -10,8 +10,9 @@ import (
 // tools need none of it; the spawn tool needs the transcript to fork a
 // child from and the call's id to cut out of it.
 type Call struct {
-	ID   string // the tool_use block's id
-	Turn int
+	ID    string // the tool_use block's id
+	Turn  int
+	Index int // the call's place among its turn's calls, from 0
 	// Transcript is the run's transcript up to and including the assistant
 	// message that made the call, exactly as the model was last sent it. It
 	// is shared with the run: read it, never write into it.

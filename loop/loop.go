@@ -54,16 +54,16 @@ const (
 // Limits bound one run. A zero field takes its default; the total-token,
 // tool-call and wall-time budgets default to none.
 type Limits struct {
-	MaxTurns        int           // model calls; default 30
-	MaxTotalTokens  int64         // prompt + output tokens over all calls; see outputCap
-	MaxToolCalls    int           // tool calls over the run
-	WallTime        time.Duration // from the start of Run; in-flight calls are cancelled
+	MaxTurns       int           // model calls; default 30
+	MaxTotalTokens int64         // prompt + output tokens over all calls; see outputCap
+	MaxToolCalls   int           // tool calls over the run
+	WallTime       time.Duration // from the start of Run; in-flight calls are cancelled
 	// SoftWallTime, when set, is when the model is told to wrap up: the
 	// next turn carries WrapUp after the tool results and is the last one
 	// (tool calls it still makes are answered, not run).
-	SoftWallTime time.Duration
-	MaxOutputTokens int           // per model call; default 8192
-	ToolOutputChars int           // per tool result; default 50,000
+	SoftWallTime    time.Duration
+	MaxOutputTokens int // per model call; default 8192
+	ToolOutputChars int // per tool result; default 50,000
 }
 
 // Defaults for Limits.

@@ -61,7 +61,7 @@ func (b *Batch) Run(ctx context.Context, i int) llm.Block {
 	if err := ctx.Err(); err != nil {
 		return llm.ToolResult(c.ID, "not run: "+interruption(ctx), true)
 	}
-	out, isErr := b.set.Call(withCall(ctx, &Call{ID: c.ID, Turn: b.turn, Transcript: b.transcript}), c.Name, c.Input)
+	out, isErr := b.set.Call(withCall(ctx, &Call{ID: c.ID, Turn: b.turn, Index: i, Transcript: b.transcript}), c.Name, c.Input)
 	if ctx.Err() != nil && isErr {
 		out = "interrupted: " + interruption(ctx) + "\n" + out
 	}
