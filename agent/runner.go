@@ -90,6 +90,16 @@ type Outcome struct {
 	// instance's model has no price (then Cost covers the priced ones).
 	Cost      float64
 	CostKnown bool
+
+	transcripts map[string][]llm.Message
+}
+
+// Transcript returns an instance's whole transcript, the one its relay's
+// id points to: everything the child read and wrote, of which its parent
+// saw only the report.
+func (o *Outcome) Transcript(id string) ([]llm.Message, bool) {
+	m, ok := o.transcripts[id]
+	return m, ok
 }
 
 // Instance states. A child ends in exactly one of the terminal ones.
@@ -222,7 +232,8 @@ type node struct {
 	// order places the instance in the list: its parent's order, then
 	// the turn and the index of the spawn call, so children list in the
 	// order their parent asked for them, under it, however they ran.
-	order []int
+	order      []int
+	transcript []llm.Message // set when it ends
 	sem   chan struct{} // slots for its children running at once
 	// writes is true when the instance can change the workspace. Writing
 	// children take turns on their nearest writing ancestor's kidsWrite
@@ -339,6 +350,7 @@ func (tr *tree) end(n *node, res *loop.Result, state, report string, err error) 
 	c, ok := tr.r.prices().Cost(n.inst.Model, res.Usage)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	n.transcript = res.Messages
 	n.inst.State = state
 	n.inst.StopReason = string(res.StopReason)
 	n.inst.Incomplete = incomplete(res.StopReason)
@@ -356,11 +368,12 @@ func (tr *tree) end(n *node, res *loop.Result, state, report string, err error) 
 func (tr *tree) outcome(res *loop.Result) *Outcome {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	o := &Outcome{Result: res, CostKnown: true}
+	o := &Outcome{Result: res, CostKnown: true, transcripts: make(map[string][]llm.Message, len(tr.nodes))}
 	nodes := slices.Clone(tr.nodes)
 	slices.SortStableFunc(nodes, func(a, b *node) int { return slices.Compare(a.order, b.order) })
 	for _, n := range nodes {
 		inst := n.inst
+		o.transcripts[inst.ID] = n.transcript
 		inst.Artifacts = append([]string(nil), inst.Artifacts...)
 		o.Instances = append(o.Instances, inst)
 		o.Usage.Add(inst.Usage)

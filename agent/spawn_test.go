@@ -68,6 +68,11 @@ rules:
 	if len(o.Instances) != 2 || !strings.Contains(o.Result.Answer, "found it") {
 		t.Fatalf("a call to task must spawn like spawn_subagent: %q", o.Result.Answer)
 	}
+	// The relay's id finds the child's whole transcript.
+	m, ok := o.Transcript(o.Instances[1].ID)
+	if !ok || len(m) != 2 || m[0].Text() != "look" || m[1].Text() != "found it" {
+		t.Errorf("child transcript %+v", m)
+	}
 }
 
 func TestReportStillTooLongIsCut(t *testing.T) {
@@ -146,7 +151,6 @@ rules:
   - match: {turn: 2}
     text: "{{range .ToolResults}}{{.}}\n{{end}}"
 `)
-	s, _ := fake.ParseScenario([]byte(`rules: [{text: unused}]`), "x")
 	var opened []string
 	var mu sync.Mutex
 	l.runner.Config = &agent.Config{
@@ -162,7 +166,6 @@ rules:
 		}
 		return l.task.Model, nil
 	}
-	_ = s
 	o := l.run(t)
 	if len(o.Instances) != 3 {
 		t.Fatalf("instances %+v", o.Instances)
