@@ -43,6 +43,9 @@ func TestTableLookup(t *testing.T) {
 	if _, ok := tab.Lookup("claude-haiku-4-5"); ok {
 		t.Error("a bare name with two provider entries must not pick one")
 	}
+	if c, ok := tab.Cost("openai:gpt-5-mini", llm.Usage{InputTokens: 4_000_000}); !ok || c != 1 {
+		t.Errorf("Cost = %v, %v; want 1, true", c, ok)
+	}
 	if _, ok := tab.Cost("nope", llm.Usage{InputTokens: 5}); ok {
 		t.Error("an unpriced model must report ok=false, not a zero cost")
 	}

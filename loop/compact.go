@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -87,6 +88,9 @@ func (r *run) compactIfNeeded(ctx context.Context, res *Result) error {
 	resp, err := r.steps.Model(ctx, res.Turns, StepCompact, func(ctx context.Context) (*llm.Response, error) {
 		return r.model.Generate(ctx, req, nil)
 	})
+	if err == nil && resp == nil {
+		err = errors.New("the model returned no response and no error")
+	}
 	if err != nil {
 		return fmt.Errorf("turn %d: compaction: %w", res.Turns, err)
 	}
