@@ -129,11 +129,16 @@ func (tr *tree) relay(n *node, res *loop.Result, report string, runErr error) Re
 		Incomplete: partial,
 		StopReason: string(res.StopReason),
 		Artifacts:  append([]string(nil), n.inst.Artifacts...),
-		Usage:      res.Usage,
+		Usage:      n.inst.Usage,
 		ToolCalls:  res.ToolCalls,
 		Turns:      res.Turns,
 		Duration:   n.inst.Duration,
 		Error:      n.inst.Error,
+	}
+	r.Usage.Add(n.below)
+	if n.inst.Cost != nil && n.belowOK {
+		c := *n.inst.Cost + n.belowCost
+		r.Cost = &c
 	}
 	tr.mu.Unlock()
 	if state == StateFailed && r.Error == "" {

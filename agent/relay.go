@@ -33,7 +33,10 @@ type Relay struct {
 	Incomplete bool
 	StopReason string
 	Artifacts  []string // files the child wrote or edited
+	// Usage is the child's and its own children's: what delegating the
+	// task cost in all. Cost is the same in USD, nil when unpriced.
 	Usage      llm.Usage
+	Cost       *float64
 	ToolCalls  int
 	Turns      int
 	Duration   time.Duration
@@ -136,6 +139,9 @@ func (r Relay) ToolResult() (string, bool) {
 		b.WriteString(" (" + strconv.FormatInt(r.Usage.CacheReadTokens, 10) + " cached)")
 	}
 	b.WriteString(", " + strconv.FormatInt(r.Usage.OutputTokens, 10) + " out, ")
+	if r.Cost != nil {
+		b.WriteString("$" + strconv.FormatFloat(*r.Cost, 'f', 4, 64) + ", ")
+	}
 	b.WriteString(r.Duration.Round(100 * time.Millisecond).String())
 
 	if r.Failed() {

@@ -234,6 +234,11 @@ type node struct {
 	// order their parent asked for them, under it, however they ran.
 	order      []int
 	transcript []llm.Message // set when it ends
+	// below is what its descendants spent, added as each ends, so a
+	// relay reports what the whole delegated task cost.
+	below     llm.Usage
+	belowCost float64
+	belowOK   bool // every descendant was priced
 	sem   chan struct{} // slots for its children running at once
 	// writes is true when the instance can change the workspace. Writing
 	// children take turns on their nearest writing ancestor's kidsWrite
@@ -284,7 +289,7 @@ func (r *Runner) newTree(t Task) (*tree, error) {
 
 // add lists a new instance under parent (nil for the root).
 func (tr *tree) add(parent *node, n *node) *node {
-	n.parent, n.start = parent, tr.clock.Now()
+	n.parent, n.start, n.belowOK = parent, tr.clock.Now(), true
 	n.sem, n.kidsWrite = make(chan struct{}, tr.maxPar), make(chan struct{}, 1)
 	n.inst.ID = tr.newID()
 	n.inst.State = StateRunning
@@ -362,6 +367,12 @@ func (tr *tree) end(n *node, res *loop.Result, state, report string, err error) 
 	}
 	if err != nil {
 		n.inst.Error = err.Error()
+	}
+	if p := n.parent; p != nil {
+		p.below.Add(n.inst.Usage)
+		p.below.Add(n.below)
+		p.belowCost += c + n.belowCost
+		p.belowOK = p.belowOK && ok && n.belowOK
 	}
 }
 

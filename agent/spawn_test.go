@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -259,4 +260,35 @@ func (l *local) awaitQueued(t *testing.T) {
 		time.Sleep(time.Millisecond) // polling an event log, not timing anything
 	}
 	t.Fatal("no child was queued")
+}
+
+func TestRelayRollsUpTheSubtree(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, `
+rules:
+  - match: {system: "read-only explorer"}
+    text: "leaf report"
+  - match: {system: "You are mid", turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: explorer, task: "leaf"}}]
+  - match: {system: "You are mid", turn: 2}
+    text: "mid report"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: mid, task: "delegate further"}}]
+  - match: {turn: 2}
+    text: "{{index .ToolResults 0}}"
+`)
+	l.runner.MaxDepth = 2
+	l.runner.Config = &agent.Config{Prices: cost.Table{"fake": {Input: 1, Output: 1}}}
+	l.task.Volatile = []*agent.Definition{{Name: "mid", Description: "m", SystemPrompt: "You are mid.", Tools: []string{agent.SpawnTool}}}
+	o := l.run(t)
+	if len(o.Instances) != 3 || o.Instances[2].Depth != 2 || o.Instances[2].Parent != o.Instances[1].ID {
+		t.Fatalf("instances %+v", o.Instances)
+	}
+	mid, leaf := o.Instances[1], o.Instances[2]
+	sub := mid.Usage
+	sub.Add(leaf.Usage)
+	want := fmt.Sprintf("%d tokens in, %d out, $%.4f", sub.Prompt(), sub.OutputTokens, float64(sub.Total())/1e6)
+	if !strings.Contains(o.Result.Answer, want) {
+		t.Errorf("mid's relay should count its child: want %q in\n%s", want, o.Result.Answer)
+	}
 }
