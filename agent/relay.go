@@ -35,12 +35,12 @@ type Relay struct {
 	Artifacts  []string // files the child wrote or edited
 	// Usage is the child's and its own children's: what delegating the
 	// task cost in all. Cost is the same in USD, nil when unpriced.
-	Usage      llm.Usage
-	Cost       *float64
-	ToolCalls  int
-	Turns      int
-	Duration   time.Duration
-	Error      string // why the child failed; empty when it did not
+	Usage     llm.Usage
+	Cost      *float64
+	ToolCalls int
+	Turns     int
+	Duration  time.Duration
+	Error     string // why the child failed; empty when it did not
 }
 
 // CapReport bounds a report to limit characters (runes, so the cut never splits

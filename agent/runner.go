@@ -238,8 +238,8 @@ type node struct {
 	// relay reports what the whole delegated task cost.
 	below     llm.Usage
 	belowCost float64
-	belowOK   bool // every descendant was priced
-	sem   chan struct{} // slots for its children running at once
+	belowOK   bool          // every descendant was priced
+	sem       chan struct{} // slots for its children running at once
 	// writes is true when the instance can change the workspace. Writing
 	// children take turns on their nearest writing ancestor's kidsWrite
 	// token, so at most one branch of the tree writes at a time.
