@@ -39,8 +39,9 @@ type benchFigure struct {
 func newBenchCmd() *cobra.Command {
 	var via string
 	var runs, turns, repeats int
+	var sub *benchSubFlags
 	cmd := &cobra.Command{
-		Use:   "bench loop [--via inprocess,anthropic,openai] [--runs N] [--turns T] [--repeats R]",
+		Use:   "bench loop|subagents [--via inprocess,anthropic,openai] [--runs N] [--turns T] [--repeats R]",
 		Short: "Measure the agent loop's cost per turn, in process or through the fake API over loopback HTTP",
 		Long: `Macro benchmarks. "loop" runs the agent loop on a scripted scenario of one
 no-op tool call per turn, either on the in-process scripted model or through
@@ -49,8 +50,14 @@ on loopback, so the figures are the client side only. Prints one JSON object
 per --via value: wall, CPU and allocations per turn, medians of --repeats.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "subagents" { // issue 4's benchmarks: bench_subagents.go
+				if repeats < 1 {
+					return usageErr("--repeats must be at least 1")
+				}
+				return runBenchSubagents(cmd.Context(), cmd.OutOrStdout(), sub, repeats)
+			}
 			if args[0] != "loop" {
-				return usageErr("unknown benchmark %q (have: loop)", args[0])
+				return usageErr("unknown benchmark %q (have: loop, subagents)", args[0])
 			}
 			if runs < 1 || turns < 2 || repeats < 1 {
 				return usageErr("--runs and --repeats must be at least 1, --turns at least 2")
@@ -73,6 +80,7 @@ per --via value: wall, CPU and allocations per turn, medians of --repeats.`,
 	f.IntVar(&runs, "runs", 200, "loop runs per repeat")
 	f.IntVar(&turns, "turns", 10, "turns per run (the last one answers)")
 	f.IntVar(&repeats, "repeats", 5, "repeats; figures are medians")
+	sub = addBenchSubagentFlags(f)
 	return cmd
 }
 

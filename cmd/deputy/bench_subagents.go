@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/deputy-run/deputy/internal/benchsub"
+)
+
+// `deputy bench subagents`: the macro benchmarks of issue 4 (context
+// economy, fork cache reuse, fan-out), each figure one JSON line with its
+// goal. The workloads live in internal/benchsub, where a quick test runs
+// them at small sizes.
+
+// benchSubFlags are the flags only `bench subagents` reads.
+type benchSubFlags struct {
+	only       string
+	wires      string
+	fanKids    int
+	fanTurns   int
+	fanPar     int
+	fanLatency time.Duration
+}
+
+func addBenchSubagentFlags(f *pflag.FlagSet) *benchSubFlags {
+	s := &benchSubFlags{}
+	d := benchsub.DefaultFanOut
+	f.StringVar(&s.only, "figures", "economy,fork,fanout", "subagents: comma-separated: economy, fork, fanout")
+	f.StringVar(&s.wires, "wires", strings.Join(benchsub.Wires, ","), "subagents: comma-separated: anthropic, openai")
+	f.IntVar(&s.fanKids, "fanout-children", d.Children, "subagents: children of the fan-out")
+	f.IntVar(&s.fanTurns, "fanout-turns", d.Turns, "subagents: model calls per fan-out child")
+	f.IntVar(&s.fanPar, "fanout-parallel", d.MaxParallel, "subagents: max_parallel of the fan-out")
+	f.DurationVar(&s.fanLatency, "fanout-latency", d.Latency, "subagents: first-byte latency of every fan-out response (real clock)")
+	return s
+}
+
+// subFigure is one line of `deputy bench subagents` output.
+type subFigure struct {
+	Benchmark string  `json:"benchmark"` // economy, fork, fanout
+	Figure    string  `json:"figure"`
+	Wire      string  `json:"wire"`
+	Value     float64 `json:"value"` // median over repeats
+	Unit      string  `json:"unit"`
+	Goal      string  `json:"goal"`
+	Met       bool    `json:"met"`
+	Repeats   int     `json:"repeats"`
+	// Min and Max are over the repeats: equal when the figure is fixed by
+	// the scripted workload, a spread when it is a measured time.
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Detail any     `json:"detail,omitempty"`
+}
+
+func runBenchSubagents(ctx context.Context, out io.Writer, s *benchSubFlags, repeats int) error {
+	figures := splitList(s.only)
+	wires := splitList(s.wires)
+	for _, f := range figures {
+		if !slices.Contains([]string{"economy", "fork", "fanout"}, f) {
+			return usageErr("unknown --figures value %q (have: economy, fork, fanout)", f)
+		}
+	}
+	for _, w := range wires {
+		if !slices.Contains(benchsub.Wires, w) {
+			return usageErr("unknown --wires value %q (have: %s)", w, strings.Join(benchsub.Wires, ", "))
+		}
+	}
+	fan := benchsub.FanOutConfig{Children: s.fanKids, Turns: s.fanTurns, MaxParallel: s.fanPar, Latency: s.fanLatency}
+	if fan.Children < 1 || fan.Turns < 2 || fan.MaxParallel < 1 || fan.Latency <= 0 {
+		return usageErr("--fanout-children and --fanout-parallel must be at least 1, --fanout-turns at least 2, --fanout-latency positive")
+	}
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false) // goals read "<= 1000", not "\u003c= 1000"
+	emit := func(f subFigure) error { return enc.Encode(f) }
+	for _, f := range figures {
+		for _, w := range wires {
+			var err error
+			switch f {
+			case "economy":
+				err = benchEconomy(ctx, w, repeats, emit)
+			case "fork":
+				err = benchFork(ctx, w, repeats, emit)
+			case "fanout":
+				err = benchFanOut(ctx, w, fan, repeats, emit)
+			}
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// stats is the median, min and max of xs.
+func stats(xs []float64) (med, lo, hi float64) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2], s[0], s[len(s)-1]
+}
+
+func benchEconomy(ctx context.Context, wire string, repeats int, emit func(subFigure) error) error {
+	var into, rat []float64
+	var last *benchsub.EconomyResult
+	for range repeats {
+		r, err := benchsub.Economy(ctx, wire, benchsub.DefaultEconomy)
+		if err != nil {
+			return err
+		}
+		into, rat, last = append(into, float64(r.MaxIntoParent)), append(rat, r.Ratio), r
+	}
+	m, lo, hi := stats(into)
+	if err := emit(subFigure{Benchmark: "economy", Figure: "tokens_into_parent_per_child", Wire: wire, Value: m, Unit: "tokens",
+		Goal: "<= 1000", Met: m <= 1000, Repeats: repeats, Min: lo, Max: hi, Detail: last}); err != nil {
+		return err
+	}
+	m, lo, hi = stats(rat)
+	return emit(subFigure{Benchmark: "economy", Figure: "child_over_parent_tokens", Wire: wire, Value: m, Unit: "x",
+		Goal: ">= 30", Met: m >= 30, Repeats: repeats, Min: lo, Max: hi})
+}
+
+func benchFork(ctx context.Context, wire string, repeats int, emit func(subFigure) error) error {
+	var prefix, cache []float64
+	var last *benchsub.ForkResult
+	for range repeats {
+		r, err := benchsub.ForkReuse(ctx, wire, benchsub.DefaultFork)
+		if err != nil {
+			return err
+		}
+		prefix, cache, last = append(prefix, r.MinPrefixShare), append(cache, r.MinCacheShare), r
+	}
+	m, lo, hi := stats(prefix)
+	if err := emit(subFigure{Benchmark: "fork", Figure: "min_prefix_share", Wire: wire, Value: m, Unit: "share",
+		Goal: ">= 0.95 for every fork child after the first response", Met: m >= 0.95, Repeats: repeats, Min: lo, Max: hi,
+		Detail: last}); err != nil {
+		return err
+	}
+	m, lo, hi = stats(cache)
+	return emit(subFigure{Benchmark: "fork", Figure: "min_cache_read_share", Wire: wire, Value: m, Unit: "share",
+		Goal: ">= 0.95 for every fork child after the first response", Met: m >= 0.95, Repeats: repeats, Min: lo, Max: hi})
+}
+
+// fanDetail is the fan-out figures' detail: each way's medians.
+type fanDetail struct {
+	Config benchsub.FanOutConfig   `json:"config"`
+	Vias   map[string]fanViaDetail `json:"vias"`
+}
+
+type fanViaDetail struct {
+	WallMS  float64 `json:"wall_ms_median"`
+	IdealMS float64 `json:"ideal_ms"`
+	Ratio   float64 `json:"wall_over_ideal_median"`
+	MinR    float64 `json:"wall_over_ideal_min"`
+	MaxR    float64 `json:"wall_over_ideal_max"`
+	// CPUMS is this process's CPU time during a run (client and the
+	// in-process fake server), median.
+	CPUMS float64 `json:"cpu_ms_median"`
+	Peak  int     `json:"peak_running"`
+	// Deputy only, medians: the root's turns and the children's phase,
+	// whose ideal is the loops' (ChildrenRatio is comparable to theirs).
+	RootFirstMS   float64 `json:"root_first_turn_ms,omitempty"`
+	ChildrenMS    float64 `json:"children_phase_ms,omitempty"`
+	ChildrenRatio float64 `json:"children_phase_over_ideal,omitempty"`
+	RootSecondMS  float64 `json:"root_second_turn_ms,omitempty"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func benchFanOut(ctx context.Context, wire string, c benchsub.FanOutConfig, repeats int, emit func(subFigure) error) error {
+	// A small untimed round first, so that no way pays for the process's
+	// first connections and code paths alone.
+	warm := benchsub.FanOutConfig{Children: 2 * c.MaxParallel, Turns: 2, MaxParallel: c.MaxParallel, Latency: time.Millisecond}
+	for _, via := range benchsub.FanOutVias {
+		if _, err := benchsub.FanOut(ctx, wire, via, warm); err != nil {
+			return err
+		}
+	}
+	type series struct{ ratio, wall, cpu, first, kids, second []float64 }
+	runs := map[string]*series{}
+	peaks := map[string]int{}
+	// The ways take turns within each repeat, so load that comes and goes
+	// hits them alike.
+	for range repeats {
+		for _, via := range benchsub.FanOutVias {
+			c0 := cpuTime()
+			r, err := benchsub.FanOut(ctx, wire, via, c)
+			if err != nil {
+				return err
+			}
+			cpu := cpuTime() - c0
+			s := runs[via]
+			if s == nil {
+				s = &series{}
+				runs[via] = s
+			}
+			s.ratio, s.wall, s.cpu = append(s.ratio, r.Ratio), append(s.wall, ms(r.Wall)), append(s.cpu, ms(cpu))
+			s.first, s.kids, s.second = append(s.first, ms(r.RootFirst)), append(s.kids, ms(r.Children)), append(s.second, ms(r.RootSecond))
+			peaks[via] = max(peaks[via], r.PeakRunning)
+		}
+	}
+	d := fanDetail{Config: c, Vias: map[string]fanViaDetail{}}
+	loopsIdeal := ms(c.Ideal(benchsub.ViaBareSDK))
+	for _, via := range benchsub.FanOutVias {
+		s := runs[via]
+		m, lo, hi := stats(s.ratio)
+		v := fanViaDetail{IdealMS: ms(c.Ideal(via)), Ratio: m, MinR: lo, MaxR: hi, Peak: peaks[via]}
+		v.WallMS, _, _ = stats(s.wall)
+		v.CPUMS, _, _ = stats(s.cpu)
+		if via == benchsub.ViaDeputy {
+			v.RootFirstMS, _, _ = stats(s.first)
+			v.ChildrenMS, _, _ = stats(s.kids)
+			v.RootSecondMS, _, _ = stats(s.second)
+			v.ChildrenRatio = v.ChildrenMS / loopsIdeal
+		}
+		d.Vias[via] = v
+	}
+	dep, bare := d.Vias[benchsub.ViaDeputy], d.Vias[benchsub.ViaBareSDK]
+	if err := emit(subFigure{Benchmark: "fanout", Figure: "wall_over_ideal", Wire: wire, Value: dep.Ratio, Unit: "x",
+		Goal: "<= 1.05", Met: dep.Ratio <= 1.05, Repeats: repeats, Min: dep.MinR, Max: dep.MaxR, Detail: d}); err != nil {
+		return err
+	}
+	// Each way over its own ideal: deputy's includes the root's two turns,
+	// which the bare loops do not have.
+	v := dep.Ratio / bare.Ratio
+	return emit(subFigure{Benchmark: "fanout", Figure: "deputy_vs_bare_sdk_wall_over_ideal", Wire: wire, Value: v, Unit: "x",
+		Goal: fmt.Sprintf("<= 1 (deputy %.3f, bare SDK %.3f)", dep.Ratio, bare.Ratio), Met: v <= 1, Repeats: repeats,
+		Min: v, Max: v})
+}
