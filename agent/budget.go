@@ -30,13 +30,31 @@ type treeBudget struct {
 
 var _ loop.Budget = (*treeBudget)(nil)
 
-// loopBudget is the tree's budget for its runs: a nil interface, not a
-// nil *treeBudget, when the tree has none.
-func (tr *tree) loopBudget() loop.Budget {
+// loopBudget is the tree's budget for one instance's runs, charged under
+// the instance's model as deputy names it (provider:model), which is how
+// prices are keyed; the loop knows only the name its requests carry. A nil
+// interface when the tree has no budget.
+func (tr *tree) loopBudget(model string) loop.Budget {
 	if tr.budget == nil {
 		return nil
 	}
-	return tr.budget
+	return chargeAs{tr.budget, model}
+}
+
+type chargeAs struct {
+	*treeBudget
+	model string
+}
+
+func (c chargeAs) Spend(_ string, u llm.Usage) { c.treeBudget.Spend(c.model, u) }
+
+// priced reports whether a USD budget can see what model spends.
+func (b *treeBudget) priced(model string) bool {
+	if b == nil || b.limit.USD <= 0 {
+		return true
+	}
+	_, ok := b.prices.Lookup(model)
+	return ok
 }
 
 func (b *treeBudget) Spend(model string, u llm.Usage) {

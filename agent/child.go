@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"unicode/utf8"
 
+	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 )
@@ -36,18 +38,28 @@ func (tr *tree) runChild(ctx context.Context, c *node, msgs []llm.Message) Relay
 // that writes, its turn to write. Waiting ends with ctx.
 func (tr *tree) acquire(ctx context.Context, parent, n *node) (release func(), err error) {
 	queued := func(why string) { tr.emit(n, Event{Kind: EventQueued, Waiting: why}) }
+	// The turn to write comes before the slot, so a writer waiting for
+	// its turn never sits on a slot a reader could run in. No deadlock:
+	// whoever holds a slot is running.
+	var turn chan struct{}
+	if n.writes {
+		turn = n.writeTurn()
+		if err := take(ctx, turn, func() { queued("its turn to write") }); err != nil {
+			return nil, fmt.Errorf("not started while waiting for its turn to write: %w", err)
+		}
+	}
 	if err := take(ctx, parent.sem, func() { queued("a slot (max_parallel)") }); err != nil {
+		if turn != nil {
+			<-turn
+		}
 		return nil, fmt.Errorf("not started: %w", err)
 	}
-	if !n.writes {
-		return func() { <-parent.sem }, nil
-	}
-	turn := n.writeTurn()
-	if err := take(ctx, turn, func() { queued("its turn to write") }); err != nil {
+	return func() {
 		<-parent.sem
-		return nil, fmt.Errorf("not started while waiting for its turn to write: %w", err)
-	}
-	return func() { <-turn; <-parent.sem }, nil
+		if turn != nil {
+			<-turn
+		}
+	}, nil
 }
 
 // take puts a token into ch, waiting while it is full unless ctx ends;
@@ -68,8 +80,9 @@ func take(ctx context.Context, ch chan struct{}, queued func()) error {
 }
 
 // writeTurn is the token a writing child holds while it runs: its nearest
-// writing ancestor's. That ancestor is waiting in this very spawn call, so
-// it is not writing itself, and the writers below it take turns.
+// writing ancestor's. That ancestor is blocked in a spawn call (this one,
+// or the one that started a reading parent in between), so it is not
+// writing itself, and the writers below it take turns.
 func (n *node) writeTurn() chan struct{} {
 	a := n.parent
 	for !a.writes && a.parent != nil {
@@ -91,14 +104,21 @@ func (tr *tree) report(ctx context.Context, n *node, res *loop.Result) string {
 	capChars := n.reportCap()
 	text := res.Answer
 	size := utf8.RuneCountInString(text)
-	if size <= capChars || res.StopReason != loop.StopCompleted || ctx.Err() != nil {
+	cfg := n.cfg
+	question := fmt.Sprintf(reportAsk, size, capChars, capChars)
+	maxTokens := max(256, capChars/2)
+	if size <= capChars || res.StopReason != loop.StopCompleted || ctx.Err() != nil || !n.canAsk(res, question, maxTokens) {
 		out, _ := CapReport(text, capChars)
 		return out
 	}
-	cfg := n.cfg
+	if wall := cfg.Limits.WallTime; wall > 0 {
+		// The summary call is still the child's work: its wall time holds.
+		var cancel context.CancelFunc
+		ctx, cancel = clock.WithTimeout(ctx, tr.clock, wall-tr.clock.Now().Sub(n.start), errors.New("wall-time limit reached"))
+		defer cancel()
+	}
 	cfg.OnEvent = nil
-	resp, err := loop.Ask(ctx, cfg, res.Messages, fmt.Sprintf(reportAsk, size, capChars, capChars),
-		res.Turns+1, max(256, capChars/2))
+	resp, err := loop.Ask(ctx, cfg, res.Messages, question, res.Turns+1, maxTokens)
 	if err == nil {
 		res.Usage.Add(resp.Usage)
 		if short := resp.Message().Text(); short != "" {
@@ -107,6 +127,27 @@ func (tr *tree) report(ctx context.Context, n *node, res *loop.Result) string {
 	}
 	out, _ := CapReport(text, capChars)
 	return out
+}
+
+// canAsk reports whether the child's budgets leave room for the summary
+// call: wall time left, the tree budget not spent, and its own token
+// budget able to pay for the whole transcript again plus the answer.
+func (n *node) canAsk(res *loop.Result, question string, maxTokens int) bool {
+	l, b := n.cfg.Limits, n.cfg.Budget
+	if l.WallTime > 0 && n.cfg.Clock.Now().Sub(n.start) >= l.WallTime {
+		return false
+	}
+	if b != nil && b.Spent() {
+		return false
+	}
+	if l.MaxTotalTokens > 0 {
+		req := llm.Request{System: n.cfg.System, Tools: n.cfg.Tools.Specs(), Messages: res.Messages}
+		need := int64(llm.EstimateRequest(&req) + llm.EstimateTokens(question) + maxTokens)
+		if res.Usage.Total()+need > l.MaxTotalTokens {
+			return false
+		}
+	}
+	return true
 }
 
 func (n *node) reportCap() int {

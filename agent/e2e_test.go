@@ -467,8 +467,9 @@ func TestE2ERefusals(t *testing.T) {
 				t.Errorf("result %d = %q, want an error with %q", i, res[i].Text, want)
 			}
 		}
-		// The spawner ran (it was allowed to start) but its own spawn was
-		// refused for depth, as an error it saw, not a silent drop.
+		// The spawner ran (it was allowed to start) but, at max_depth, was
+		// not offered the spawn tool it lists: its call was an error it
+		// saw, not a silent drop.
 		if len(o.Instances) != 2 || o.Instances[1].Type != "spawner" {
 			t.Fatalf("instances: %+v", o.Instances)
 		}
@@ -478,7 +479,7 @@ func TestE2ERefusals(t *testing.T) {
 		}
 		last := reqs[1].Request.Messages
 		tr := toolResults(last[len(last)-1])
-		if len(tr) != 1 || !strings.Contains(tr[0].Text, "cannot spawn subagents (max_depth 1)") {
+		if len(tr) != 1 || !strings.Contains(tr[0].Text, `unknown tool "spawn_subagent"`) {
 			t.Errorf("depth refusal: %+v", tr)
 		}
 	})

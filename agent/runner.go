@@ -175,6 +175,9 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !tr.budget.priced(t.ModelSpec) {
+		return nil, fmt.Errorf("agent: a USD tree budget needs a price for %s (deputy.yaml prices)", t.ModelSpec)
+	}
 	root := tr.add(nil, &node{inst: Instance{Type: t.Type, Model: t.ModelSpec}, avail: t.Tools,
 		writes: true}) // its writing children take turns under it
 	offered := t.Tools
@@ -194,7 +197,7 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 		Limits:     t.Limits,
 		Compaction: t.Compaction,
 		Clock:      tr.clock,
-		Budget:     tr.loopBudget(),
+		Budget:     tr.loopBudget(t.ModelSpec),
 	}
 	res, runErr := tr.run(ctx, root, []llm.Message{llm.UserText(t.Task)})
 	state, _ := stateOf(res.StopReason, runErr)

@@ -165,7 +165,6 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 	}
 	cfg := loop.Config{
 		Clock:  tr.clock,
-		Budget: tr.loopBudget(),
 		Limits: limitsOf(def),
 	}
 	var msgs []llm.Message
@@ -178,6 +177,10 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 	if err != nil {
 		return nil, nil, err
 	}
+	if !tr.budget.priced(c.inst.Model) {
+		return nil, nil, fmt.Errorf("spawn refused: the tree has a USD budget and %s has no price, so its spending could not be counted", c.inst.Model)
+	}
+	cfg.Budget = tr.loopBudget(c.inst.Model)
 	c.cfg = cfg
 	return c, msgs, nil
 }
@@ -194,9 +197,11 @@ func (tr *tree) isolatedChild(parent, c *node, def *Definition, cfg *loop.Config
 	allowed := def.EffectiveTools(parent.avail.Names())
 	c.avail = parent.avail.Filter(allowed, nil)
 	offered := c.avail
-	if def.Tools != nil && slices.Contains(def.EffectiveTools([]string{SpawnTool}), SpawnTool) {
-		// Named in the allowlist: offered, and the depth rule answers a
-		// call beyond max_depth with an error rather than a silent drop.
+	if def.Tools != nil && slices.Contains(def.EffectiveTools([]string{SpawnTool}), SpawnTool) &&
+		parent.inst.Depth+1 < tr.maxDepth {
+		// Named in the allowlist and the depth allows it. Beyond the
+		// depth it is not offered, and a call to it is an unknown-tool
+		// error the child sees, never a silent drop.
 		if offered, err = offered.Join(tr.spawnSet); err != nil {
 			return nil, err
 		}
@@ -237,13 +242,13 @@ func (tr *tree) forkChild(ctx context.Context, parent, c *node, def *Definition,
 	cfg.Tools = p.Tools.Refuse(func(n string) bool { return slices.Contains(allowed, n) },
 		fmt.Sprintf("subagent type %s may use only: %s", def.Name, strings.Join(allowed, ", ")))
 	c.writes = writes(c.avail)
-	return ForkTranscript(call.Transcript, call.ID, forkTask(def, task))
+	return ForkTranscript(call.Transcript, call.ID, forkTask(def, c.skills, task))
 }
 
 // forkTask is the user message a fork child starts on. Its instructions
 // travel here rather than in the system prompt, which stays the parent's
 // so the cached prefix holds.
-func forkTask(def *Definition, task string) string {
+func forkTask(def *Definition, skills []*Skill, task string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[deputy] You are now a subagent of type %s, forked from this conversation: you have its "+
 		"history, but you work alone, and your final answer goes to the agent that started you as your report, "+
@@ -251,6 +256,15 @@ func forkTask(def *Definition, task string) string {
 		"not visible here.\n\n", def.Name)
 	if s := strings.TrimSpace(def.SystemPrompt); s != "" {
 		b.WriteString(s + "\n\n")
+	}
+	if len(skills) > 0 {
+		// A fork cannot be offered the skill tool (the tool list is the
+		// parent's), so its granted skills come inline.
+		b.WriteString("Skills granted to you:\n")
+		for _, s := range skills {
+			fmt.Fprintf(&b, "\n## Skill %s\n%s\n", s.Name, strings.TrimSpace(s.Instructions))
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "Keep your report within %d characters.\n\nYour task:\n%s", def.ReportCap, task)
 	return b.String()
@@ -284,7 +298,10 @@ func (tr *tree) resolveModel(parent *node, want string) (llm.Model, string, stri
 	}
 	m, err := tr.r.Models(pm)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("spawn refused: model %s: %w", pm, err)
+		if !strings.Contains(err.Error(), pm) { // providers' errors name the model already
+			err = fmt.Errorf("model %s: %w", pm, err)
+		}
+		return nil, "", "", fmt.Errorf("spawn refused: %w", err)
 	}
 	_, name, _ := strings.Cut(pm, ":")
 	return m, name, pm, nil

@@ -292,3 +292,31 @@ rules:
 		t.Errorf("mid's relay should count its child: want %q in\n%s", want, o.Result.Answer)
 	}
 }
+
+func TestUSDBudgetChargesUnderTheFullModelName(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, `
+rules:
+  - tool_calls: [{name: spawn_subagent, input: {subagent_type: explorer, task: "t"}}]
+    text: "{{lorem 2000}}"
+`)
+	// Two providers serve a model called m: the bare name the requests
+	// carry is ambiguous, the instance's provider:model is not.
+	l.runner.Config = &agent.Config{Prices: cost.Table{"anthropic:m": {Output: 10}, "bedrock:m": {Output: 10}}}
+	l.task.ModelName, l.task.ModelSpec = "m", "anthropic:m"
+	l.task.Budget = agent.TreeBudget{USD: 0.01}
+	o, err := l.runner.Run(context.Background(), l.task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 500 output tokens at $10 per million is $0.005 a call: the budget
+	// is spent after two calls, not run to the turn limit.
+	if o.Result.StopReason != loop.StopBudget || o.Cost > 0.03 {
+		t.Fatalf("stop %s, cost %v", o.Result.StopReason, o.Cost)
+	}
+
+	l.task.ModelSpec = "anthropic:unpriced"
+	if _, err := l.runner.Run(context.Background(), l.task); err == nil || !strings.Contains(err.Error(), "needs a price for anthropic:unpriced") {
+		t.Fatalf("a USD budget over an unpriced model must be refused: %v", err)
+	}
+}

@@ -7,8 +7,7 @@ type EventKind uint8
 
 // The events a run emits, in the order they can occur within a turn.
 const (
-	EventWrapUp        EventKind = iota + 1 // Turn (the last): the soft wall time passed
-	EventTurnStarted                        // Turn
+	EventTurnStarted   EventKind = iota + 1 // Turn
 	EventCompaction                         // Turn, Compacted, Usage (of the summary call)
 	EventModelDelta                         // Turn, Delta
 	EventModelAttempt                       // Turn, Attempt (one HTTP request of a model call)
@@ -16,9 +15,12 @@ const (
 	EventToolCall                           // Turn, Block (the tool_use)
 	EventToolResult                         // Turn, Block (the tool_result)
 	EventFinished                           // Turn (the last), Usage (the run's), Stop, Err
+	// EventWrapUp comes before the last turn's turn_started, once the soft
+	// wall time has passed. It was added last to keep the values above.
+	EventWrapUp // Turn (the last)
 )
 
-var eventNames = [...]string{"", "wrap_up", "turn_started", "compaction", "model_delta", "model_attempt", "model_response", "tool_call", "tool_result", "finished"}
+var eventNames = [...]string{"", "turn_started", "compaction", "model_delta", "model_attempt", "model_response", "tool_call", "tool_result", "finished", "wrap_up"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {

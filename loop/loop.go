@@ -192,6 +192,9 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 			case llm.StopRefusal:
 				return r.finish(res, StopRefusal, nil)
 			case llm.StopPauseTurn:
+				if wrapping {
+					return r.finish(res, StopWallTime, nil) // no call beyond the one promised
+				}
 				// The provider paused a long server-side turn; sending the
 				// transcript back as it stands lets the model continue.
 				continue
@@ -370,7 +373,8 @@ func appendUserText(msgs []llm.Message, text string) []llm.Message {
 }
 
 // runTools runs the first runnable of one turn's calls: concurrently when
-// every one is read-only, in order otherwise. Results come back in call
+// every one may run alongside the others (tool.Set.Concurrent: read-only
+// tools and spawns), in order otherwise. Results come back in call
 // order, with room for the calls that were not run.
 func (r *run) runTools(ctx context.Context, res *Result, calls []llm.Block, runnable int) ([]llm.Block, error) {
 	if runnable == 0 {

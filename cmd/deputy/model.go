@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
@@ -33,13 +34,38 @@ const noModelHelp = `no model configured.
 // children are one story.
 type models struct {
 	scenario string // --scenario
-	played   *fake.Scenario
+
+	mu     sync.Mutex // children open models concurrently
+	played *fake.Scenario
+	opened map[string]opened // by spec: one client (and connection pool) per model
+}
+
+type opened struct {
+	model llm.Model
+	name  string
 }
 
 // open returns the model a spec names and the model name its requests
 // carry: the provider's own name (claude-sonnet-4-5, not
 // anthropic:claude-sonnet-4-5).
 func (ms *models) open(spec string) (llm.Model, string, error) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if o, ok := ms.opened[spec]; ok {
+		return o.model, o.name, nil
+	}
+	m, name, err := ms.openLocked(spec)
+	if err != nil {
+		return nil, "", err
+	}
+	if ms.opened == nil {
+		ms.opened = map[string]opened{}
+	}
+	ms.opened[spec] = opened{m, name}
+	return m, name, nil
+}
+
+func (ms *models) openLocked(spec string) (llm.Model, string, error) {
 	if spec == "fake" || strings.HasPrefix(spec, "fake:") {
 		if ms.played == nil {
 			s, err := loadScenario(ms.scenario)
