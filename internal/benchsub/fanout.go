@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,12 +18,15 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/internal/benchloop"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // FanOutConfig sizes the fan-out workload: Children workers of Turns model
-// calls each (a read_file call on every turn but the last, which answers),
+// calls each (a call of the no-op tool on every turn but the last, which
+// answers: the benchmark measures orchestration, not a tool's work),
 // at most MaxParallel at once, every model response delayed by Latency
 // (the fake server's first-byte latency, on the real clock).
 type FanOutConfig struct {
@@ -77,10 +78,8 @@ type FanOutResult struct {
 }
 
 const (
-	fanSystem       = "You are a fan-out worker."
-	fanRootSystem   = "You are the root agent of the fan-out benchmark."
-	fanFile         = "notes.txt"
-	fanFileContents = "alpha\nbeta\ngamma\n"
+	fanSystem     = "You are a fan-out worker."
+	fanRootSystem = "You are the root agent of the fan-out benchmark."
 )
 
 func fanScenario(c FanOutConfig) string {
@@ -89,15 +88,15 @@ name: bench-fanout
 latency: {first_byte: %[1]s}
 rules:
   - match: {system: "fan-out worker", turn: "1-%[2]d"}
-    tool_calls: [{name: read_file, input: {path: %[3]s}}]
+    tool_calls: [{name: noop, input: {path: "{{.Task}}/{{.Turn}}"}}]
   - match: {system: "fan-out worker"}
-    text: "Conclusion: {{.Task}} read {{lines (.Result \"read_file\")}} lines on turn {{.Turn}}."
+    text: "Conclusion: {{.Task}} done on turn {{.Turn}}: {{.Result \"noop\"}}."
   - match: {turn: 1}
     tool_calls:
-      - {name: spawn_subagent, repeat: %[4]d, input: {subagent_type: worker, task: "part {{.I}}", description: "part {{.I}}"}}
+      - {name: spawn_subagent, repeat: %[3]d, input: {subagent_type: worker, task: "part {{.I}}", description: "part {{.I}}"}}
   - match: {turn: 2}
     text: "Merged {{len .ToolResults}} reports."
-`, c.Latency, c.Turns-1, fanFile, c.Children)
+`, c.Latency, c.Turns-1, c.Children)
 }
 
 // Ideal is the fan-out's wall time from latency alone, for via.
@@ -115,11 +114,6 @@ func FanOut(ctx context.Context, wire, via string, c FanOutConfig) (*FanOutResul
 	if c.Children < 1 || c.Turns < 2 || c.MaxParallel < 1 || c.Latency < 0 {
 		return nil, fmt.Errorf("fan-out: need at least 1 child, 2 turns, 1 parallel: %+v", c)
 	}
-	ws, err := newWorkspace(map[string]string{fanFile: fanFileContents})
-	if err != nil {
-		return nil, err
-	}
-	defer ws.remove()
 	srv, err := startServer(fanScenario(c), "bench-fanout.yaml", 0, c.MaxParallel+8)
 	if err != nil {
 		return nil, err
@@ -131,11 +125,11 @@ func FanOut(ctx context.Context, wire, via string, c FanOutConfig) (*FanOutResul
 	var run func() (phases []time.Duration, peak int, err error)
 	switch via {
 	case ViaDeputy:
-		run, err = deputyFan(ctx, srv, ws, wire, c)
+		run, err = deputyFan(ctx, srv, wire, c)
 	case ViaProviderLoop:
-		run, err = providerFan(ctx, srv, ws, wire, c)
+		run, err = providerFan(ctx, srv, wire, c)
 	case ViaBareSDK:
-		run, err = bareFan(ctx, srv, ws, wire, c)
+		run, err = bareFan(ctx, srv, wire, c)
 	default:
 		err = fmt.Errorf("unknown fan-out via %q (have: %s)", via, strings.Join(FanOutVias, ", "))
 	}
@@ -185,7 +179,7 @@ func (p *peak) enter() {
 
 func (p *peak) leave() { p.now.Add(-1) }
 
-func deputyFan(ctx context.Context, srv *server, ws *workspace, wire string, c FanOutConfig) (func() ([]time.Duration, int, error), error) {
+func deputyFan(ctx context.Context, srv *server, wire string, c FanOutConfig) (func() ([]time.Duration, int, error), error) {
 	model, err := srv.model(wire)
 	if err != nil {
 		return nil, err
@@ -208,9 +202,10 @@ func deputyFan(ctx context.Context, srv *server, ws *workspace, wire string, c F
 			running.leave()
 		}
 	}}
-	task := agent.Task{Task: "Process every part.", System: fanRootSystem, Model: model, ModelName: ModelName, Tools: ws.tools,
+	task := agent.Task{Task: "Process every part.", System: fanRootSystem, Model: model, ModelName: ModelName,
+		Tools: tool.MustSet(benchloop.Noop{}),
 		Volatile: []*agent.Definition{{Name: "worker", Description: "Processes one part.", SystemPrompt: fanSystem,
-			Tools: []string{"read_file"}, Mode: agent.ModeIsolated}}}
+			Tools: []string{"noop"}, Mode: agent.ModeIsolated}}}
 	return func() ([]time.Duration, int, error) {
 		start = time.Now()
 		o, err := r.Run(ctx, task)
@@ -251,31 +246,18 @@ func fanLoops(c FanOutConfig, worker func(i int) error) ([]time.Duration, int, e
 	return nil, int(running.most.Load()), errors.Join(errs...)
 }
 
-// readSpec is the read_file tool's definition as the workers are offered it.
-func readSpec(ws *workspace) (llm.ToolSpec, error) {
-	for _, s := range ws.tools.Specs() {
-		if s.Name == "read_file" {
-			return s, nil
-		}
-	}
-	return llm.ToolSpec{}, errors.New("no read_file tool")
-}
+// noopSpec is the no-op tool the workers call; the loops answer its calls
+// as it does.
+var noopSpec = benchloop.Noop{}.Spec()
 
-// readTool is the bare loops' tool: they read the file themselves.
-func readTool(ws *workspace) (string, error) {
-	b, err := os.ReadFile(filepath.Join(ws.dir, fanFile))
-	return string(b), err
-}
+const noopResult = "ok"
 
-func providerFan(ctx context.Context, srv *server, ws *workspace, wire string, c FanOutConfig) (func() ([]time.Duration, int, error), error) {
+func providerFan(ctx context.Context, srv *server, wire string, c FanOutConfig) (func() ([]time.Duration, int, error), error) {
 	model, err := srv.model(wire)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := readSpec(ws)
-	if err != nil {
-		return nil, err
-	}
+	spec := noopSpec
 	worker := func(i int) error {
 		req := &llm.Request{Model: ModelName, System: fanSystem, Tools: []llm.ToolSpec{spec}, MaxTokens: 8192,
 			Messages: []llm.Message{llm.UserText(fmt.Sprintf("part %d", i))}}
@@ -291,13 +273,9 @@ func providerFan(ctx context.Context, srv *server, ws *workspace, wire string, c
 			if len(uses) == 0 {
 				return nil
 			}
-			out, err := readTool(ws)
-			if err != nil {
-				return err
-			}
 			results := make([]llm.Block, len(uses))
 			for k, u := range uses {
-				results[k] = llm.ToolResult(u.ID, out, false)
+				results[k] = llm.ToolResult(u.ID, noopResult, false)
 			}
 			req.Messages = append(req.Messages, resp.Message(), llm.Message{Role: llm.User, Content: results})
 		}
@@ -306,11 +284,8 @@ func providerFan(ctx context.Context, srv *server, ws *workspace, wire string, c
 	return func() ([]time.Duration, int, error) { return fanLoops(c, worker) }, nil
 }
 
-func bareFan(ctx context.Context, srv *server, ws *workspace, wire string, c FanOutConfig) (func() ([]time.Duration, int, error), error) {
-	spec, err := readSpec(ws)
-	if err != nil {
-		return nil, err
-	}
+func bareFan(ctx context.Context, srv *server, wire string, c FanOutConfig) (func() ([]time.Duration, int, error), error) {
+	spec := noopSpec
 	var worker func(i int) error
 	switch wire {
 	case "anthropic":
@@ -338,11 +313,7 @@ func bareFan(ctx context.Context, srv *server, ws *workspace, wire string, c Fan
 				var results []asdk.ContentBlockParamUnion
 				for _, b := range acc.Content {
 					if b.Type == "tool_use" {
-						out, err := readTool(ws)
-						if err != nil {
-							return err
-						}
-						results = append(results, asdk.NewToolResultBlock(b.ID, out, false))
+						results = append(results, asdk.NewToolResultBlock(b.ID, noopResult, false))
 					}
 				}
 				if (turn < c.Turns) != (len(results) > 0) {
@@ -391,11 +362,7 @@ func bareFan(ctx context.Context, srv *server, ws *workspace, wire string, c Fan
 				}
 				p.Messages = append(p.Messages, msg.ToParam())
 				for _, tc := range msg.ToolCalls {
-					out, err := readTool(ws)
-					if err != nil {
-						return err
-					}
-					p.Messages = append(p.Messages, osdk.ToolMessage(out, tc.ID))
+					p.Messages = append(p.Messages, osdk.ToolMessage(noopResult, tc.ID))
 				}
 			}
 			return nil
