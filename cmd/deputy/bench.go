@@ -47,7 +47,10 @@ func newBenchCmd() *cobra.Command {
 no-op tool call per turn, either on the in-process scripted model or through
 the real Anthropic / OpenAI clients against a "deputy fakellm" child process
 on loopback, so the figures are the client side only. Prints one JSON object
-per --via value: wall, CPU and allocations per turn, medians of --repeats.`,
+per --via value: wall, CPU and allocations per turn, medians of --repeats.
+"subagents" runs issue 4's benchmarks (context economy, fork cache reuse,
+fan-out) against an in-process fake server and prints one JSON object per
+figure with its goal (flags marked "subagents:").`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "subagents" { // issue 4's benchmarks: bench_subagents.go
