@@ -18,9 +18,15 @@ const (
 	// EventWrapUp comes before the last turn's turn_started, once the soft
 	// wall time has passed. It was added last to keep the values above.
 	EventWrapUp // Turn (the last)
+	// EventMessage carries a message the run appended to the transcript,
+	// once it is final, in transcript order: an assistant message as soon
+	// as it arrives, a user message of tool results before the next model
+	// call or at the end. Messages replaced by compaction were emitted
+	// before it, so a store that appends these keeps the original turns.
+	EventMessage // Turn, Message
 )
 
-var eventNames = [...]string{"", "turn_started", "compaction", "model_delta", "model_attempt", "model_response", "tool_call", "tool_result", "finished", "wrap_up"}
+var eventNames = [...]string{"", "turn_started", "compaction", "model_delta", "model_attempt", "model_response", "tool_call", "tool_result", "finished", "wrap_up", "message"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {
@@ -42,4 +48,5 @@ type Event struct {
 	Stop      StopReason
 	Compacted int // messages replaced by the summary
 	Err       error
+	Message   llm.Message // EventMessage
 }

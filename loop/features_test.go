@@ -536,3 +536,60 @@ func TestBatchParallelFollowsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestMessageEventsRebuildTheOriginalTranscript: the EventMessage stream,
+// appended to the messages given to Run, is the whole transcript, with the
+// turns a compaction replaced still in it (what a store keeps).
+func TestMessageEventsRebuildTheOriginalTranscript(t *testing.T) {
+	t.Parallel()
+	bulky := fn{name: "bulky", readOnly: true, run: func(context.Context, json.RawMessage) (string, error) {
+		return strings.Repeat("lorem ipsum ", 200), nil // ~600 tokens
+	}}
+	calls := 0
+	model := llm.ModelFunc(func(_ context.Context, req *llm.Request, _ func(llm.Delta)) (*llm.Response, error) {
+		if req.System == summarizeSystem {
+			return &llm.Response{Content: []llm.Block{llm.Text("SUMMARY")}, StopReason: llm.StopEndTurn}, nil
+		}
+		calls++
+		prompt := int64(llm.EstimateMessages(req.Messages))
+		if calls > 8 {
+			return &llm.Response{Content: []llm.Block{llm.Text("finished")}, StopReason: llm.StopEndTurn,
+				Usage: llm.Usage{InputTokens: prompt, OutputTokens: 1}}, nil
+		}
+		return &llm.Response{Content: []llm.Block{llm.ToolUse(fmt.Sprintf("toolu_%d", calls), "bulky", json.RawMessage(`{}`))},
+			StopReason: llm.StopToolUse, Usage: llm.Usage{InputTokens: prompt, OutputTokens: 10}}, nil
+	})
+	var got []llm.Message
+	compactions := 0
+	start := task("go")
+	res, err := Run(context.Background(), Config{Model: model, Tools: tool.MustSet(bulky),
+		Compaction: Compaction{ContextWindow: 3000},
+		OnEvent: func(e Event) {
+			switch e.Kind {
+			case EventMessage:
+				got = append(got, e.Message)
+			case EventCompaction:
+				compactions++
+			}
+		}}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(slices.Clone(start), got...)
+	if compactions == 0 || len(all) != 1+2*8+1 {
+		t.Fatalf("%d compactions; %d original messages, want the task, 8 turns of call and result, and the answer", compactions, len(all))
+	}
+	// The live transcript's kept tail is the original's tail.
+	tail := res.Messages[1:]
+	for i := range tail {
+		j := len(all) - len(tail) + i
+		if !reflect.DeepEqual(all[j], tail[i]) {
+			t.Fatalf("message %d of the live tail differs from original %d", i, j)
+		}
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].Role == all[i-1].Role {
+			t.Fatalf("roles do not alternate at %d", i)
+		}
+	}
+}

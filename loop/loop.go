@@ -140,6 +140,7 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 	start := r.clock.Now()
 	req := cfg.request(nil)
 	wrapping := false // the wrap-up message was sent: this turn is the last
+	r.emitted = len(res.Messages)
 	for {
 		if ctx.Err() != nil {
 			return r.failed(ctx, res, ctx.Err())
@@ -152,6 +153,7 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 			res.Messages = appendUserText(res.Messages, WrapUp)
 			r.emit(Event{Kind: EventWrapUp, Turn: res.Turns + 1})
 		}
+		r.emitMessages(res)
 		res.Turns++
 		r.emit(Event{Kind: EventTurnStarted, Turn: res.Turns})
 
@@ -179,6 +181,7 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 		res.Messages = append(res.Messages, msg)
 		res.Answer = msg.Text()
 		r.emit(Event{Kind: EventModelResponse, Turn: res.Turns, Usage: resp.Usage, ModelStop: resp.StopReason})
+		r.emitMessages(res)
 
 		cut := StopMaxOutputTokens
 		if budgetCut {
@@ -281,6 +284,10 @@ type run struct {
 	onAttempt func(llm.Attempt)
 	turn      int // for stream events
 
+	// emitted counts the transcript's messages already sent as
+	// EventMessage (or given to Run).
+	emitted int
+
 	// Prompt size bookkeeping for compaction: the last response's prompt
 	// plus output, and the estimated tokens appended since.
 	lastPrompt int64
@@ -335,6 +342,18 @@ func (r *run) limitReached(res *Result, start time.Time) StopReason {
 		return StopBudget
 	}
 	return ""
+}
+
+// emitMessages sends the messages appended since the last call as
+// EventMessage events. It is called where the transcript's tail is final.
+func (r *run) emitMessages(res *Result) {
+	if r.cfg.OnEvent == nil {
+		r.emitted = len(res.Messages)
+		return
+	}
+	for ; r.emitted < len(res.Messages); r.emitted++ {
+		r.emit(Event{Kind: EventMessage, Turn: res.Turns, Message: res.Messages[r.emitted]})
+	}
 }
 
 // spend adds one model call's usage to the run and to the shared budget.
@@ -414,6 +433,7 @@ func (r *run) failed(ctx context.Context, res *Result, err error) (*Result, erro
 
 func (r *run) finish(res *Result, stop StopReason, err error) (*Result, error) {
 	res.StopReason = stop
+	r.emitMessages(res)
 	r.emit(Event{Kind: EventFinished, Turn: res.Turns, Usage: res.Usage, Stop: stop, Err: err})
 	return res, err
 }

@@ -427,8 +427,8 @@ func TestEventsArriveInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "1turn_started 1model_delta 1model_delta 1model_response 1tool_call 1tool_call 1tool_result 1tool_result " +
-		"2turn_started 2model_delta 2model_response 2finished"
+	want := "1turn_started 1model_delta 1model_delta 1model_response 1message 1tool_call 1tool_call 1tool_result 1tool_result " +
+		"1message 2turn_started 2model_delta 2model_response 2message 2finished"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}
