@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -86,10 +87,28 @@ func MustSet(tools ...Tool) *Set {
 	return s
 }
 
+// compiled memoizes compiled schemas by their bytes. Compiling one costs
+// hundreds of microseconds and thousands of allocations, and the same
+// schemas are compiled again and again: every run of a tree builds its
+// spawn tool's set, every subagent its own. A compiled schema is
+// immutable and safe for concurrent use, so one serves every set.
+var compiled sync.Map // string(raw schema) → *jsonschema.Schema
+
 func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
 	if len(raw) == 0 {
 		raw = json.RawMessage(`{"type":"object"}`)
 	}
+	if sch, ok := compiled.Load(string(raw)); ok {
+		return sch.(*jsonschema.Schema), nil
+	}
+	sch, err := compileSchemaOnce(name, raw)
+	if err == nil {
+		compiled.Store(string(raw), sch)
+	}
+	return sch, err
+}
+
+func compileSchemaOnce(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: input schema: %w", name, err)
