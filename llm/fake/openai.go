@@ -211,7 +211,15 @@ func decodeOpenAI(body []byte) (*oaiDecoded, *wireError) {
 			pb.end(systemTokens(text), 0)
 			continue
 		}
+		// Consecutive wire messages of one role (an assistant's tool
+		// results, one message each on this wire) merge into one
+		// deputy message below, which llm.EstimateRequest counts once:
+		// charge the message overhead once too, so both ways of counting
+		// agree, as docs/scenarios.md promises.
 		overhead := messageOverhead
+		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == role {
+			overhead = 0
+		}
 		for j := range blocks {
 			pb.begin()
 			if j == 0 {

@@ -45,8 +45,11 @@ func parityRequest(key string, maxTokens int, stops ...string) *llm.Request {
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string"}}}`)}},
 		Messages: []llm.Message{
 			llm.UserText("Look around."),
-			{Role: llm.Assistant, Content: []llm.Block{llm.Text("Listing."), llm.ToolUse("toolu_1", "glob", json.RawMessage(`{"pattern":"*"}`))}},
-			{Role: llm.User, Content: []llm.Block{llm.ToolResult("toolu_1", key, false)}},
+			// Two results in one message: one wire message each on OpenAI,
+			// which must still count like the one deputy message.
+			{Role: llm.Assistant, Content: []llm.Block{llm.Text("Listing."), llm.ToolUse("toolu_1", "glob", json.RawMessage(`{"pattern":"*"}`)),
+				llm.ToolUse("toolu_2", "glob", json.RawMessage(`{"pattern":"*/*"}`))}},
+			{Role: llm.User, Content: []llm.Block{llm.ToolResult("toolu_1", key, false), llm.ToolResult("toolu_2", "(none)", false)}},
 		},
 		MaxTokens:     maxTokens,
 		StopSequences: stops,
