@@ -185,6 +185,9 @@ func (tr *tree) relay(n *node, res *loop.Result, report string, runErr error) Re
 	if state == StateFailed && r.Error == "" {
 		r.Error = "stopped: " + r.StopReason
 	}
-	tr.emit(n, Event{Kind: EventEnded, Relay: &r})
+	tr.mu.Lock()
+	final := n.inst
+	tr.mu.Unlock()
+	tr.emit(n, Event{Kind: EventEnded, Relay: &r, Final: &final})
 	return r
 }

@@ -55,10 +55,17 @@ type Runner struct {
 	OnEvent func(Event)
 	// NewID names instances; random ids when nil.
 	NewID func() string
+	// Steps, when set, gives the root's run its step runner (the durable
+	// engine's checkpointed steps). Children run with loop.Direct inside
+	// their parent's spawn call: the call is the unit a durable runner
+	// checkpoints for them.
+	Steps loop.Steps
 }
 
 // Task is a root agent's work.
 type Task struct {
+	// ID names the root instance; NewID's when empty.
+	ID     string
 	Task   string // the user's task, the root's first message
 	Type   string // the root's name in the instance list; default "root"
 	System string
@@ -77,6 +84,9 @@ type Task struct {
 	// Volatile definitions exist for this run only, above every other
 	// source; they are checked like files.
 	Volatile []*Definition
+	// Messages, when set, is the transcript the root continues from
+	// (a run after a crash or an answer) instead of the task alone.
+	Messages []llm.Message
 }
 
 // Outcome is a finished run of a tree.
@@ -159,6 +169,21 @@ type Event struct {
 	Loop     loop.Event // EventStep
 	Relay    *Relay     // EventEnded
 	Waiting  string     // EventQueued
+	// Spawned describes a child as it starts (EventSpawned), for a store
+	// that records it; nil for the root.
+	Spawned *Spawned
+	// Final is a child's record as it ended (EventEnded): its own usage
+	// and cost, where the relay's cover its subtree.
+	Final *Instance
+}
+
+// Spawned is what a child starts with.
+type Spawned struct {
+	Definition *Definition
+	Task       string
+	Mode       Mode
+	Model      string        // provider:model
+	Messages   []llm.Message // its first transcript (the task, or a fork of its parent's)
 }
 
 // Run runs t's root agent, with a spawn tool while the depth allows, until
@@ -178,7 +203,7 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 	if !tr.budget.priced(t.ModelSpec) {
 		return nil, fmt.Errorf("agent: a USD tree budget needs a price for %s (deputy.yaml prices)", t.ModelSpec)
 	}
-	root := tr.add(nil, &node{inst: Instance{Type: t.Type, Model: t.ModelSpec}, avail: t.Tools,
+	root := tr.add(nil, &node{inst: Instance{ID: t.ID, Type: t.Type, Model: t.ModelSpec}, avail: t.Tools,
 		writes: true}) // its writing children take turns under it
 	offered := t.Tools
 	if tr.maxDepth > 0 {
@@ -198,8 +223,13 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 		Compaction: t.Compaction,
 		Clock:      tr.clock,
 		Budget:     tr.loopBudget(t.ModelSpec),
+		Steps:      r.Steps,
 	}
-	res, runErr := tr.run(ctx, root, []llm.Message{llm.UserText(t.Task)})
+	msgs := t.Messages
+	if len(msgs) == 0 {
+		msgs = []llm.Message{llm.UserText(t.Task)}
+	}
+	res, runErr := tr.run(ctx, root, msgs)
 	state, _ := stateOf(res.StopReason, runErr)
 	tr.end(root, res, state, res.Answer, runErr)
 	tr.emit(root, Event{Kind: EventEnded})
@@ -232,6 +262,7 @@ type node struct {
 	avail  *tool.Set
 	skills []*Skill
 	def    *Definition // nil for the root
+	task   string      // as the parent wrote it
 	// order places the instance in the list: its parent's order, then
 	// the turn and the index of the spawn call, so children list in the
 	// order their parent asked for them, under it, however they ran.
@@ -294,7 +325,9 @@ func (r *Runner) newTree(t Task) (*tree, error) {
 func (tr *tree) add(parent *node, n *node) *node {
 	n.parent, n.start, n.belowOK = parent, tr.clock.Now(), true
 	n.sem, n.kidsWrite = make(chan struct{}, tr.maxPar), make(chan struct{}, 1)
-	n.inst.ID = tr.newID()
+	if n.inst.ID == "" {
+		n.inst.ID = tr.newID()
+	}
 	n.inst.State = StateRunning
 	if parent != nil {
 		n.inst.Parent = parent.inst.ID
@@ -327,7 +360,11 @@ func nodeFrom(ctx context.Context) *node {
 // run runs n's loop, forwarding its events and noting the files it writes.
 func (tr *tree) run(ctx context.Context, n *node, msgs []llm.Message) (*loop.Result, error) {
 	ctx = context.WithValue(ctx, nodeKey{}, n)
-	tr.emit(n, Event{Kind: EventSpawned})
+	ev := Event{Kind: EventSpawned}
+	if n.def != nil {
+		ev.Spawned = &Spawned{Definition: n.def, Task: n.task, Mode: n.inst.Mode, Model: n.inst.Model, Messages: msgs}
+	}
+	tr.emit(n, ev)
 	cfg := n.cfg
 	arts := artifactTracker{}
 	cfg.OnEvent = func(e loop.Event) {

@@ -158,7 +158,7 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 		return nil, nil, fmt.Errorf("spawn refused: the tree budget is spent (%s)", tr.budget)
 	}
 
-	c := &node{inst: Instance{Type: def.Name, Description: in.Description, Mode: mode}, def: def}
+	c := &node{inst: Instance{Type: def.Name, Description: in.Description, Mode: mode}, def: def, task: in.Task}
 	c.skills, _ = GrantedSkills(tr.r.Skills, def.Skills)
 	if slices.Contains(def.DisallowedTools, SkillTool) {
 		c.skills = nil
