@@ -1,0 +1,355 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/deputy-run/deputy/llm"
+)
+
+// Instance is one agent instance, root or child: what it was asked and how
+// it stands. The fields down to Model are its identity, fixed at creation;
+// the rest the store keeps up to date.
+type Instance struct {
+	ID string `json:"id"`
+	// Parent is the spawning instance's id, "" for a root.
+	Parent string `json:"parent,omitempty"`
+	// Root is the tree's root id; a root's Root is its own ID. Left empty
+	// at creation, it is filled in from the parent.
+	Root string `json:"root"`
+	// Depth is 0 for a root and the parent's depth + 1 for a child; left 0
+	// for a child at creation, it is filled in.
+	Depth int `json:"depth"`
+	// Type is the definition's name ("explorer"); Definition the snapshot of
+	// the definition it runs with, as JSON, so a later edit of the
+	// definition never changes a running instance.
+	Type       string          `json:"type,omitempty"`
+	Definition json.RawMessage `json:"definition,omitempty"`
+	Task       string          `json:"task,omitempty"`
+	Mode       string          `json:"mode,omitempty"`
+	Model      string          `json:"model,omitempty"`
+
+	State State `json:"state"`
+	// The result, set by Finish (and the counters by UpdateProgress).
+	StopReason string          `json:"stop_reason,omitempty"`
+	Incomplete bool            `json:"incomplete,omitempty"`
+	Report     string          `json:"report,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Usage      llm.Usage       `json:"usage"`
+	Cost       *float64        `json:"cost,omitempty"` // nil: unpriced
+	Turns      int             `json:"turns"`
+	ToolCalls  int             `json:"tool_calls"`
+	Artifacts  json.RawMessage `json:"artifacts,omitempty"`
+	// WorkflowID is the durable engine's workflow carrying the current (or
+	// last) run.
+	WorkflowID string    `json:"workflow_id,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	EndedAt    time.Time `json:"ended_at,omitzero"` // zero until terminal
+}
+
+const instanceColumns = `id, parent, root, depth, type, definition, task, mode, model, state,
+	stop_reason, incomplete, report, error, usage, cost, turns, tool_calls, artifacts, workflow_id,
+	created_at, updated_at, ended_at`
+
+// CreateInstance records in as a new instance in state created, filling in
+// Root, Depth, State and the times. Creating the same id again with the same
+// identity is not an error (the runtime may repeat the write after a crash):
+// in is then filled with the stored instance. The same id with a different
+// identity is ErrConflict; a parent that does not exist is ErrNotFound.
+func (s *Store) CreateInstance(ctx context.Context, in *Instance) error {
+	if in.ID == "" {
+		return errors.New("create instance: empty id")
+	}
+	if len(in.Definition) > 0 && !json.Valid(in.Definition) {
+		return fmt.Errorf("create instance %s: definition is not valid JSON", in.ID)
+	}
+	if in.Parent == in.ID {
+		return fmt.Errorf("create instance %s: it cannot be its own parent", in.ID)
+	}
+	want := *in
+	var stored *Instance
+	err := s.tx(ctx, func(q querier) error {
+		if want.Parent == "" {
+			if want.Root != "" && want.Root != want.ID {
+				return fmt.Errorf("a root instance is its own root, not %s", want.Root)
+			}
+			if want.Depth != 0 {
+				return fmt.Errorf("a root instance has depth 0, not %d", want.Depth)
+			}
+			want.Root = want.ID
+		} else {
+			var root string
+			var depth int
+			err := q.row(ctx, `SELECT root, depth FROM deputy_instances WHERE id = ?`, want.Parent).Scan(&root, &depth)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("parent %s: %w", want.Parent, ErrNotFound)
+			} else if err != nil {
+				return fmt.Errorf("read parent %s: %w", want.Parent, err)
+			}
+			if want.Root == "" {
+				want.Root = root
+			} else if want.Root != root {
+				return fmt.Errorf("root %s differs from its parent's root %s", want.Root, root)
+			}
+			if want.Depth == 0 {
+				want.Depth = depth + 1
+			} else if want.Depth != depth+1 {
+				return fmt.Errorf("depth %d is not its parent's depth + 1 (%d)", want.Depth, depth+1)
+			}
+		}
+		now := s.now()
+		res, err := q.exec(ctx, `INSERT INTO deputy_instances
+			(id, parent, root, depth, type, definition, task, mode, model, state, usage, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`,
+			want.ID, nullString(want.Parent), want.Root, want.Depth, want.Type, nullJSON(want.Definition),
+			want.Task, want.Mode, want.Model, string(Created), usageJSON(llm.Usage{}), now.UnixMicro(), now.UnixMicro())
+		if err != nil {
+			return fmt.Errorf("insert: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("insert: %w", err)
+		} else if n == 1 {
+			_, err := q.exec(ctx, `INSERT INTO deputy_transitions (instance_id, seq, from_state, to_state, cause, at)
+				VALUES (?, 1, '', ?, 'create', ?)`, want.ID, string(Created), now.UnixMicro())
+			if err != nil {
+				return fmt.Errorf("record creation: %w", err)
+			}
+		}
+		stored, err = getInstance(ctx, q, want.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create instance %s: %w", in.ID, err)
+	}
+	if diff := identityDiff(&want, stored); diff != "" {
+		return fmt.Errorf("create instance %s: %w: it exists with a different %s", in.ID, ErrConflict, diff)
+	}
+	*in = *stored
+	return nil
+}
+
+// identityDiff names the first identity field in which a and b differ.
+func identityDiff(a, b *Instance) string {
+	switch {
+	case a.Parent != b.Parent:
+		return "parent"
+	case a.Root != b.Root:
+		return "root"
+	case a.Depth != b.Depth:
+		return "depth"
+	case a.Type != b.Type:
+		return "type"
+	case !bytes.Equal(a.Definition, b.Definition):
+		return "definition"
+	case a.Task != b.Task:
+		return "task"
+	case a.Mode != b.Mode:
+		return "mode"
+	case a.Model != b.Model:
+		return "model"
+	}
+	return ""
+}
+
+// GetInstance reads one instance; an unknown id is ErrNotFound.
+func (s *Store) GetInstance(ctx context.Context, id string) (*Instance, error) {
+	in, err := getInstance(ctx, s.q(), id)
+	if err != nil {
+		return nil, fmt.Errorf("get instance %s: %w", id, err)
+	}
+	return in, nil
+}
+
+func getInstance(ctx context.Context, q querier, id string) (*Instance, error) {
+	in, err := scanInstance(q.row(ctx, `SELECT `+instanceColumns+` FROM deputy_instances WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return in, err
+}
+
+// Filter selects instances for ListInstances. Zero fields select all.
+type Filter struct {
+	Root      string  // in this tree (root included)
+	Parent    string  // children of this instance
+	OnlyRoots bool    // roots only (no parent)
+	States    []State // in one of these states
+	Active    bool    // in an active (non-terminal) state
+	Limit     int     // at most this many; 0: no limit
+}
+
+// ListInstances lists the instances f selects, oldest first (ties by id).
+func (s *Store) ListInstances(ctx context.Context, f Filter) ([]*Instance, error) {
+	var where []string
+	var args []any
+	if f.Root != "" {
+		where, args = append(where, "root = ?"), append(args, f.Root)
+	}
+	if f.Parent != "" {
+		where, args = append(where, "parent = ?"), append(args, f.Parent)
+	}
+	if f.OnlyRoots {
+		where = append(where, "parent IS NULL")
+	}
+	inStates := func(states []State) {
+		marks := make([]string, len(states))
+		for i, st := range states {
+			marks[i] = "?"
+			args = append(args, string(st))
+		}
+		where = append(where, "state IN ("+strings.Join(marks, ", ")+")")
+	}
+	if len(f.States) > 0 {
+		inStates(f.States)
+	}
+	if f.Active {
+		inStates([]State{Created, Running, Asking, Paused})
+	}
+	query := `SELECT ` + instanceColumns + ` FROM deputy_instances`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY created_at, id"
+	if f.Limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	rows, err := s.q().query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	defer rows.Close()
+	var out []*Instance
+	for rows.Next() {
+		in, err := scanInstance(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list instances: %w", err)
+		}
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	return out, nil
+}
+
+// UpdateProgress sets an active instance's running totals (absolute values,
+// so a repeated write is harmless). An ended instance is ErrTerminal.
+func (s *Store) UpdateProgress(ctx context.Context, id string, turns, toolCalls int, usage llm.Usage, cost *float64) error {
+	err := s.updateActive(ctx, id, `turns = ?, tool_calls = ?, usage = ?, cost = ?`,
+		turns, toolCalls, usageJSON(usage), nullFloat(cost))
+	if err != nil {
+		return fmt.Errorf("update progress of %s: %w", id, err)
+	}
+	return nil
+}
+
+// SetWorkflow records the durable workflow carrying an active instance.
+func (s *Store) SetWorkflow(ctx context.Context, id, workflowID string) error {
+	if err := s.updateActive(ctx, id, `workflow_id = ?`, workflowID); err != nil {
+		return fmt.Errorf("set workflow of %s: %w", id, err)
+	}
+	return nil
+}
+
+// updateActive sets columns of an instance that has not ended, and its
+// updated_at.
+func (s *Store) updateActive(ctx context.Context, id, set string, args ...any) error {
+	args = append(args, s.now().UnixMicro(), id, string(Completed), string(Failed), string(TimedOut), string(Cancelled))
+	res, err := s.q().exec(ctx, `UPDATE deputy_instances SET `+set+`, updated_at = ?
+		WHERE id = ? AND state NOT IN (?, ?, ?, ?)`, args...)
+	if err != nil {
+		return classify(s.dialect, s.busy, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 1 {
+		return nil
+	}
+	var st State
+	err = s.q().row(ctx, `SELECT state FROM deputy_instances WHERE id = ?`, id).Scan(&st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	} else if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", ErrTerminal, st)
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+func scanInstance(r scanner) (*Instance, error) {
+	var (
+		in                Instance
+		parent, def, arts sql.NullString
+		usage, state      string
+		cost              sql.NullFloat64
+		created, updated  int64
+		ended             sql.NullInt64
+	)
+	err := r.Scan(&in.ID, &parent, &in.Root, &in.Depth, &in.Type, &def, &in.Task, &in.Mode, &in.Model, &state,
+		&in.StopReason, &in.Incomplete, &in.Report, &in.Error, &usage, &cost, &in.Turns, &in.ToolCalls, &arts,
+		&in.WorkflowID, &created, &updated, &ended)
+	if err != nil {
+		return nil, err
+	}
+	in.Parent = parent.String
+	in.State = State(state)
+	if def.Valid {
+		in.Definition = json.RawMessage(def.String)
+	}
+	if arts.Valid {
+		in.Artifacts = json.RawMessage(arts.String)
+	}
+	if err := json.Unmarshal([]byte(usage), &in.Usage); err != nil {
+		return nil, fmt.Errorf("instance %s: stored usage: %w", in.ID, err)
+	}
+	if cost.Valid {
+		c := cost.Float64
+		in.Cost = &c
+	}
+	in.CreatedAt, in.UpdatedAt = fromMicros(created), fromMicros(updated)
+	if ended.Valid {
+		in.EndedAt = fromMicros(ended.Int64)
+	}
+	return &in, nil
+}
+
+// The column encodings shared by the files of this package.
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+func nullFloat(f *float64) any {
+	if f == nil {
+		return nil
+	}
+	return *f
+}
+
+func usageJSON(u llm.Usage) string {
+	b, _ := json.Marshal(u) // four integers: cannot fail
+	return string(b)
+}

@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// migrations are the schema's history, oldest first: migration i takes a
+// database from version i to i+1. Append only; never edit one that has
+// shipped, since databases out there already ran it.
+//
+// The SQL is written once for both dialects. The few words they spell
+// differently are tokens that expand per dialect (see dialectWords).
+// Times are BIGINT microseconds since the Unix epoch, UTC: one
+// representation both drivers read back exactly and that sorts as numbers.
+// JSON is TEXT, kept byte for byte (Postgres' jsonb would reorder keys, and
+// a transcript must come back as it went in).
+var migrations = [][]string{
+	// 1: the tables.
+	{
+		`CREATE TABLE deputy_instances (
+			id          TEXT PRIMARY KEY,
+			parent      TEXT REFERENCES deputy_instances (id),
+			root        TEXT NOT NULL,
+			depth       INTEGER NOT NULL,
+			type        TEXT NOT NULL DEFAULT '',
+			definition  TEXT,
+			task        TEXT NOT NULL DEFAULT '',
+			mode        TEXT NOT NULL DEFAULT '',
+			model       TEXT NOT NULL DEFAULT '',
+			state       TEXT NOT NULL,
+			stop_reason TEXT NOT NULL DEFAULT '',
+			incomplete  {{bool}} NOT NULL DEFAULT {{false}},
+			report      TEXT NOT NULL DEFAULT '',
+			error       TEXT NOT NULL DEFAULT '',
+			usage       TEXT NOT NULL DEFAULT '{}',
+			cost        {{real}},
+			turns       INTEGER NOT NULL DEFAULT 0,
+			tool_calls  INTEGER NOT NULL DEFAULT 0,
+			artifacts   TEXT,
+			workflow_id TEXT NOT NULL DEFAULT '',
+			created_at  BIGINT NOT NULL,
+			updated_at  BIGINT NOT NULL,
+			ended_at    BIGINT
+		)`,
+		`CREATE TABLE deputy_transitions (
+			instance_id TEXT NOT NULL REFERENCES deputy_instances (id),
+			seq         INTEGER NOT NULL,
+			from_state  TEXT NOT NULL,
+			to_state    TEXT NOT NULL,
+			cause       TEXT NOT NULL DEFAULT '',
+			at          BIGINT NOT NULL,
+			PRIMARY KEY (instance_id, seq)
+		)`,
+		`CREATE TABLE deputy_runs (
+			id          {{id}},
+			instance_id TEXT NOT NULL REFERENCES deputy_instances (id),
+			n           INTEGER NOT NULL,
+			workflow_id TEXT,
+			started_at  BIGINT NOT NULL,
+			ended_at    BIGINT,
+			outcome     TEXT NOT NULL DEFAULT '',
+			UNIQUE (instance_id, n),
+			UNIQUE (instance_id, workflow_id)
+		)`,
+		`CREATE TABLE deputy_messages (
+			instance_id TEXT NOT NULL REFERENCES deputy_instances (id),
+			seq         INTEGER NOT NULL,
+			turn        INTEGER NOT NULL,
+			role        TEXT NOT NULL,
+			content     TEXT NOT NULL,
+			at          BIGINT NOT NULL,
+			PRIMARY KEY (instance_id, seq)
+		)`,
+		`CREATE TABLE deputy_compactions (
+			instance_id TEXT NOT NULL REFERENCES deputy_instances (id),
+			turn        INTEGER NOT NULL,
+			through_seq INTEGER NOT NULL,
+			summary     TEXT NOT NULL,
+			usage       TEXT NOT NULL DEFAULT '{}',
+			at          BIGINT NOT NULL,
+			PRIMARY KEY (instance_id, turn)
+		)`,
+		`CREATE TABLE deputy_attempts (
+			instance_id TEXT NOT NULL REFERENCES deputy_instances (id),
+			turn        INTEGER NOT NULL,
+			n           INTEGER NOT NULL,
+			provider    TEXT NOT NULL DEFAULT '',
+			model       TEXT NOT NULL DEFAULT '',
+			status      INTEGER NOT NULL DEFAULT 0,
+			request_id  TEXT NOT NULL DEFAULT '',
+			reason      TEXT NOT NULL DEFAULT '',
+			error       TEXT NOT NULL DEFAULT '',
+			retry       {{bool}} NOT NULL DEFAULT {{false}},
+			discarded   {{bool}} NOT NULL DEFAULT {{false}},
+			wait_ms     BIGINT NOT NULL DEFAULT 0,
+			latency_ms  BIGINT NOT NULL DEFAULT 0,
+			at          BIGINT NOT NULL,
+			PRIMARY KEY (instance_id, turn, n)
+		)`,
+		`CREATE TABLE deputy_mailbox (
+			id          {{id}},
+			instance_id TEXT NOT NULL REFERENCES deputy_instances (id),
+			sender      TEXT NOT NULL DEFAULT '',
+			kind        TEXT NOT NULL DEFAULT '',
+			body        TEXT NOT NULL DEFAULT '',
+			dedup_key   TEXT,
+			created_at  BIGINT NOT NULL,
+			consumed_at BIGINT,
+			UNIQUE (instance_id, dedup_key)
+		)`,
+		`CREATE TABLE deputy_definitions (
+			name        TEXT PRIMARY KEY,
+			source      TEXT NOT NULL DEFAULT '',
+			definition  TEXT NOT NULL,
+			updated_at  BIGINT NOT NULL
+		)`,
+		`CREATE TABLE deputy_events (
+			id          {{id}},
+			instance_id TEXT NOT NULL REFERENCES deputy_instances (id),
+			kind        TEXT NOT NULL,
+			data        TEXT,
+			at          BIGINT NOT NULL
+		)`,
+	},
+	// 2: indexes for the list queries (children of a parent, a tree, the
+	// active instances, an instance's pending mail and its event feed).
+	{
+		`CREATE INDEX deputy_instances_parent ON deputy_instances (parent)`,
+		`CREATE INDEX deputy_instances_root ON deputy_instances (root)`,
+		`CREATE INDEX deputy_instances_state ON deputy_instances (state)`,
+		`CREATE INDEX deputy_mailbox_pending ON deputy_mailbox (instance_id, id) WHERE consumed_at IS NULL`,
+		`CREATE INDEX deputy_events_instance ON deputy_events (instance_id, id)`,
+	},
+}
+
+// dialectWords expands the tokens of the migrations.
+var dialectWords = map[Dialect]*strings.Replacer{
+	SQLite: strings.NewReplacer(
+		"{{id}}", "INTEGER PRIMARY KEY AUTOINCREMENT",
+		"{{bool}}", "INTEGER",
+		"{{false}}", "0",
+		"{{real}}", "REAL",
+	),
+	Postgres: strings.NewReplacer(
+		"{{id}}", "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+		"{{bool}}", "BOOLEAN",
+		"{{false}}", "FALSE",
+		"{{real}}", "DOUBLE PRECISION",
+	),
+}
+
+// LatestSchemaVersion is the schema version this binary migrates to.
+func LatestSchemaVersion() int { return len(migrations) }
+
+// pgMigrationLock keys the advisory lock that keeps two processes opening
+// one Postgres database from migrating it at once ("deputy" in ASCII).
+const pgMigrationLock = 0x646570757479
+
+// migrate brings the schema to version target (0: the latest), all in one
+// transaction: a failed migration leaves the database as it was.
+func (s *Store) migrate(ctx context.Context, target int) error {
+	if target == 0 {
+		target = LatestSchemaVersion()
+	}
+	return s.tx(ctx, func(q querier) error {
+		if s.dialect == Postgres {
+			// The session's lock_timeout may come from the URL; the
+			// migration waits for the busy timeout, as on SQLite.
+			if _, err := q.exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", s.busy.Milliseconds())); err != nil {
+				return fmt.Errorf("set lock_timeout: %w", err)
+			}
+			if _, err := q.exec(ctx, fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", pgMigrationLock)); err != nil {
+				return fmt.Errorf("take the migration lock: %w", err)
+			}
+		}
+		if _, err := q.exec(ctx, `CREATE TABLE IF NOT EXISTS deputy_schema (
+			version    INTEGER PRIMARY KEY,
+			applied_at BIGINT NOT NULL
+		)`); err != nil {
+			return fmt.Errorf("create deputy_schema: %w", err)
+		}
+		var cur int
+		if err := q.row(ctx, `SELECT COALESCE(MAX(version), 0) FROM deputy_schema`).Scan(&cur); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if cur > LatestSchemaVersion() {
+			return fmt.Errorf("%w: the database is at version %d, this deputy knows up to %d; nothing was changed", ErrNewerSchema, cur, LatestSchemaVersion())
+		}
+		words := dialectWords[s.dialect]
+		for v := cur + 1; v <= target; v++ {
+			for i, stmt := range migrations[v-1] {
+				if _, err := q.exec(ctx, words.Replace(stmt)); err != nil {
+					return fmt.Errorf("migration %d, statement %d: %w", v, i+1, err)
+				}
+			}
+			if _, err := q.exec(ctx, `INSERT INTO deputy_schema (version, applied_at) VALUES (?, ?)`, v, s.now().UnixMicro()); err != nil {
+				return fmt.Errorf("record migration %d: %w", v, err)
+			}
+		}
+		return nil
+	})
+}
+
+// SchemaVersion reads the database's schema version.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := s.q().row(ctx, `SELECT COALESCE(MAX(version), 0) FROM deputy_schema`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}

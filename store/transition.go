@@ -1,0 +1,199 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/deputy-run/deputy/llm"
+)
+
+// Transition is one recorded move of an instance's state. Seq numbers an
+// instance's transitions from 1; the first is the creation, from "" to
+// created.
+type Transition struct {
+	InstanceID string    `json:"instance_id"`
+	Seq        int       `json:"seq"`
+	From       State     `json:"from"`
+	To         State     `json:"to"`
+	Cause      string    `json:"cause,omitempty"`
+	At         time.Time `json:"at"`
+}
+
+// Transition moves instance id to state to and records why, atomically:
+// of two callers racing from the same state, exactly one wins and the other
+// gets a *TransitionError. A move the state machine does not allow is a
+// *TransitionError (errors.Is ErrIllegalTransition) naming both states; an
+// unknown id is ErrNotFound. A move to a terminal state also sets EndedAt;
+// use Finish to record the result with it.
+func (s *Store) Transition(ctx context.Context, id string, to State, cause string) error {
+	err := s.tx(ctx, func(q querier) error {
+		from, err := lockState(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		if !CanTransition(from, to) {
+			return &TransitionError{ID: id, From: from, To: to}
+		}
+		now := s.now()
+		set, args := `state = ?, updated_at = ?`, []any{string(to), now.UnixMicro()}
+		if to.Terminal() {
+			set, args = set+`, ended_at = ?`, append(args, now.UnixMicro())
+		}
+		return s.move(ctx, q, id, from, to, cause, now, set, args)
+	})
+	if err != nil {
+		return fmt.Errorf("transition %s to %s: %w", id, to, err)
+	}
+	return nil
+}
+
+// Result is how an instance ended, for Finish.
+type Result struct {
+	State      State // terminal
+	Cause      string
+	StopReason string
+	Incomplete bool
+	Report     string
+	Error      string
+	Usage      llm.Usage
+	Cost       *float64 // nil: unpriced
+	Turns      int
+	ToolCalls  int
+	Artifacts  json.RawMessage
+}
+
+// Finish ends instance id in r.State with its result, in one transaction:
+// the state, the result fields, EndedAt and the transition record are all
+// written or none is. Finishing again with the same result is a no-op (the
+// runtime may repeat it after a crash); an instance that already ended
+// otherwise is a *TransitionError (errors.Is ErrTerminal).
+func (s *Store) Finish(ctx context.Context, id string, r Result) error {
+	if !r.State.Terminal() {
+		return fmt.Errorf("finish %s: %w: %q is not a terminal state", id, ErrIllegalTransition, string(r.State))
+	}
+	if len(r.Artifacts) > 0 && !json.Valid(r.Artifacts) {
+		return fmt.Errorf("finish %s: artifacts are not valid JSON", id)
+	}
+	cause := r.Cause
+	if cause == "" {
+		cause = r.StopReason
+	}
+	err := s.tx(ctx, func(q querier) error {
+		from, err := lockState(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		if from == r.State {
+			in, err := getInstance(ctx, q, id)
+			if err != nil {
+				return err
+			}
+			if sameResult(in, r) {
+				return nil
+			}
+		}
+		if !CanTransition(from, r.State) {
+			return &TransitionError{ID: id, From: from, To: r.State}
+		}
+		now := s.now()
+		set := `state = ?, updated_at = ?, ended_at = ?, stop_reason = ?, incomplete = ?, report = ?, error = ?,
+			usage = ?, cost = ?, turns = ?, tool_calls = ?, artifacts = ?`
+		args := []any{string(r.State), now.UnixMicro(), now.UnixMicro(), r.StopReason, r.Incomplete, r.Report, r.Error,
+			usageJSON(r.Usage), nullFloat(r.Cost), r.Turns, r.ToolCalls, nullJSON(r.Artifacts)}
+		return s.move(ctx, q, id, from, r.State, cause, now, set, args)
+	})
+	if err != nil {
+		return fmt.Errorf("finish %s as %s: %w", id, r.State, err)
+	}
+	return nil
+}
+
+func sameResult(in *Instance, r Result) bool {
+	return in.StopReason == r.StopReason && in.Incomplete == r.Incomplete && in.Report == r.Report &&
+		in.Error == r.Error && in.Usage == r.Usage && in.Turns == r.Turns && in.ToolCalls == r.ToolCalls &&
+		bytes.Equal(in.Artifacts, r.Artifacts) &&
+		(in.Cost == nil) == (r.Cost == nil) && (in.Cost == nil || *in.Cost == *r.Cost)
+}
+
+// lockState reads an instance's state and, on Postgres, locks its row until
+// the transaction ends, so no other transition can slip in between.
+func lockState(ctx context.Context, q querier, id string) (State, error) {
+	var st string
+	err := q.row(ctx, `SELECT state FROM deputy_instances WHERE id = ?`+q.forUpdate(), id).Scan(&st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	} else if err != nil {
+		return "", fmt.Errorf("read state: %w", err)
+	}
+	return State(st), nil
+}
+
+// move writes the new state (set/args, compare-and-set on from) and the
+// transition record.
+func (s *Store) move(ctx context.Context, q querier, id string, from, to State, cause string, now time.Time, set string, args []any) error {
+	res, err := q.exec(ctx, `UPDATE deputy_instances SET `+set+` WHERE id = ? AND state = ?`, append(args, id, string(from))...)
+	if err != nil {
+		return fmt.Errorf("update state: %w", err)
+	}
+	// The row is locked, so this cannot miss; checked anyway, since two
+	// winners would break the one promise this function makes.
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("update state: %w", err)
+	} else if n != 1 {
+		return fmt.Errorf("state of %s changed under a locked transaction (%d rows)", id, n)
+	}
+	_, err = q.exec(ctx, `INSERT INTO deputy_transitions (instance_id, seq, from_state, to_state, cause, at)
+		SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM deputy_transitions WHERE instance_id = ?`,
+		id, string(from), string(to), cause, now.UnixMicro(), id)
+	if err != nil {
+		return fmt.Errorf("record transition: %w", err)
+	}
+	return nil
+}
+
+// Transitions lists an instance's recorded transitions in order.
+func (s *Store) Transitions(ctx context.Context, id string) ([]Transition, error) {
+	rows, err := s.q().query(ctx, `SELECT seq, from_state, to_state, cause, at FROM deputy_transitions
+		WHERE instance_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, fmt.Errorf("transitions of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []Transition
+	for rows.Next() {
+		t := Transition{InstanceID: id}
+		var from, to string
+		var at int64
+		if err := rows.Scan(&t.Seq, &from, &to, &t.Cause, &at); err != nil {
+			return nil, fmt.Errorf("transitions of %s: %w", id, err)
+		}
+		t.From, t.To, t.At = State(from), State(to), fromMicros(at)
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("transitions of %s: %w", id, err)
+	}
+	if len(out) == 0 {
+		if err := exists(ctx, s.q(), id); err != nil {
+			return nil, fmt.Errorf("transitions of %s: %w", id, err)
+		}
+	}
+	return out, nil
+}
+
+// exists returns ErrNotFound for an unknown instance id, nil for a known
+// one (or the error reading it). The list queries ask it when they find
+// nothing, to tell an unknown instance from an empty list.
+func exists(ctx context.Context, q querier, id string) error {
+	var one int
+	err := q.row(ctx, `SELECT 1 FROM deputy_instances WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
