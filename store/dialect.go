@@ -70,6 +70,9 @@ func describe(d Dialect, target string) string {
 // handing it this pool changes nothing for it.
 const sqliteMaxConns = 8
 
+// pgMaxIdleConns is how many Postgres connections stay open between bursts.
+const pgMaxIdleConns = 8
+
 func openSQLite(ctx context.Context, path string, busy time.Duration) (*sql.DB, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("open store %s: is a directory, not a SQLite file", path)
@@ -124,6 +127,10 @@ func openPostgres(ctx context.Context, target string, busy time.Duration) (*sql.
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", describe(Postgres, target), err)
 	}
+	// database/sql keeps 2 idle connections by default; a burst of
+	// concurrent writers (a fan-out finishing) would then reconnect each
+	// time, at a few milliseconds a connection.
+	db.SetMaxIdleConns(pgMaxIdleConns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: connect: %w", describe(Postgres, target), err)

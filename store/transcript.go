@@ -38,9 +38,9 @@ func (s *Store) AppendMessages(ctx context.Context, id string, turn, firstSeq in
 		if err != nil {
 			return err
 		}
-		var next int
-		if err := q.row(ctx, `SELECT COUNT(*) FROM deputy_messages WHERE instance_id = ?`, id).Scan(&next); err != nil {
-			return fmt.Errorf("count messages: %w", err)
+		next, err := messageCount(ctx, q, id)
+		if err != nil {
+			return err
 		}
 		if firstSeq > next {
 			return fmt.Errorf("%w: seq %d would leave a gap after the %d messages stored", ErrConflict, firstSeq, next)
@@ -83,6 +83,17 @@ func (s *Store) AppendMessages(ctx context.Context, id string, turn, firstSeq in
 		return fmt.Errorf("append messages %d..%d to %s: %w", firstSeq, firstSeq+len(msgs)-1, id, err)
 	}
 	return nil
+}
+
+// messageCount is the number of messages stored for instance id. Sequence
+// numbers have no gaps, so it is the last one + 1, which the primary key
+// finds without counting.
+func messageCount(ctx context.Context, q querier, id string) (int, error) {
+	var n int
+	if err := q.row(ctx, `SELECT COALESCE(MAX(seq), -1) + 1 FROM deputy_messages WHERE instance_id = ?`, id).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count messages: %w", err)
+	}
+	return n, nil
 }
 
 // Transcript returns instance id's whole original transcript in order.
@@ -136,9 +147,9 @@ func (s *Store) RecordCompaction(ctx context.Context, c Compaction) error {
 		if _, err := lockState(ctx, q, c.InstanceID); err != nil {
 			return err
 		}
-		var n int
-		if err := q.row(ctx, `SELECT COUNT(*) FROM deputy_messages WHERE instance_id = ?`, c.InstanceID).Scan(&n); err != nil {
-			return fmt.Errorf("count messages: %w", err)
+		n, err := messageCount(ctx, q, c.InstanceID)
+		if err != nil {
+			return err
 		}
 		if c.ThroughSeq < 0 || c.ThroughSeq >= n {
 			return fmt.Errorf("through seq %d: the transcript has messages 0..%d", c.ThroughSeq, n-1)

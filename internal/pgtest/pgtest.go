@@ -201,8 +201,13 @@ func startServer() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "deputy-pg-")
+	removeStale()
+	dir, err := os.MkdirTemp("", tempPrefix)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -292,6 +297,33 @@ func launch(bin, dir, data string, attr *syscall.SysProcAttr) (*server, error) {
 	case <-timeout.C:
 		s.stop()
 		return nil, fmt.Errorf("postgres not ready after %v:\n%s", startTimeout, s.log)
+	}
+}
+
+// A private cluster's directory is os.TempDir()/deputy-pg-*, with the
+// test binary's pid in its owner file.
+const (
+	tempPrefix = "deputy-pg-"
+	ownerFile  = "owner.pid"
+)
+
+// removeStale removes the directories of clusters whose test binary died
+// without stopping them (the parent-death signal stopped the server, but
+// nothing removed its files).
+func removeStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempPrefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // being set up, or not ours
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+			os.RemoveAll(d)
+		}
 	}
 }
 
