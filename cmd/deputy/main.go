@@ -66,6 +66,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(), newFakeLLMCmd(), newBenchCmd(), newVersionCmd(), newAgentsCmd())
+	root.AddCommand(newRunCmd(), newWorkerCmd(), newShowCmd(), newPsCmd(), newFakeLLMCmd(), newBenchCmd(), newVersionCmd(), newAgentsCmd())
 	return root
 }

@@ -6,25 +6,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/cost"
+	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
-	"github.com/deputy-run/deputy/tool"
-	"github.com/deputy-run/deputy/tool/builtin"
+	"github.com/deputy-run/deputy/store"
 )
 
 // rootSystemPrompt is the system prompt of an agent started by `deputy run`.
@@ -38,12 +38,14 @@ type runOptions struct {
 	scenario    string
 	workspace   string
 	config      string
+	db          string
 	maxTurns    int
 	maxDepth    int
 	maxParallel int
 	budget      agent.TreeBudget
 	asJSON      bool
 	quiet       bool
+	detach      bool
 	searchURL   string
 }
 
@@ -52,7 +54,10 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] TASK",
 		Short: "Run an agent, and the subagents it delegates to, on a task in a workspace and print its answer",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Runs a root agent on TASK. Every instance, transcript and step is recorded in the
+database (--db): if this process dies, "deputy worker" resumes the run from its
+last finished step. --detach records the run and leaves it to a worker.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTask(cmd.Context(), o, strings.Join(args, " "), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -62,6 +67,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.scenario, "scenario", "", "scenario file (YAML) for --model fake (default: the built-in demo)")
 	f.StringVar(&o.workspace, "workspace", ".", "directory the agent's file and shell tools work in; its .deputy/ and .claude/ agents and skills are loaded")
 	f.StringVar(&o.config, "config", "", "deputy.yaml with model tiers and prices (default: WORKSPACE/deputy.yaml, then ~/.deputy/deputy.yaml)")
+	f.StringVar(&o.db, "db", "", dbFlagHelp)
 	f.IntVar(&o.maxTurns, "max-turns", loop.DefaultMaxTurns, "maximum model calls of the root agent")
 	f.IntVar(&o.maxDepth, "max-depth", agent.DefaultMaxDepth, "how deep subagents may nest (1: only the root spawns; 0: no subagents)")
 	f.IntVar(&o.maxParallel, "max-parallel", agent.DefaultMaxParallel, "subagents of one parent running at once")
@@ -69,21 +75,23 @@ func newRunCmd() *cobra.Command {
 	f.Float64Var(&o.budget.USD, "budget-usd", 0, "cost budget in USD for the whole tree (needs prices in deputy.yaml; 0: none)")
 	f.BoolVar(&o.asJSON, "json", false, "print a JSON object: answer, stop_reason, usage, turns, tool_calls, cost, instances")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the answer: no progress and no cost table (stderr)")
+	f.BoolVar(&o.detach, "detach", false, "record the run, print the root instance id and exit; a worker (deputy worker) runs it")
 	f.StringVar(&o.searchURL, "search-url", os.Getenv("DEPUTY_SEARCH_URL"), "SearXNG-compatible JSON search API for web_search (default $DEPUTY_SEARCH_URL; without it the tool is absent)")
 	return cmd
 }
 
 // runResult is the --json output.
 type runResult struct {
-	Answer     string           `json:"answer"`
-	StopReason loop.StopReason  `json:"stop_reason"`
-	Usage      llm.Usage        `json:"usage"` // the whole tree's
-	Turns      int              `json:"turns"`
-	ToolCalls  int              `json:"tool_calls"`
-	Model      string           `json:"model"`
-	Cost       *float64         `json:"cost"` // USD for the tree; null when a model has no price
-	Instances  []agent.Instance `json:"instances"`
-	Error      string           `json:"error,omitempty"`
+	ID         string         `json:"id"`
+	Answer     string         `json:"answer"`
+	StopReason string         `json:"stop_reason"`
+	Usage      llm.Usage      `json:"usage"` // the whole tree's
+	Turns      int            `json:"turns"`
+	ToolCalls  int            `json:"tool_calls"`
+	Model      string         `json:"model"`
+	Cost       *float64       `json:"cost"` // USD for the tree; null when a model has no price
+	Instances  []instanceJSON `json:"instances"`
+	Error      string         `json:"error,omitempty"`
 }
 
 func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.Writer) error {
@@ -100,9 +108,9 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	ms := &models{scenario: o.scenario}
-	model, modelName, err := ms.open(spec)
-	if err != nil {
+	// Open the root's model now, so a bad spec or a missing key is one
+	// line before anything is recorded.
+	if _, _, err := (&models{scenario: o.scenario}).open(spec); err != nil {
 		return err
 	}
 	ws, err := filepath.Abs(o.workspace)
@@ -112,71 +120,80 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 		return usageErr("workspace %s is not a directory", ws)
 	}
-	tools, err := builtin.Tools(builtin.Config{Workspace: ws, SearchURL: o.searchURL})
-	if err != nil {
-		return usageErr("tools: %v", err)
+	var onEvent func(agent.Event)
+	if !o.quiet && !o.detach {
+		onEvent = progress(stderr)
 	}
-	set, err := tool.NewSet(tools...)
-	if err != nil {
-		return usageErr("tools: %v", err)
-	}
-	runner, err := newRunner(ws, o, spec, ms, stderr)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	eng, st, closeEng, err := openEngine(ctx, engineConfig{db: o.db, scenario: o.scenario, workspace: ws,
+		config: o.config, quiet: o.quiet, failpoint: os.Getenv("DEPUTY_FAILPOINT")}, spec, onEvent, stderr)
 	if err != nil {
 		return err
 	}
-	if !o.quiet {
-		runner.OnEvent = progress(stderr)
-	}
+	defer closeEng()
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	out, runErr := runner.Run(ctx, agent.Task{
-		Task:      task,
-		System:    fmt.Sprintf(rootSystemPrompt, ws),
-		Model:     model,
-		ModelName: modelName,
-		ModelSpec: spec,
-		Tools:     set,
-		Limits:    loop.Limits{MaxTurns: o.maxTurns},
-		Budget:    o.budget,
-	})
-	if out == nil { // the run could not start
-		return usageErr("%v", runErr)
+	maxDepth := o.maxDepth
+	if maxDepth == 0 {
+		maxDepth = -1 // the flag's 0 means none; the runner's 0 means its default
 	}
-	res := out.Result
+	rs := durable.Spec{System: fmt.Sprintf(rootSystemPrompt, ws), Model: spec, Workspace: ws, SearchURL: o.searchURL,
+		MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel, Budget: o.budget}
+	if o.detach {
+		id, err := eng.Detach(ctx, task, rs)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, id)
+		return nil
+	}
+	id, err := eng.Start(ctx, task, rs)
+	if err != nil {
+		return err
+	}
+	root, err := eng.Wait(ctx, id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &exitError{code: exitFailed, err: fmt.Errorf("interrupted: instance %s is saved; \"deputy worker\" resumes it", id)}
+		}
+		return &exitError{code: exitFailed, err: err}
+	}
+	tree, err := st.ListInstances(ctx, store.Filter{Root: id})
+	if err != nil {
+		return err
+	}
+	rows, usage, cost := instanceRows(tree)
 
 	if o.asJSON {
-		j := runResult{Answer: res.Answer, StopReason: res.StopReason, Usage: out.Usage,
-			Turns: res.Turns, ToolCalls: res.ToolCalls, Model: spec, Instances: out.Instances}
-		if out.CostKnown {
-			j.Cost = &out.Cost
-		}
-		if runErr != nil {
-			j.Error = runErr.Error()
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(j); err != nil {
+		j := runResult{ID: id, Answer: root.Report, StopReason: root.StopReason, Usage: usage,
+			Turns: root.Turns, ToolCalls: root.ToolCalls, Model: spec, Instances: rows, Cost: cost, Error: root.Error}
+		if err := writeJSON(stdout, j); err != nil {
 			return err
 		}
 	} else {
-		if res.Answer != "" {
-			fmt.Fprintln(stdout, res.Answer)
+		if root.Report != "" {
+			fmt.Fprintln(stdout, root.Report)
 		}
-		if !o.quiet && (runErr == nil || !isConfigError(runErr)) {
-			costTable(stderr, out) // a setup error is one line, not a table of zeros
+		if !o.quiet && !(root.State == store.Failed && isConfigMessage(root.Error)) {
+			costTable(stderr, rows, usage, cost) // a setup error is one line, not a table of zeros
 		}
 	}
 	switch {
-	case runErr != nil && isConfigError(runErr):
-		return &exitError{code: exitUsage, err: runErr}
-	case runErr != nil:
-		return &exitError{code: exitFailed, err: fmt.Errorf("run %s: %w", res.StopReason, runErr)}
-	case res.StopReason != loop.StopCompleted:
-		return &exitError{code: exitLimited, err: fmt.Errorf("run stopped: %s after %d turns", res.StopReason, res.Turns)}
+	case root.State == store.Failed && isConfigMessage(root.Error):
+		return &exitError{code: exitUsage, err: errors.New(root.Error)}
+	case root.State == store.Failed || root.State == store.Cancelled:
+		return &exitError{code: exitFailed, err: fmt.Errorf("run %s: %s", root.StopReason, root.Error)}
+	case root.StopReason != string(loop.StopCompleted):
+		return &exitError{code: exitLimited, err: fmt.Errorf("run stopped: %s after %d turns", root.StopReason, root.Turns)}
 	}
 	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // newRunner loads what a run's subagents need: the catalog (built-ins,
@@ -265,21 +282,16 @@ func loadConfig(ws, flag, home, rootSpec string) (*agent.Config, error) {
 	return &agent.Config{}, nil
 }
 
-// isConfigError tells a failure of the setup (wrong key, unknown model,
-// nothing listening at the endpoint) from a failure of the run, so scripts
-// can react: the former exits 2 like any configuration error.
-func isConfigError(err error) bool {
-	var api *llm.APIError
-	if errors.As(err, &api) {
-		switch api.StatusCode {
-		case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
-			return true
-		}
-		return false
-	}
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+// isConfigMessage tells, from a run's recorded error, a failure of the
+// setup (wrong key, unknown model, nothing listening at the endpoint) from
+// a failure of the run, so scripts can react: the former exits 2 like any
+// configuration error. The run's error crossed the store as text, so the
+// check reads the provider's status as llm.APIError prints it.
+func isConfigMessage(msg string) bool {
+	return configFailure.MatchString(msg)
 }
+
+var configFailure = regexp.MustCompile(`: (401|403|404) [a-z_]+|dial tcp|connection refused`)
 
 // progress prints one line per tool call and per subagent start and end
 // to w, so a person watching sees the agents work without the answer on
@@ -344,9 +356,81 @@ func loopLine(e loop.Event) string {
 	return ""
 }
 
+// instanceJSON is an instance as the CLI prints it (run --json, show,
+// ps).
+type instanceJSON struct {
+	ID          string    `json:"id"`
+	Parent      string    `json:"parent,omitempty"`
+	Root        string    `json:"root"`
+	Depth       int       `json:"depth"`
+	Type        string    `json:"type"`
+	Mode        string    `json:"mode,omitempty"`
+	Model       string    `json:"model"`
+	State       string    `json:"state"`
+	StopReason  string    `json:"stop_reason,omitempty"`
+	Incomplete  bool      `json:"incomplete,omitempty"`
+	Turns       int       `json:"turns"`
+	ToolCalls   int       `json:"tool_calls"`
+	Usage       llm.Usage `json:"usage"`
+	Cost        *float64  `json:"cost"`
+	Result      string    `json:"result"`
+	ReportChars int       `json:"report_chars"`
+	Error       string    `json:"error,omitempty"`
+	Task        string    `json:"task,omitempty"`
+	Created     time.Time `json:"created_at"`
+	Ended       time.Time `json:"ended_at,omitzero"`
+}
+
+func toJSON(in *store.Instance) instanceJSON {
+	return instanceJSON{ID: in.ID, Parent: in.Parent, Root: in.Root, Depth: in.Depth, Type: in.Type, Mode: in.Mode,
+		Model: in.Model, State: string(in.State), StopReason: in.StopReason, Incomplete: in.Incomplete,
+		Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage, Cost: in.Cost, Result: in.Report,
+		ReportChars: utf8.RuneCountInString(in.Report), Error: in.Error, Task: in.Task, Created: in.CreatedAt, Ended: in.EndedAt}
+}
+
+// instanceRows turns a tree's instances into rows, parents before their
+// children, with the tree's usage and cost (nil when some model has no
+// price).
+func instanceRows(tree []*store.Instance) ([]instanceJSON, llm.Usage, *float64) {
+	kids := map[string][]*store.Instance{}
+	var roots []*store.Instance
+	for _, in := range tree {
+		if in.Parent == "" {
+			roots = append(roots, in)
+		} else {
+			kids[in.Parent] = append(kids[in.Parent], in)
+		}
+	}
+	var rows []instanceJSON
+	var walk func(in *store.Instance)
+	walk = func(in *store.Instance) {
+		rows = append(rows, toJSON(in))
+		for _, k := range kids[in.ID] {
+			walk(k)
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	var u llm.Usage
+	total, known := 0.0, true
+	for _, r := range rows {
+		u.Add(r.Usage)
+		if r.Cost == nil {
+			known = false
+		} else {
+			total += *r.Cost
+		}
+	}
+	if !known {
+		return rows, u, nil
+	}
+	return rows, u, &total
+}
+
 // costTable prints one row per instance of the tree, children indented
 // under their parents, and the total.
-func costTable(w io.Writer, o *agent.Outcome) {
+func costTable(w io.Writer, rows []instanceJSON, u llm.Usage, total *float64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "instance\ttype\tmode\tstate\tturns\ttools\tin\tcached\tout\treport\tcost\t")
 	money := func(c *float64) string {
@@ -355,8 +439,8 @@ func costTable(w io.Writer, o *agent.Outcome) {
 		}
 		return fmt.Sprintf("$%.4f", *c)
 	}
-	for _, in := range o.Instances {
-		mode := string(in.Mode)
+	for _, in := range rows {
+		mode := in.Mode
 		if mode == "" {
 			mode = "-"
 		}
@@ -368,14 +452,9 @@ func costTable(w io.Writer, o *agent.Outcome) {
 			in.Type, mode, state, in.Turns, in.ToolCalls, in.Usage.InputTokens+in.Usage.CacheWriteTokens,
 			in.Usage.CacheReadTokens, in.Usage.OutputTokens, in.ReportChars, money(in.Cost))
 	}
-	total := &o.Cost
-	if !o.CostKnown {
-		total = nil
-	}
-	u := o.Usage
 	fmt.Fprintf(tw, "total\t\t\t\t\t\t%d\t%d\t%d\t\t%s\t\n", u.InputTokens+u.CacheWriteTokens, u.CacheReadTokens, u.OutputTokens, money(total))
 	tw.Flush()
-	if len(o.Instances) > 0 && strings.HasPrefix(o.Instances[0].Model, "fake") {
+	if len(rows) > 0 && strings.HasPrefix(rows[0].Model, "fake") {
 		fmt.Fprintln(w, "(the scripted model is priced at illustrative rates; * marks a partial result)")
 	}
 }

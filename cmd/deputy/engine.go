@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/store"
+	"github.com/deputy-run/deputy/tool"
+	"github.com/deputy-run/deputy/tool/builtin"
+)
+
+// dbFlagHelp documents --db for every command that opens the store.
+const dbFlagHelp = `database: a SQLite file or a postgres:// URL (default $DEPUTY_DB, else .deputy/deputy.db)`
+
+// dbURL is --db, $DEPUTY_DB, or .deputy/deputy.db under the current
+// directory.
+func dbURL(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if v := os.Getenv("DEPUTY_DB"); v != "" {
+		return v
+	}
+	return filepath.Join(".deputy", "deputy.db")
+}
+
+// openStore opens the database; every failure (a corrupt, locked or newer
+// database, nothing listening) is a configuration error, exit 2, and
+// nothing is overwritten.
+func openStore(ctx context.Context, flag string) (*store.Store, string, error) {
+	url := dbURL(flag)
+	st, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		return nil, "", usageErr("%v", err)
+	}
+	return st, url, nil
+}
+
+// engineConfig is what commands that run instances share.
+type engineConfig struct {
+	db        string
+	scenario  string
+	workspace string // for the catalog, skills and deputy.yaml
+	config    string
+	quiet     bool
+	failpoint string
+}
+
+// openEngine opens the store and the durable engine over it, with the
+// catalog, skills and models of the workspace. The returned close stops
+// both.
+func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent func(agent.Event), stderr io.Writer) (*durable.Engine, *store.Store, func(), error) {
+	st, url, err := openStore(ctx, c.db)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ms := &models{scenario: c.scenario}
+	runner, err := newRunner(c.workspace, runOptions{config: c.config, quiet: c.quiet}, rootSpec, ms, stderr)
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	pgURL := ""
+	if st.Dialect() == store.Postgres {
+		pgURL = url
+	}
+	eng, err := durable.Open(ctx, durable.Options{
+		Store:     st,
+		URL:       pgURL,
+		Models:    ms.open,
+		Tools:     workspaceTools,
+		Runner:    *runner,
+		OnEvent:   onEvent,
+		Failpoint: c.failpoint,
+	})
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, usageErr("%v", err)
+	}
+	return eng, st, func() { eng.Close(10 * time.Second); st.Close() }, nil
+}
+
+// workspaceTools are the built-in tools of a root's workspace.
+func workspaceTools(s durable.Spec) (*tool.Set, error) {
+	if st, err := os.Stat(s.Workspace); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("workspace %s is not a directory", s.Workspace)
+	}
+	tools, err := builtin.Tools(builtin.Config{Workspace: s.Workspace, SearchURL: s.SearchURL})
+	if err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	return tool.NewSet(tools...)
+}
+
+// notFound turns the store's ErrNotFound into a clear usage error.
+func notFound(id string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return usageErr("no instance %q in this database (deputy ps --all lists them)", id)
+	}
+	return err
+}
+
+func oneLineOf(s string, n int) string { return clip(strings.Join(strings.Fields(s), " "), n) }

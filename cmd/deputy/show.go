@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/store"
+)
+
+func newShowCmd() *cobra.Command {
+	var db string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one instance: its state, usage, result and transcript",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, _, err := openStore(ctx, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			in, err := st.GetInstance(ctx, args[0])
+			if err != nil {
+				return notFound(args[0], err)
+			}
+			msgs, err := st.Transcript(ctx, in.ID)
+			if err != nil {
+				return err
+			}
+			trs, err := st.Transitions(ctx, in.ID)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					instanceJSON
+					Transcript  []llm.Message      `json:"transcript"`
+					Transitions []store.Transition `json:"transitions"`
+				}{toJSON(in), msgs, trs})
+			}
+			showText(cmd.OutOrStdout(), in, msgs, trs)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", "", dbFlagHelp)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the instance, its transcript and its transitions as JSON")
+	return cmd
+}
+
+func showText(w io.Writer, in *store.Instance, msgs []llm.Message, trs []store.Transition) {
+	j := toJSON(in)
+	fmt.Fprintf(w, "%s  %s  %s", in.ID, in.Type, in.State)
+	if in.Incomplete {
+		fmt.Fprint(w, " (incomplete)")
+	}
+	fmt.Fprintln(w)
+	if in.Parent != "" {
+		fmt.Fprintf(w, "parent   %s\n", in.Parent)
+	}
+	fmt.Fprintf(w, "model    %s\nturns    %d, %d tool calls\nusage    %d in (%d cached), %d out\n", in.Model, in.Turns, in.ToolCalls,
+		in.Usage.Prompt(), in.Usage.CacheReadTokens, in.Usage.OutputTokens)
+	if j.Cost != nil {
+		fmt.Fprintf(w, "cost     $%.4f\n", *j.Cost)
+	}
+	if in.Error != "" {
+		fmt.Fprintf(w, "error    %s\n", in.Error)
+	}
+	fmt.Fprintf(w, "task     %s\n", oneLineOf(in.Task, 200))
+	for _, t := range trs {
+		fmt.Fprintf(w, "  %s  %s → %s  %s\n", t.At.Format("15:04:05.000"), t.From, t.To, t.Cause)
+	}
+	fmt.Fprintf(w, "\ntranscript (%d messages)\n", len(msgs))
+	for i, m := range msgs {
+		for _, b := range m.Content {
+			var line string
+			switch b.Type {
+			case llm.TypeText:
+				line = oneLineOf(b.Text, 160)
+			case llm.TypeToolUse:
+				line = "call " + b.Name + " " + oneLineOf(string(b.Input), 120)
+			case llm.TypeToolResult:
+				line = "result " + oneLineOf(b.Text, 140)
+				if b.IsError {
+					line = "error " + oneLineOf(b.Text, 140)
+				}
+			default:
+				line = "[" + b.Type + "]"
+			}
+			fmt.Fprintf(w, "%3d %-9s %s\n", i, m.Role, line)
+		}
+	}
+	if in.Report != "" {
+		fmt.Fprintf(w, "\nresult\n%s\n", in.Report)
+	}
+}
+
+func newPsCmd() *cobra.Command {
+	var db string
+	var all, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ps",
+		Short: "List instances: the active ones, or --all",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			st, _, err := openStore(ctx, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			list, err := st.ListInstances(ctx, store.Filter{Active: !all})
+			if err != nil {
+				return err
+			}
+			out := make([]instanceJSON, 0, len(list))
+			for _, in := range list {
+				out = append(out, toJSON(in))
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), out)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tPARENT\tTYPE\tSTATE\tTURNS\tTOKENS\tCREATED\tTASK")
+			for _, in := range out {
+				parent := in.Parent
+				if parent == "" {
+					parent = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", in.ID, parent, in.Type, in.State, in.Turns,
+					in.Usage.Total(), in.Created.Local().Format("01-02 15:04:05"), strings.TrimSpace(oneLineOf(in.Task, 60)))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", "", dbFlagHelp)
+	cmd.Flags().BoolVar(&all, "all", false, "include ended instances")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return cmd
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deputy-run/deputy/store"
+)
+
+func newWorkerCmd() *cobra.Command {
+	var c engineConfig
+	var untilIdle bool
+	var poll time.Duration
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run queued instances and resume interrupted ones, until stopped",
+		Long: `A worker resumes the runs that a stopped process left pending (from their last
+finished step) and runs those queued with "deputy run --detach". It starts
+nothing new of its own. It stops on SIGINT or SIGTERM, or, with --until-idle,
+once no instance in the database is active.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			ws, err := filepath.Abs(c.workspace)
+			if err != nil {
+				return usageErr("workspace: %v", err)
+			}
+			c.workspace = ws
+			c.failpoint = os.Getenv("DEPUTY_FAILPOINT")
+			var onEvent = progress(cmd.ErrOrStderr())
+			if c.quiet {
+				onEvent = nil
+			}
+			_, st, closeEng, err := openEngine(ctx, c, "", onEvent, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer closeEng()
+			if !untilIdle {
+				<-ctx.Done()
+				return nil
+			}
+			return waitIdle(ctx, st, poll)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.db, "db", "", dbFlagHelp)
+	f.StringVar(&c.scenario, "scenario", "", "scenario file for instances on --model fake")
+	f.StringVar(&c.workspace, "workspace", ".", "directory whose agents, skills and deputy.yaml the runs use")
+	f.StringVar(&c.config, "config", "", "deputy.yaml (default: WORKSPACE/deputy.yaml, then ~/.deputy/deputy.yaml)")
+	f.BoolVar(&untilIdle, "until-idle", false, "exit once no instance is active (for scripts and tests)")
+	f.DurationVar(&poll, "poll", 100*time.Millisecond, "with --until-idle, how often to look")
+	f.BoolVarP(&c.quiet, "quiet", "q", false, "no progress on stderr")
+	return cmd
+}
+
+// waitIdle returns once the database holds no active instance. An
+// instance that is asking or paused waits for someone else, so it does
+// not keep the worker busy.
+func waitIdle(ctx context.Context, st *store.Store, poll time.Duration) error {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		busy, err := st.ListInstances(ctx, store.Filter{States: []store.State{store.Created, store.Running}, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(busy) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped while %s was still active", busy[0].ID)
+		case <-t.C:
+		}
+	}
+}

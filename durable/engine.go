@@ -1,0 +1,230 @@
+// Package durable runs deputy's instances as durable workflows: DBOS
+// Transact checkpoints every model call and tool call of a run in the
+// database, deputy's store keeps the instances, their states and their
+// transcripts, and a process that dies mid-run is resumed from its last
+// finished step by the next process with the same executor id.
+//
+// The package is called durable rather than runtime (the name in the
+// target design) so that programs using it need not rename Go's own
+// runtime package on import.
+package durable
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // SQLite as DBOS's system database
+
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/store"
+	"github.com/deputy-run/deputy/tool"
+)
+
+// AppVersion is the application version deputy pins in DBOS. DBOS's
+// default is a hash of the binary, and a rebuilt binary would then never
+// recover the pending workflows of the one before. It changes only when
+// the workflow's step sequence changes incompatibly.
+const AppVersion = "deputy-wf-1"
+
+// WorkflowName is the registered name of the instance workflow.
+const WorkflowName = "deputy.instance"
+
+// QueueName is the queue detached runs wait in for a worker.
+const QueueName = "deputy"
+
+// Spec is what a root instance runs with, kept as its definition snapshot
+// so a worker in another process can run or resume it.
+type Spec struct {
+	System      string           `json:"system"`
+	Model       string           `json:"model"` // provider:model, or fake
+	Workspace   string           `json:"workspace"`
+	SearchURL   string           `json:"search_url,omitempty"`
+	MaxTurns    int              `json:"max_turns,omitempty"`
+	MaxDepth    int              `json:"max_depth,omitempty"`
+	MaxParallel int              `json:"max_parallel,omitempty"`
+	Budget      agent.TreeBudget `json:"budget,omitzero"`
+}
+
+// Options configure an Engine.
+type Options struct {
+	// Store is deputy's database; the engine does not close it. On SQLite
+	// DBOS keeps its tables in the same file, through the same handle.
+	Store *store.Store
+	// URL is the Postgres URL the store was opened with (DBOS opens its own
+	// pool on it); empty for SQLite.
+	URL string
+	// ExecutorID names this process's share of the work: a restarted
+	// process recovers the pending workflows of its own executor id.
+	// Default "local".
+	ExecutorID string
+	Clock      clock.Clock
+	// Models opens a model by spec and returns the name its requests carry.
+	Models func(spec string) (llm.Model, string, error)
+	// Tools builds the tools of a root's workspace.
+	Tools func(s Spec) (*tool.Set, error)
+	// Runner carries the catalog, skills and config for spawns; its
+	// Steps, Clock and MaxDepth/MaxParallel are set per run.
+	Runner agent.Runner
+	// OnEvent receives every instance's events (as agent.Runner's).
+	OnEvent func(agent.Event)
+	// PollInterval is how often a worker looks for queued runs (DBOS polls
+	// on SQLite, which has no notifications). Default 200 ms.
+	PollInterval time.Duration
+	// Failpoint, for crash tests only, names a step at whose boundary the
+	// process kills itself with SIGKILL: "before:NAME" or "after:NAME"
+	// (see steps.go for step names).
+	Failpoint string
+	// Logger receives DBOS's logs; discarded when nil.
+	Logger *slog.Logger
+}
+
+// Engine runs instances durably.
+type Engine struct {
+	opts  Options
+	st    *store.Store
+	dbos  dbos.Context
+	queue dbos.Queue
+	// handles of the runs this process started: waiting on one is a
+	// channel receive, where a retrieved handle polls the database.
+	handles sync.Map // instance id → dbos.WorkflowHandle[string]
+}
+
+// Open starts the durable engine: DBOS on the store's database, the
+// instance workflow registered, and recovery of this executor's pending
+// runs begun (they resume in the background).
+func Open(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Store == nil || opts.Models == nil || opts.Tools == nil {
+		return nil, errors.New("durable: Options.Store, Models and Tools are required")
+	}
+	if opts.ExecutorID == "" {
+		opts.ExecutorID = "local"
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 200 * time.Millisecond
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	cfg := dbos.Config{
+		AppName:            "deputy",
+		ApplicationVersion: AppVersion,
+		ExecutorID:         opts.ExecutorID,
+		Logger:             logger,
+	}
+	if opts.Store.Dialect() == store.SQLite {
+		cfg.SQLiteSystemDB = opts.Store.DB()
+	} else {
+		cfg.DatabaseURL = opts.URL
+	}
+	dctx, err := dbos.NewContext(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("durable: start DBOS: %w", err)
+	}
+	e := &Engine{opts: opts, st: opts.Store, dbos: dctx}
+	dbos.RegisterWorkflow(dctx, e.runInstance, dbos.WithWorkflowName(WorkflowName))
+	if e.queue, err = dbos.RegisterQueue(dctx, QueueName, dbos.WithQueueBasePollingInterval(opts.PollInterval)); err != nil {
+		dbos.Shutdown(dctx, time.Second)
+		return nil, fmt.Errorf("durable: queue: %w", err)
+	}
+	if err := dbos.Launch(dctx); err != nil {
+		dbos.Shutdown(dctx, time.Second)
+		return nil, fmt.Errorf("durable: launch DBOS: %w", err)
+	}
+	return e, nil
+}
+
+// Close stops the engine, waiting up to timeout for running steps.
+func (e *Engine) Close(timeout time.Duration) {
+	dbos.Shutdown(e.dbos, timeout)
+}
+
+// Start records a new root instance and starts its run in this process.
+func (e *Engine) Start(ctx context.Context, task string, spec Spec) (string, error) {
+	id, err := e.create(ctx, task, spec)
+	if err != nil {
+		return "", err
+	}
+	h, err := dbos.RunWorkflow(e.dbos, e.runInstance, id, dbos.WithWorkflowID(workflowID(id)))
+	if err != nil {
+		return "", fmt.Errorf("start %s: %w", id, err)
+	}
+	e.handles.Store(id, h)
+	return id, nil
+}
+
+// Detach records a new root instance and queues its run for a worker
+// (`deputy worker`), possibly in another process.
+func (e *Engine) Detach(ctx context.Context, task string, spec Spec) (string, error) {
+	id, err := e.create(ctx, task, spec)
+	if err != nil {
+		return "", err
+	}
+	if _, err := dbos.RunWorkflow(e.dbos, e.runInstance, id, dbos.WithWorkflowID(workflowID(id)), dbos.WithQueue(e.queue)); err != nil {
+		return "", fmt.Errorf("queue %s: %w", id, err)
+	}
+	return id, nil
+}
+
+func (e *Engine) create(ctx context.Context, task string, spec Spec) (string, error) {
+	def, err := json.Marshal(spec)
+	if err != nil {
+		return "", err
+	}
+	in := &store.Instance{ID: NewID(), Type: "root", Definition: def, Task: task, Model: spec.Model}
+	if err := e.st.CreateInstance(ctx, in); err != nil {
+		return "", fmt.Errorf("record instance: %w", err)
+	}
+	if err := e.st.SetWorkflow(ctx, in.ID, workflowID(in.ID)); err != nil {
+		return "", err
+	}
+	return in.ID, nil
+}
+
+// Wait blocks until instance id's current run ends and returns the
+// instance as stored.
+func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
+	var h dbos.WorkflowHandle[string]
+	if v, ok := e.handles.LoadAndDelete(id); ok {
+		h = v.(dbos.WorkflowHandle[string])
+	} else {
+		var err error
+		if h, err = dbos.RetrieveWorkflow[string](e.dbos, workflowID(id)); err != nil {
+			return nil, fmt.Errorf("wait for %s: %w", id, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { _, err := h.GetResult(dbos.WithHandlePollingInterval(e.opts.PollInterval)); done <- err }()
+	select {
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case err := <-done:
+		if err != nil {
+			return nil, fmt.Errorf("run of %s: %w", id, err)
+		}
+	}
+	return e.st.GetInstance(ctx, id)
+}
+
+func workflowID(instance string) string { return "deputy-" + instance }
+
+// NewID returns a fresh instance id.
+func NewID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "i-" + hex.EncodeToString(b[:])
+}

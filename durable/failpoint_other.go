@@ -1,0 +1,5 @@
+//go:build !unix
+
+package durable
+
+func (e *Engine) failpoint(string) {}

@@ -1,0 +1,121 @@
+package durable
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/loop"
+)
+
+// Interrupted is the result a side-effecting tool call gets when a crash
+// stopped it after it had started: it is never run a second time, since
+// running it again could do twice what it did once.
+const Interrupted = "interrupted: this call had started when deputy's process stopped, and it was not run " +
+	"again because it may have had effects. Check its effects before retrying it."
+
+// steps makes every model call and every tool call of a root's run a named
+// DBOS step, so a run resumed after a crash replays what was checkpointed
+// and continues after it. Names are stable across executions (DBOS matches
+// steps on replay by order and name):
+//
+//	turn-N/generate, turn-N/compact, turn-N/report   model calls
+//	turn-N/call-I-NAME/start                         a side-effecting call's start marker
+//	turn-N/call-I-NAME                               a tool call
+type steps struct {
+	wf    dbos.Context
+	e     *Engine
+	nonce string // this execution's
+}
+
+func (s *steps) Model(ctx context.Context, turn int, purpose loop.StepPurpose, gen func(context.Context) (*llm.Response, error)) (*llm.Response, error) {
+	return runStep(s.e, dbos.From(s.wf, ctx), fmt.Sprintf("turn-%d/%s", turn, purpose), gen)
+}
+
+// Tools runs a turn's calls. Read-only calls are plain steps: a crash
+// before their result was checkpointed runs them again, harmlessly. A
+// side-effecting call first checkpoints a start marker holding this
+// execution's nonce, then runs; on replay, a marker from another execution
+// without a checkpointed result means the call was cut mid-way, and it is
+// answered Interrupted instead of being run again. A call whose result was
+// checkpointed is never run again either way: its result is replayed.
+func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
+	dctx := dbos.From(s.wf, ctx)
+	names := make([]string, len(b.Calls))
+	cut := make([]bool, len(b.Calls))
+	for i := range b.Calls {
+		names[i] = fmt.Sprintf("turn-%d/call-%d-%s", turn, i+1, b.Calls[i].Name)
+		if b.ReadOnly(i) {
+			continue
+		}
+		mark, err := runStep(s.e, dctx, names[i]+"/start", func(context.Context) (string, error) { return s.nonce, nil })
+		if err != nil {
+			return err
+		}
+		cut[i] = mark != s.nonce
+	}
+	call := func(i int) func(context.Context) (llm.Block, error) {
+		return func(context.Context) (llm.Block, error) {
+			if cut[i] {
+				return llm.ToolResult(b.Calls[i].ID, Interrupted, true), nil
+			}
+			// The loop's context, not the step's: it carries the calling
+			// instance and the call, which the spawn tool needs.
+			return b.Run(ctx, i), nil
+		}
+	}
+	if !b.Parallel {
+		for i := range b.Calls {
+			r, err := runStep(s.e, dctx, names[i], call(i))
+			if err != nil {
+				return err
+			}
+			b.Results[i] = r
+		}
+		return nil
+	}
+	// dbos.Go numbers the steps in call order before they run, so a
+	// replay matches them however the goroutines were scheduled.
+	outs := make([]<-chan dbos.StepOutcome[llm.Block], len(b.Calls))
+	for i := range b.Calls {
+		s.e.failpoint("before:" + names[i])
+		ch, err := dbos.Go(dctx, during(s.e, names[i], call(i)), dbos.WithStepName(names[i]), dbos.WithStepMaxRetries(0))
+		if err != nil {
+			return err
+		}
+		outs[i] = ch
+	}
+	var first error
+	for i, ch := range outs {
+		o := <-ch
+		if o.Err != nil && first == nil {
+			first = o.Err
+		}
+		b.Results[i] = o.Result
+		s.e.failpoint("after:" + names[i])
+	}
+	return first
+}
+
+// runStep runs fn as the named, checkpointed step, between the failpoints
+// of its name. DBOS's own step retries are off: model calls retry inside
+// the provider, and a tool call must not run twice.
+func runStep[R any](e *Engine, ctx dbos.Context, name string, fn func(context.Context) (R, error)) (R, error) {
+	e.failpoint("before:" + name)
+	r, err := dbos.RunAsStep(ctx, during(e, name, fn), dbos.WithStepName(name), dbos.WithStepMaxRetries(0))
+	e.failpoint("after:" + name)
+	return r, err
+}
+
+// during wraps a step's function with the failpoint "during:NAME": the
+// step's work is done but its result not yet checkpointed, the worst
+// moment to die.
+func during[R any](e *Engine, name string, fn func(context.Context) (R, error)) dbos.Step[R] {
+	return func(ctx context.Context) (R, error) {
+		r, err := fn(ctx)
+		e.failpoint("during:" + name)
+		return r, err
+	}
+}
