@@ -1,0 +1,87 @@
+package store
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRebind(t *testing.T) {
+	t.Parallel()
+	q := `INSERT INTO t (a, b) SELECT ?, COALESCE(MAX(n), 0) + 1 FROM t WHERE x = ? AND y IN (?, ?)`
+	if got := (querier{d: SQLite}).rebind(q); got != q {
+		t.Fatalf("SQLite rebind changed the query: %s", got)
+	}
+	want := `INSERT INTO t (a, b) SELECT $1, COALESCE(MAX(n), 0) + 1 FROM t WHERE x = $2 AND y IN ($3, $4)`
+	if got := (querier{d: Postgres}).rebind(q); got != want {
+		t.Fatalf("Postgres rebind:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, dialect, target string }{
+		{".deputy/deputy.db", "sqlite", ".deputy/deputy.db"},
+		{"/var/lib/deputy.db", "sqlite", "/var/lib/deputy.db"},
+		{"sqlite:x.db", "sqlite", "x.db"},
+		{"sqlite:///abs/x.db", "sqlite", "/abs/x.db"},
+		{"postgres://u:p@h/db", "postgres", "postgres://u:p@h/db"},
+		{"postgresql://h/db?sslmode=disable", "postgres", "postgresql://h/db?sslmode=disable"},
+		{"", "", ""},
+		{"sqlite:", "", ""},
+		{":memory:", "", ""},
+		{"file:x.db?mode=memory", "", ""},
+		{"x.db?_pragma=foreign_keys(0)", "", ""},
+	} {
+		d, target, err := parseURL(tc.in)
+		if tc.dialect == "" {
+			if err == nil {
+				t.Errorf("parseURL(%q): no error", tc.in)
+			}
+			continue
+		}
+		if err != nil || string(d) != tc.dialect || target != tc.target {
+			t.Errorf("parseURL(%q) = %s, %q, %v; want %s, %q", tc.in, d, target, err, tc.dialect, tc.target)
+		}
+	}
+	if got := describe(Postgres, "postgres://deputy:hunter2@db:5432/x"); strings.Contains(got, "hunter2") {
+		t.Fatalf("describe leaks the password: %s", got)
+	}
+}
+
+// TestMigrationsExpand: every token of the migrations has a word in each
+// dialect, so no {{...}} reaches a database.
+func TestMigrationsExpand(t *testing.T) {
+	t.Parallel()
+	for d, words := range dialectWords {
+		for v, stmts := range migrations {
+			for i, s := range stmts {
+				if out := words.Replace(s); strings.Contains(out, "{{") {
+					t.Errorf("%s: migration %d statement %d keeps a token: %s", d, v+1, i+1, out)
+				}
+			}
+		}
+	}
+}
+
+// TestStateTable: the table covers every active state, terminal states have
+// no moves, and every move leads to a valid state.
+func TestStateTable(t *testing.T) {
+	t.Parallel()
+	for _, s := range States() {
+		moves, ok := next[s]
+		if s.Terminal() == ok {
+			t.Errorf("state %s: terminal %v but has a row %v", s, s.Terminal(), ok)
+		}
+		for _, to := range moves {
+			if !to.Valid() || to == s {
+				t.Errorf("state %s moves to %q", s, to)
+			}
+		}
+		if s.Active() == s.Terminal() {
+			t.Errorf("state %s is both or neither active and terminal", s)
+		}
+	}
+	if State("nope").Valid() || State("nope").Active() || CanTransition("nope", Running) {
+		t.Error("an unknown state is valid")
+	}
+}
