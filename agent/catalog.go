@@ -226,6 +226,31 @@ func (c *Catalog) List() []*Definition {
 	return out
 }
 
+// Merge returns a catalog with defs added at level: each replaces a
+// definition of the same name from a lower level and yields to one from a
+// higher level. Each is checked; an invalid one is left out and reported.
+// The database's definitions come in this way, again at each refresh.
+func (c *Catalog) Merge(level Level, defs []*Definition) (*Catalog, []error) {
+	n := &Catalog{defs: make(map[string]*Definition, len(c.defs)+len(defs))}
+	for k, v := range c.defs {
+		n.defs[k] = v
+	}
+	var errs []error
+	for _, v := range defs {
+		d := v.Clone()
+		d.Source.Level = level
+		if err := d.Validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if have, ok := n.defs[d.Name]; ok && have.Source.Level > level {
+			continue
+		}
+		n.defs[d.Name] = d
+	}
+	return n, errs
+}
+
 // With returns a catalog with volatile definitions on top: synthesized for
 // one spawn, checked like files, and gone with the returned catalog. Two
 // volatile definitions with one name, or an invalid one, are an error.

@@ -199,3 +199,40 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+func TestMergeRespectsLevels(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".deputy", "agents", "mine.md"), "---\nname: mine\ndescription: project's\n---\nP")
+	c, _ := Load(LoadOptions{ProjectDir: dir})
+	db := []*Definition{
+		{Name: "explorer", Description: "from the database"},
+		{Name: "mine", Description: "from the database"},
+		{Name: "fresh", Description: "new in the database"},
+		{Name: "bad", Description: "x", Mode: "sideways"},
+	}
+	m, errs := c.Merge(LevelDatabase, db)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "sideways") {
+		t.Errorf("errs %v", errs)
+	}
+	get := func(n string) string {
+		d, ok := m.Lookup(n)
+		if !ok {
+			return "(none)"
+		}
+		return d.Description + " @" + d.Source.Level.String()
+	}
+	for name, want := range map[string]string{
+		"explorer": "from the database @database", // above the built-in
+		"mine":     "project's @project",          // below the project's file
+		"fresh":    "new in the database @database",
+		"bad":      "(none)",
+	} {
+		if got := get(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if d, _ := c.Lookup("explorer"); d.Source.Level != LevelBuiltin {
+		t.Error("Merge changed the catalog it was called on")
+	}
+}

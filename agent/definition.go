@@ -149,6 +149,10 @@ const (
 	LevelFile Level = iota
 	LevelBuiltin
 	LevelUser
+	// LevelDatabase is a definition put in the database (deputy agents
+	// put): shared by every worker, above a person's own files, below the
+	// project's files, which travel with the code.
+	LevelDatabase
 	LevelProject
 	LevelVolatile
 )
@@ -159,6 +163,8 @@ func (l Level) String() string {
 		return "file"
 	case LevelBuiltin:
 		return "builtin"
+	case LevelDatabase:
+		return "database"
 	case LevelUser:
 		return "user"
 	case LevelProject:
@@ -174,7 +180,7 @@ func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
 // UnmarshalText reads what MarshalText writes.
 func (l *Level) UnmarshalText(b []byte) error {
-	for _, c := range []Level{LevelFile, LevelBuiltin, LevelUser, LevelProject, LevelVolatile} {
+	for _, c := range []Level{LevelFile, LevelBuiltin, LevelUser, LevelDatabase, LevelProject, LevelVolatile} {
 		if c.String() == string(b) {
 			*l = c
 			return nil

@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/llm"
@@ -106,5 +109,82 @@ func TestRunIsRecorded(t *testing.T) {
 	kt, _ := st.Transcript(ctx, kids[0].ID)
 	if len(kt) != 2 || kt[1].Text() != "Conclusion: looked." {
 		t.Errorf("child transcript %+v", kt)
+	}
+}
+
+func TestCatalogRefreshPicksUpAPutDefinition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "deputy.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fake.ParseScenario([]byte(`
+rules:
+  - match: {system: "You are the newbie"}
+    text: "newbie here"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: newbie, task: "hi"}}]
+  - match: {turn: 2}
+    text: "{{index .ToolResults 0}}"
+`), "refresh.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := fake.NewModel(s, fake.WithoutLatency())
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var problems [][]error
+	var mu sync.Mutex
+	e, err := durable.Open(ctx, durable.Options{
+		Store: st, Clock: clk, RefreshInterval: time.Minute,
+		Models: func(string) (llm.Model, string, error) { return model, "fake", nil },
+		Tools:  func(durable.Spec) (*tool.Set, error) { return tool.NewSet() },
+		OnRefresh: func(errs []error) {
+			mu.Lock()
+			problems = append(problems, errs)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(5 * time.Second); st.Close() })
+	if _, ok := e.Catalog().Lookup("newbie"); ok {
+		t.Fatal("newbie exists before it was put")
+	}
+	def, _ := json.Marshal(agent.Definition{Name: "newbie", Description: "a new type", SystemPrompt: "You are the newbie.", Tools: []string{}})
+	if err := st.PutDefinition(ctx, "newbie", "---\nname: newbie\n---\n", def); err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := json.Marshal(agent.Definition{Name: "broken", Description: "x", Mode: "sideways"})
+	if err := st.PutDefinition(ctx, "broken", "", bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.Catalog().Lookup("newbie"); ok {
+		t.Fatal("the catalog refreshed before its interval")
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := clk.WaitPending(wctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute) // the refresh runs before Advance returns
+	if d, ok := e.Catalog().Lookup("newbie"); !ok || d.Source.Level != agent.LevelDatabase {
+		t.Fatalf("newbie after the refresh: %+v %v", d, ok)
+	}
+	mu.Lock()
+	last := problems[len(problems)-1]
+	mu.Unlock()
+	if len(last) != 1 || !strings.Contains(last[0].Error(), "sideways") {
+		t.Errorf("refresh problems %v", last)
+	}
+	// A run started now can spawn the new type, with no restart.
+	id, err := e.Start(ctx, "go", durable.Spec{System: "root", Model: "fake", Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := e.Wait(ctx, id)
+	if err != nil || in.State != store.Completed || !strings.Contains(in.Report, "newbie here") {
+		t.Fatalf("run: %+v %v", in, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
@@ -87,6 +88,13 @@ type Options struct {
 	Failpoint string
 	// Logger receives DBOS's logs; discarded when nil.
 	Logger *slog.Logger
+	// RefreshInterval is how often the catalog reads the definitions table
+	// again, so a type put with `deputy agents put` needs no restart.
+	// Default 60 s.
+	RefreshInterval time.Duration
+	// OnRefresh, when set, hears each refresh's problems (a stored
+	// definition that no longer checks), or nil.
+	OnRefresh func(errs []error)
 }
 
 // Engine runs instances durably.
@@ -98,6 +106,12 @@ type Engine struct {
 	// handles of the runs this process started: waiting on one is a
 	// channel receive, where a retrieved handle polls the database.
 	handles sync.Map // instance id → dbos.WorkflowHandle[string]
+
+	mu      sync.Mutex                    // guards refresh
+	base    *agent.Catalog                // built-ins and files
+	catalog atomic.Pointer[agent.Catalog] // base plus the database's, as of the last refresh
+	refresh clock.Timer
+	closed  atomic.Bool
 }
 
 // Open starts the durable engine: DBOS on the store's database, the
@@ -135,7 +149,17 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("durable: start DBOS: %w", err)
 	}
-	e := &Engine{opts: opts, st: opts.Store, dbos: dctx}
+	if opts.RefreshInterval <= 0 {
+		opts.RefreshInterval = time.Minute
+	}
+	e := &Engine{opts: opts, st: opts.Store, dbos: dctx, base: opts.Runner.Catalog}
+	if e.base == nil {
+		e.base, _ = agent.Load(agent.LoadOptions{})
+	}
+	if err := e.Refresh(ctx); err != nil {
+		dbos.Shutdown(dctx, time.Second)
+		return nil, err
+	}
 	dbos.RegisterWorkflow(dctx, e.runInstance, dbos.WithWorkflowName(WorkflowName))
 	if e.queue, err = dbos.RegisterQueue(dctx, QueueName, dbos.WithQueueBasePollingInterval(opts.PollInterval)); err != nil {
 		dbos.Shutdown(dctx, time.Second)
@@ -145,12 +169,66 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		dbos.Shutdown(dctx, time.Second)
 		return nil, fmt.Errorf("durable: launch DBOS: %w", err)
 	}
+	e.scheduleRefresh()
 	return e, nil
 }
 
 // Close stops the engine, waiting up to timeout for running steps.
 func (e *Engine) Close(timeout time.Duration) {
+	e.closed.Store(true)
+	e.stopRefresh()
 	dbos.Shutdown(e.dbos, timeout)
+}
+
+// Refresh reads the definitions table and makes the catalog the base plus
+// them (a stored definition yields to a project file of the same name).
+// It runs at Open and every RefreshInterval; a run takes the catalog as it
+// stands when it starts.
+func (e *Engine) Refresh(ctx context.Context) error {
+	stored, err := e.st.Definitions(ctx)
+	if err != nil {
+		return fmt.Errorf("durable: read definitions: %w", err)
+	}
+	defs := make([]*agent.Definition, 0, len(stored))
+	var errs []error
+	for _, s := range stored {
+		d := &agent.Definition{}
+		if err := json.Unmarshal(s.Definition, d); err != nil {
+			errs = append(errs, fmt.Errorf("stored definition %s: %w", s.Name, err))
+			continue
+		}
+		defs = append(defs, d)
+	}
+	cat, merrs := e.base.Merge(agent.LevelDatabase, defs)
+	e.catalog.Store(cat)
+	if h := e.opts.OnRefresh; h != nil {
+		h(append(errs, merrs...))
+	}
+	return nil
+}
+
+// Catalog is the catalog as of the last refresh.
+func (e *Engine) Catalog() *agent.Catalog { return e.catalog.Load() }
+
+// scheduleRefresh arms the next refresh on the engine's clock.
+func (e *Engine) scheduleRefresh() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed.Load() {
+		return
+	}
+	e.refresh = e.opts.Clock.AfterFunc(e.opts.RefreshInterval, func() {
+		_ = e.Refresh(context.Background()) // a failed refresh keeps the catalog it had
+		e.scheduleRefresh()
+	})
+}
+
+func (e *Engine) stopRefresh() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.refresh != nil {
+		e.refresh.Stop()
+	}
 }
 
 // Start records a new root instance and starts its run in this process.

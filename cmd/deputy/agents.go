@@ -21,7 +21,7 @@ func newAgentsCmd() *cobra.Command {
 and .claude/agents, the user's ~/.deputy/agents, and its built-ins; with PATHs
 (files or directories, searched recursively for *.md) it reads only those.`,
 	}
-	cmd.AddCommand(newAgentsListCmd(), newAgentsValidateCmd())
+	cmd.AddCommand(newAgentsListCmd(), newAgentsValidateCmd(), newAgentsPutCmd())
 	return cmd
 }
 

@@ -143,3 +143,20 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(l, "\n")
 }
+
+func TestAgentsPutStoresGoodFilesAndNamesBadOnes(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	good := filepath.Join(ws, "helper.md")
+	bad := filepath.Join(ws, "broken.md")
+	os.WriteFile(good, []byte("---\nname: helper\ndescription: helps\ntools: Read, Grep\n---\nYou help.\n"), 0o644)
+	os.WriteFile(bad, []byte("---\nname: broken\ndescription: b\nmode: sideways\n---\n"), 0o644)
+	out, errOut, code := deputy(t, ws, nil, "agents", "put", good, bad)
+	if code != exitUsage || !strings.Contains(out, "stored helper") || !strings.Contains(errOut, "broken.md:4: mode:") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	// Putting it again is fine (an upsert).
+	if _, errOut, code := deputy(t, ws, nil, "agents", "put", good); code != 0 {
+		t.Fatalf("second put: exit %d: %s", code, errOut)
+	}
+}
