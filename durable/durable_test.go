@@ -17,6 +17,7 @@ import (
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
+	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool"
 	"github.com/deputy-run/deputy/tool/builtin"
@@ -186,5 +187,67 @@ rules:
 	in, err := e.Wait(ctx, id)
 	if err != nil || in.State != store.Completed || !strings.Contains(in.Report, "newbie here") {
 		t.Fatalf("run: %+v %v", in, err)
+	}
+}
+
+func TestCompactionIsPersistedAndOriginalsStay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "big.txt"), []byte(strings.Repeat("lorem ipsum dolor ", 200)), 0o644)
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "deputy.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fake.ParseScenario([]byte(`
+rules:
+  - match: {system: "compress an agent's working transcript"}
+    text: "SUMMARY of the reading"
+  - match: {tool_result: "lorem"}
+    times: 5
+    tool_calls: [{name: read_file, input: {path: big.txt}}]
+  - match: {turn: 1}
+    tool_calls: [{name: read_file, input: {path: big.txt}}]
+  - text: "done"
+`), "compact.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := fake.NewModel(s, fake.WithoutLatency())
+	e, err := durable.Open(ctx, durable.Options{
+		Store:  st,
+		Models: func(string) (llm.Model, string, error) { return model, "fake", nil },
+		Tools: func(sp durable.Spec) (*tool.Set, error) {
+			ts, err := builtin.Tools(builtin.Config{Workspace: sp.Workspace})
+			if err != nil {
+				return nil, err
+			}
+			return tool.NewSet(ts...)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(5 * time.Second); st.Close() })
+	id, err := e.Start(ctx, "read a lot", durable.Spec{System: "root", Model: "fake", Workspace: ws,
+		Compaction: loop.Compaction{ContextWindow: 3000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := e.Wait(ctx, id)
+	if err != nil || in.State != store.Completed {
+		t.Fatalf("%+v %v", in, err)
+	}
+	cs, err := st.Compactions(ctx, id)
+	if err != nil || len(cs) == 0 || !strings.Contains(cs[0].Summary, "SUMMARY of the reading") {
+		t.Fatalf("compactions %+v %v", cs, err)
+	}
+	msgs, _ := st.Transcript(ctx, id)
+	// All 7 turns stay in the store: task, 6 × (call, result), answer.
+	if len(msgs) != 1+12+1 || msgs[len(msgs)-1].Text() != "done" {
+		t.Fatalf("%d stored messages", len(msgs))
+	}
+	if c := cs[0]; c.ThroughSeq <= 0 || c.ThroughSeq >= len(msgs)-1 || msgs[c.ThroughSeq].Role != llm.User {
+		t.Errorf("compaction through seq %d of %d", c.ThroughSeq, len(msgs))
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool"
 )
@@ -55,6 +56,7 @@ type Spec struct {
 	MaxDepth    int              `json:"max_depth,omitempty"`
 	MaxParallel int              `json:"max_parallel,omitempty"`
 	Budget      agent.TreeBudget `json:"budget,omitzero"`
+	Compaction  loop.Compaction  `json:"compaction,omitzero"`
 }
 
 // Options configure an Engine.

@@ -71,7 +71,7 @@ func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
 	out, runErr := runner.Run(ctx, agent.Task{
 		ID: id, Task: ld.Instance.Task, System: spec.System,
 		Model: model, ModelName: name, ModelSpec: spec.Model, Tools: tools,
-		Limits: loop.Limits{MaxTurns: spec.MaxTurns}, Budget: spec.Budget, Messages: ld.Messages,
+		Limits: loop.Limits{MaxTurns: spec.MaxTurns}, Compaction: spec.Compaction, Budget: spec.Budget, Messages: ld.Messages,
 	})
 	if out == nil {
 		return e.fail(ctx, id, runErr)
@@ -197,6 +197,19 @@ func (r *recorder) event(ev agent.Event) {
 			err = r.e.st.AppendMessages(ctx, ev.Instance, ev.Loop.Turn, seq, []llm.Message{ev.Loop.Message})
 		case loop.EventModelAttempt:
 			_, err = r.e.st.RecordAttempt(ctx, ev.Instance, ev.Loop.Turn, ev.Loop.Attempt)
+		case loop.EventCompaction:
+			// Every message so far is stored (the loop emits them before
+			// it compacts); the summary covers all but the kept tail.
+			r.mu.Lock()
+			through := r.seq[ev.Instance] - 1 - ev.Loop.Kept
+			r.mu.Unlock()
+			head := ev.Loop.Message.Content
+			summary := ""
+			if n := len(head); n > 0 {
+				summary = head[n-1].Text
+			}
+			err = r.e.st.RecordCompaction(ctx, store.Compaction{InstanceID: ev.Instance, Turn: ev.Loop.Turn,
+				ThroughSeq: through, Summary: summary, Usage: ev.Loop.Usage})
 		}
 	case agent.EventEnded:
 		if rl, in := ev.Relay, ev.Final; rl != nil && in != nil && ev.Instance != r.root {

@@ -112,7 +112,7 @@ func (r *run) compactIfNeeded(ctx context.Context, res *Result) error {
 	res.Messages = msgs
 	r.emitted = len(msgs)            // the kept messages were emitted before
 	r.lastPrompt, r.sinceLast = 0, 0 // re-estimate from scratch next time
-	r.emit(Event{Kind: EventCompaction, Turn: res.Turns, Compacted: cut - 1, Usage: resp.Usage})
+	r.emit(Event{Kind: EventCompaction, Turn: res.Turns, Compacted: cut - 1, Kept: len(msgs) - 1, Usage: resp.Usage, Message: head})
 	return nil
 }
 

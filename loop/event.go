@@ -8,7 +8,7 @@ type EventKind uint8
 // The events a run emits, in the order they can occur within a turn.
 const (
 	EventTurnStarted   EventKind = iota + 1 // Turn
-	EventCompaction                         // Turn, Compacted, Usage (of the summary call)
+	EventCompaction                         // Turn, Compacted, Kept, Usage (of the summary call), Message (the new head, summary last)
 	EventModelDelta                         // Turn, Delta
 	EventModelAttempt                       // Turn, Attempt (one HTTP request of a model call)
 	EventModelResponse                      // Turn, Usage, ModelStop
@@ -47,6 +47,7 @@ type Event struct {
 	ModelStop llm.StopReason
 	Stop      StopReason
 	Compacted int // messages replaced by the summary
+	Kept      int // messages kept verbatim after the new head
 	Err       error
 	Message   llm.Message // EventMessage
 }
