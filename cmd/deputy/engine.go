@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,12 +101,32 @@ func workspaceTools(s durable.Spec) (*tool.Set, error) {
 	return tool.NewSet(tools...)
 }
 
-// notFound turns the store's ErrNotFound into a clear usage error.
-func notFound(id string, err error) error {
+// notFound turns the store's ErrNotFound into a clear usage error, and
+// any other failure to read into readErr.
+func notFound(where, id string, err error) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return usageErr("no instance %q in this database (deputy ps --all lists them)", id)
 	}
-	return err
+	return readErr(where, err)
+}
+
+// readErr names the database in a failure to read it: a damaged page of
+// an otherwise valid file shows only when a query reaches it, after the
+// open succeeded. Like a failure to open, it is exit 2.
+func readErr(where string, err error) error {
+	return usageErr("database %s: %v", dbName(where), err)
+}
+
+// dbName names the database in messages: the file, or the Postgres URL
+// without its password.
+func dbName(where string) string {
+	if strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://") {
+		if u, err := url.Parse(where); err == nil {
+			return u.Redacted()
+		}
+		return "(the Postgres database)"
+	}
+	return where
 }
 
 func oneLineOf(s string, n int) string { return clip(strings.Join(strings.Fields(s), " "), n) }

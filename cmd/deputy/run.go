@@ -360,7 +360,7 @@ func loopLine(e loop.Event) string {
 // ps).
 type instanceJSON struct {
 	ID          string    `json:"id"`
-	Parent      string    `json:"parent,omitempty"`
+	Parent      nullable  `json:"parent"` // null for a root: the key is always there
 	Root        string    `json:"root"`
 	Depth       int       `json:"depth"`
 	Type        string    `json:"type"`
@@ -381,8 +381,19 @@ type instanceJSON struct {
 	Ended       time.Time `json:"ended_at,omitzero"`
 }
 
+// nullable is a string printed as JSON null when empty, so scripts find
+// the key on every object and a missing value reads as none, not as "".
+type nullable string
+
+func (s nullable) MarshalJSON() ([]byte, error) {
+	if s == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(s))
+}
+
 func toJSON(in *store.Instance) instanceJSON {
-	return instanceJSON{ID: in.ID, Parent: in.Parent, Root: in.Root, Depth: in.Depth, Type: in.Type, Mode: in.Mode,
+	return instanceJSON{ID: in.ID, Parent: nullable(in.Parent), Root: in.Root, Depth: in.Depth, Type: in.Type, Mode: in.Mode,
 		Model: in.Model, State: string(in.State), StopReason: in.StopReason, Incomplete: in.Incomplete,
 		Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage, Cost: in.Cost, Result: in.Report,
 		ReportChars: utf8.RuneCountInString(in.Report), Error: in.Error, Task: in.Task, Created: in.CreatedAt, Ended: in.EndedAt}

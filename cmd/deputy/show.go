@@ -21,22 +21,22 @@ func newShowCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, _, err := openStore(ctx, db)
+			st, where, err := openStore(ctx, db)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
 			in, err := st.GetInstance(ctx, args[0])
 			if err != nil {
-				return notFound(args[0], err)
+				return notFound(where, args[0], err)
 			}
 			msgs, err := st.Transcript(ctx, in.ID)
 			if err != nil {
-				return err
+				return readErr(where, err)
 			}
 			trs, err := st.Transitions(ctx, in.ID)
 			if err != nil {
-				return err
+				return readErr(where, err)
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), struct {
@@ -110,14 +110,14 @@ func newPsCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			st, _, err := openStore(ctx, db)
+			st, where, err := openStore(ctx, db)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
 			list, err := st.ListInstances(ctx, store.Filter{Active: !all})
 			if err != nil {
-				return err
+				return readErr(where, err)
 			}
 			out := make([]instanceJSON, 0, len(list))
 			for _, in := range list {
