@@ -57,6 +57,10 @@ type Spec struct {
 	MaxParallel int              `json:"max_parallel,omitempty"`
 	Budget      agent.TreeBudget `json:"budget,omitzero"`
 	Compaction  loop.Compaction  `json:"compaction,omitzero"`
+	// Config is deputy.yaml as the run started (tiers and prices), so a
+	// worker in another directory runs it the same way; nil: the
+	// runner's.
+	Config *agent.Config `json:"config,omitempty"`
 }
 
 // Options configure an Engine.
@@ -208,6 +212,9 @@ func (e *Engine) Refresh(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Config is the runner's configuration (tiers and prices) new runs take.
+func (e *Engine) Config() *agent.Config { return e.opts.Runner.Config }
 
 // Catalog is the catalog as of the last refresh.
 func (e *Engine) Catalog() *agent.Catalog { return e.catalog.Load() }

@@ -64,6 +64,9 @@ func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
 	rec := &recorder{e: e, root: id, seq: map[string]int{id: len(ld.Messages)}}
 	runner := e.opts.Runner
 	runner.Catalog = e.Catalog()
+	if spec.Config != nil {
+		runner.Config = spec.Config
+	}
 	runner.Clock = e.opts.Clock
 	runner.MaxDepth, runner.MaxParallel = spec.MaxDepth, spec.MaxParallel
 	runner.Steps = &steps{wf: ctx, e: e, nonce: nonce}

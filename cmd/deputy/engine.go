@@ -37,7 +37,23 @@ func dbURL(flag string) string {
 // database, nothing listening) is a configuration error, exit 2, and
 // nothing is overwritten.
 func openStore(ctx context.Context, flag string) (*store.Store, string, error) {
+	return openStoreMode(ctx, flag, true)
+}
+
+// openExisting is openStore for commands that only read (show, ps): a
+// SQLite file that does not exist is an error, not a new empty database.
+func openExisting(ctx context.Context, flag string) (*store.Store, string, error) {
+	return openStoreMode(ctx, flag, false)
+}
+
+func openStoreMode(ctx context.Context, flag string, create bool) (*store.Store, string, error) {
 	url := dbURL(flag)
+	if !create && !strings.Contains(url, "://") {
+		path := strings.TrimPrefix(url, "sqlite:")
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, "", usageErr("no database at %s: deputy run creates one there (or give --db / $DEPUTY_DB)", path)
+		}
+	}
 	st, err := store.Open(ctx, url, store.Options{})
 	if err != nil {
 		return nil, "", usageErr("%v", err)

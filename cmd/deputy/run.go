@@ -138,7 +138,7 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		maxDepth = -1 // the flag's 0 means none; the runner's 0 means its default
 	}
 	rs := durable.Spec{System: fmt.Sprintf(rootSystemPrompt, ws), Model: spec, Workspace: ws, SearchURL: o.searchURL,
-		MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel, Budget: o.budget}
+		MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel, Budget: o.budget, Config: eng.Config()}
 	if o.detach {
 		id, err := eng.Detach(ctx, task, rs)
 		if err != nil {

@@ -21,7 +21,7 @@ func newShowCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, where, err := openStore(ctx, db)
+			st, where, err := openExisting(ctx, db)
 			if err != nil {
 				return err
 			}
@@ -110,7 +110,7 @@ func newPsCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			st, where, err := openStore(ctx, db)
+			st, where, err := openExisting(ctx, db)
 			if err != nil {
 				return err
 			}

@@ -441,6 +441,11 @@ func TestDetachThenWorkerRunsIt(t *testing.T) {
 		if str(t, m["id"]) != id && (str(t, m["parent"]) != id || str(t, m["type"]) != "explorer") {
 			t.Errorf("child: %s", raw)
 		}
+		// The run's configuration travelled with it: the worker put the
+		// explorers on the demo's haiku tier and priced them.
+		if str(t, m["id"]) != id && (str(t, m["model"]) != "fake:haiku" || string(m["cost"]) == "null") {
+			t.Errorf("a child run by the worker lost the run's config: %s", raw)
+		}
 	}
 	// Nothing is active any more: an empty array, not null.
 	out, _, code = deputy(t, ws, nil, "ps", "--json")
