@@ -343,6 +343,11 @@ func (tr *tree) newID() string {
 	if tr.r.NewID != nil {
 		return tr.r.NewID()
 	}
+	return NewID()
+}
+
+// NewID returns a fresh random instance id, "i-" and 12 hex digits.
+func NewID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return "i-" + hex.EncodeToString(b[:])

@@ -11,8 +11,6 @@ package durable
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -272,7 +270,7 @@ func (e *Engine) create(ctx context.Context, task string, spec Spec) (string, er
 	if err != nil {
 		return "", err
 	}
-	in := &store.Instance{ID: NewID(), Type: "root", Definition: def, Task: task, Model: spec.Model}
+	in := &store.Instance{ID: agent.NewID(), Type: "root", Definition: def, Task: task, Model: spec.Model}
 	if err := e.st.CreateInstance(ctx, in); err != nil {
 		return "", fmt.Errorf("record instance: %w", err)
 	}
@@ -308,10 +306,3 @@ func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
 }
 
 func workflowID(instance string) string { return "deputy-" + instance }
-
-// NewID returns a fresh instance id.
-func NewID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "i-" + hex.EncodeToString(b[:])
-}

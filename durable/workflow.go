@@ -30,7 +30,7 @@ type loaded struct {
 func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
 	// A fresh nonce per execution: a side-effecting call whose start marker
 	// carries another execution's nonce had started before a crash.
-	nonce := NewID()
+	nonce := agent.NewID()
 	ld, err := runStep(e, ctx, "load", func(c context.Context) (loaded, error) { return e.load(c, id) })
 	if err != nil {
 		return "", err
