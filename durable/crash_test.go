@@ -85,6 +85,11 @@ func TestCrashRecovery(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 
 	for _, db := range []string{"sqlite", "postgres"} {
+		// Drawn here, in order, so the parallel subtests share no generator.
+		kills := make([]time.Duration, 20)
+		for i := range kills {
+			kills[i] = time.Duration(rng.IntN(900)) * time.Millisecond
+		}
 		t.Run(db, func(t *testing.T) {
 			t.Parallel()
 			for _, b := range boundaries {
@@ -98,8 +103,7 @@ func TestCrashRecovery(t *testing.T) {
 					})
 				}
 			}
-			for i := range 20 {
-				after := time.Duration(rng.IntN(900)) * time.Millisecond
+			for i, after := range kills {
 				t.Run(fmt.Sprintf("random-%02d-%v", i, after), func(t *testing.T) {
 					t.Parallel()
 					c := newCrashCase(t, bin, hs.URL, db)
