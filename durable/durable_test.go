@@ -251,3 +251,26 @@ rules:
 		t.Errorf("compaction through seq %d of %d", c.ThroughSeq, len(msgs))
 	}
 }
+
+func TestAdoptStartsARootLeftCreated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var runs atomic.Int64
+	e, st := open(t, filepath.Join(t.TempDir(), "deputy.db"), &runs)
+	// What a process that died between recording and starting leaves.
+	spec, _ := json.Marshal(durable.Spec{System: "root", Model: "fake", Workspace: t.TempDir()})
+	if err := st.CreateInstance(ctx, &store.Instance{ID: "i-orphan", Type: "root", Definition: spec, Task: "do it", Model: "fake"}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.Adopt(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("adopted %d: %v", n, err)
+	}
+	in, err := e.Wait(ctx, "i-orphan")
+	if err != nil || in.State != store.Completed {
+		t.Fatalf("%+v %v", in, err)
+	}
+	if n, err := e.Adopt(ctx); err != nil || n != 0 {
+		t.Fatalf("second adopt: %d %v", n, err)
+	}
+}

@@ -265,6 +265,23 @@ func (e *Engine) Detach(ctx context.Context, task string, spec Spec) (string, er
 	return id, nil
 }
 
+// Adopt queues every root instance still in state created, for a worker:
+// a process that died between recording an instance and starting its run
+// left it so. A root whose run exists already is left alone (starting a
+// workflow id that exists returns the existing one).
+func (e *Engine) Adopt(ctx context.Context) (int, error) {
+	created, err := e.st.ListInstances(ctx, store.Filter{OnlyRoots: true, States: []store.State{store.Created}})
+	if err != nil {
+		return 0, err
+	}
+	for _, in := range created {
+		if _, err := dbos.RunWorkflow(e.dbos, e.runInstance, in.ID, dbos.WithWorkflowID(workflowID(in.ID)), dbos.WithQueue(e.queue)); err != nil {
+			return 0, fmt.Errorf("adopt %s: %w", in.ID, err)
+		}
+	}
+	return len(created), nil
+}
+
 func (e *Engine) create(ctx context.Context, task string, spec Spec) (string, error) {
 	def, err := json.Marshal(spec)
 	if err != nil {

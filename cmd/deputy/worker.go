@@ -39,11 +39,14 @@ once no instance in the database is active.`,
 			if c.quiet {
 				onEvent = nil
 			}
-			_, st, closeEng, err := openEngine(ctx, c, "", onEvent, cmd.ErrOrStderr())
+			eng, st, closeEng, err := openEngine(ctx, c, "", onEvent, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer closeEng()
+			if _, err := eng.Adopt(ctx); err != nil {
+				return err
+			}
 			if !untilIdle {
 				<-ctx.Done()
 				return nil
