@@ -28,6 +28,19 @@ type loaded struct {
 // (turn-N/generate, turn-N/call-I-NAME/start for side effects,
 // turn-N/call-I-NAME, ...), then finish.
 func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
+	state, err := e.carry(ctx, id)
+	if err != nil && ctx.Err() == nil {
+		// A step of deputy's own failed (the store, most likely): end the
+		// instance as failed if the store takes it, so no instance stays
+		// active with no run to carry it.
+		if _, ferr := e.fail(ctx, id, err); ferr == nil {
+			return string(store.Failed), nil
+		}
+	}
+	return state, err
+}
+
+func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	// A fresh nonce per execution: a side-effecting call whose start marker
 	// carries another execution's nonce had started before a crash.
 	nonce := agent.NewID()
@@ -141,7 +154,7 @@ func (e *Engine) finish(ctx dbos.Context, id string, res store.Result) (string, 
 	return string(res.State), nil
 }
 
-// fail ends a run that could not start.
+// fail ends a run that could not go on.
 func (e *Engine) fail(ctx dbos.Context, id string, cause error) (string, error) {
 	return e.finish(ctx, id, store.Result{State: store.Failed, StopReason: string(loop.StopModelError), Error: cause.Error()})
 }
