@@ -271,15 +271,35 @@ func (e *Engine) Detach(ctx context.Context, task string, spec Spec) (string, er
 // workflow id that exists returns the existing one).
 func (e *Engine) Adopt(ctx context.Context) (int, error) {
 	created, err := e.st.ListInstances(ctx, store.Filter{OnlyRoots: true, States: []store.State{store.Created}})
-	if err != nil {
+	if err != nil || len(created) == 0 {
 		return 0, err
 	}
-	for _, in := range created {
-		if _, err := dbos.RunWorkflow(e.dbos, e.runInstance, in.ID, dbos.WithWorkflowID(workflowID(in.ID)), dbos.WithQueue(e.queue)); err != nil {
-			return 0, fmt.Errorf("adopt %s: %w", in.ID, err)
-		}
+	ids := make([]string, len(created))
+	for i, in := range created {
+		ids[i] = workflowID(in.ID)
 	}
-	return len(created), nil
+	// A run may exist already, started directly or queued: recovery or
+	// the queue carries it, and starting it again under another queue is
+	// an error.
+	existing, err := dbos.ListWorkflows(e.dbos, dbos.WithFilterWorkflowIDs(ids...))
+	if err != nil {
+		return 0, fmt.Errorf("adopt: list runs: %w", err)
+	}
+	has := map[string]bool{}
+	for _, w := range existing {
+		has[w.ID] = true
+	}
+	n := 0
+	for _, in := range created {
+		if has[workflowID(in.ID)] {
+			continue
+		}
+		if _, err := dbos.RunWorkflow(e.dbos, e.runInstance, in.ID, dbos.WithWorkflowID(workflowID(in.ID)), dbos.WithQueue(e.queue)); err != nil {
+			return n, fmt.Errorf("adopt %s: %w", in.ID, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 func (e *Engine) create(ctx context.Context, task string, spec Spec) (string, error) {
