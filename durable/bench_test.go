@@ -18,8 +18,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"net/http/httptest"
 	"os"
@@ -144,6 +147,17 @@ func (t *turnTimer) phase(name string, q float64) float64 {
 	return quantile(t.phases[name], q)
 }
 
+// mean is the turns' mean duration.
+func (t *turnTimer) mean() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var sum time.Duration
+	for _, d := range t.turns {
+		sum += d
+	}
+	return float64(sum.Nanoseconds()) / float64(len(t.turns))
+}
+
 func (t *turnTimer) quantile(q float64) float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -180,9 +194,19 @@ func processCPU() time.Duration {
 // each one's per-turn p50 and p99 and the differences: the durable
 // overhead per turn. Run with -benchtime=200x or more for a stable p99
 // (9 timed turns per run).
+//
+// The variant sqlite-no-autocheckpoint is the same with SQLite's automatic
+// WAL checkpoint deferred (wal_autocheckpoint raised on every connection of
+// the pool), to show what the checkpoint costs the turn it lands in; it
+// also reports the WAL written per run (wal-KiB/run), which the default
+// checkpoints every 1000 pages.
 func BenchmarkDurableTurn(b *testing.B) {
-	for _, dialect := range []string{"sqlite", "postgres"} {
-		b.Run(dialect, func(b *testing.B) {
+	for _, variant := range []string{"sqlite", "sqlite-no-autocheckpoint", "postgres"} {
+		dialect, noCheckpoint := variant, false
+		if variant == "sqlite-no-autocheckpoint" {
+			dialect, noCheckpoint = "sqlite", true
+		}
+		b.Run(variant, func(b *testing.B) {
 			ctx := context.Background()
 			scen, err := fake.ParseScenario([]byte(benchloop.Scenario(benchTurns)), "bench-loop.yaml")
 			if err != nil {
@@ -196,6 +220,9 @@ func BenchmarkDurableTurn(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
+			if noCheckpoint {
+				deferCheckpoints(b, st.DB())
+			}
 			var mem, dur turnTimer
 			pgURL := ""
 			if dialect == "postgres" {
@@ -257,6 +284,7 @@ func BenchmarkDurableTurn(b *testing.B) {
 			mem.reset()
 			dur.reset()
 
+			wal0 := walSize(url)
 			var memWall, durWall, memCPU, durCPU time.Duration
 			for b.Loop() {
 				t0, c0 := time.Now(), processCPU()
@@ -277,6 +305,8 @@ func BenchmarkDurableTurn(b *testing.B) {
 			b.ReportMetric(mp99, "mem-p99-ns/turn")
 			b.ReportMetric(dp50, "p50-ns/turn")
 			b.ReportMetric(dp99, "p99-ns/turn")
+			b.ReportMetric(dur.mean(), "mean-ns/turn")
+			b.ReportMetric(mem.mean(), "mem-mean-ns/turn")
 			b.ReportMetric(dp50-mp50, "overhead-p50-ns/turn")
 			b.ReportMetric(dp99-mp99, "overhead-p99-ns/turn")
 			for _, p := range []string{"generate", "append-call", "tool", "append-result"} {
@@ -284,12 +314,46 @@ func BenchmarkDurableTurn(b *testing.B) {
 				b.ReportMetric(dur.phase(p, 0.99), p+"-p99-ns")
 			}
 			n := float64(b.N)
+			if noCheckpoint {
+				b.ReportMetric(float64(walSize(url)-wal0)/1024/n, "wal-KiB/run")
+			}
 			b.ReportMetric(float64(memWall.Nanoseconds())/n, "mem-ns/run")
 			b.ReportMetric(float64(durWall.Nanoseconds())/n, "ns/run")
 			b.ReportMetric(float64(memCPU.Nanoseconds())/n, "mem-cpu-ns/run")
 			b.ReportMetric(float64(durCPU.Nanoseconds())/n, "cpu-ns/run")
 		})
 	}
+}
+
+// deferCheckpoints raises SQLite's wal_autocheckpoint (a setting of each
+// connection) on every connection of the pool, all held at once so each
+// is a different one; they stay in the pool, whose idle limit is its size.
+func deferCheckpoints(b *testing.B, db *sql.DB) {
+	ctx := context.Background()
+	var conns []*sql.Conn
+	for range db.Stats().MaxOpenConnections {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 1000000"); err != nil {
+			b.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// walSize is the size of a SQLite database's write-ahead log (0 for
+// Postgres).
+func walSize(url string) int64 {
+	fi, err := os.Stat(url + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // BenchmarkTurnParts times alone what a durable turn is made of: a DBOS
@@ -308,7 +372,8 @@ func BenchmarkTurnParts(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			cfg := dbos.Config{AppName: "deputy-bench", ApplicationVersion: "bench", ExecutorID: "bench"}
+			cfg := dbos.Config{AppName: "deputy-bench", ApplicationVersion: "bench", ExecutorID: "bench",
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			if dialect == "sqlite" {
 				cfg.SQLiteSystemDB = st.DB() // as durable.Open does
 			} else {
@@ -715,7 +780,11 @@ func idleWorker(b *testing.B, bin string, paused int) (rss, hwm, goroutines floa
 	return rss, hwm, goroutines
 }
 
-var goroutineHeader = regexp.MustCompile(`(?m)^goroutine \d+ \[`)
+// goroutineHeader starts each goroutine of a SIGQUIT dump; goroutine 0
+// (the signal's own context) is not one. The count includes the runtime's
+// own (GC workers, finalizer and the like), the same with 0 or 10,000
+// instances.
+var goroutineHeader = regexp.MustCompile(`(?m)^goroutine [1-9]\d* `)
 
 // procMemory reads a process's VmRSS and VmHWM, in bytes.
 func procMemory(b *testing.B, pid int) (rss, hwm float64) {
