@@ -252,14 +252,31 @@ func (e *Engine) Start(ctx context.Context, task string, spec Spec) (string, err
 	return id, nil
 }
 
-// Detach records a new root instance and queues its run for a worker
-// (`deputy worker`), possibly in another process.
-func (e *Engine) Detach(ctx context.Context, task string, spec Spec) (string, error) {
-	id, err := e.create(ctx, task, spec)
+// Enqueue records a new root instance and queues its run for a worker
+// (`deputy worker`), without starting an engine: it runs nothing and
+// recovers nothing, so it may be used while a worker holds the database.
+// url is the Postgres URL the store was opened with, empty for SQLite.
+func Enqueue(ctx context.Context, st *store.Store, url, task string, spec Spec) (string, error) {
+	// A context that is never launched: it creates or migrates DBOS's
+	// tables (a client would refuse a database no engine has opened yet)
+	// and enqueues, but recovers and dequeues nothing.
+	cfg := dbos.Config{AppName: "deputy", ApplicationVersion: AppVersion, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if st.Dialect() == store.SQLite {
+		cfg.SQLiteSystemDB = st.DB()
+	} else {
+		cfg.DatabaseURL = url
+	}
+	dctx, err := dbos.NewContext(ctx, cfg)
+	if err != nil {
+		return "", fmt.Errorf("durable: connect to the queue: %w", err)
+	}
+	defer dbos.Shutdown(dctx, 5*time.Second)
+	id, err := create(ctx, st, task, spec)
 	if err != nil {
 		return "", err
 	}
-	if _, err := dbos.RunWorkflow(e.dbos, e.runInstance, id, dbos.WithWorkflowID(workflowID(id)), dbos.WithQueue(e.queue)); err != nil {
+	if _, err := dbos.Enqueue[string](dctx, QueueName, WorkflowName, id, dbos.WithEnqueueWorkflowID(workflowID(id)),
+		dbos.WithEnqueueApplicationVersion(AppVersion)); err != nil {
 		return "", fmt.Errorf("queue %s: %w", id, err)
 	}
 	return id, nil
@@ -303,15 +320,19 @@ func (e *Engine) Adopt(ctx context.Context) (int, error) {
 }
 
 func (e *Engine) create(ctx context.Context, task string, spec Spec) (string, error) {
+	return create(ctx, e.st, task, spec)
+}
+
+func create(ctx context.Context, st *store.Store, task string, spec Spec) (string, error) {
 	def, err := json.Marshal(spec)
 	if err != nil {
 		return "", err
 	}
 	in := &store.Instance{ID: agent.NewID(), Type: "root", Definition: def, Task: task, Model: spec.Model}
-	if err := e.st.CreateInstance(ctx, in); err != nil {
+	if err := st.CreateInstance(ctx, in); err != nil {
 		return "", fmt.Errorf("record instance: %w", err)
 	}
-	if err := e.st.SetWorkflow(ctx, in.ID, workflowID(in.ID)); err != nil {
+	if err := st.SetWorkflow(ctx, in.ID, workflowID(in.ID)); err != nil {
 		return "", err
 	}
 	return in.ID, nil

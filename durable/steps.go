@@ -45,16 +45,16 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 	dctx := dbos.From(s.wf, ctx)
 	names := make([]string, len(b.Calls))
 	cut := make([]bool, len(b.Calls))
+	mark := func(i int) error {
+		if b.ReadOnly(i) {
+			return nil
+		}
+		m, err := runStep(s.e, dctx, names[i]+"/start", func(context.Context) (string, error) { return s.nonce, nil })
+		cut[i] = m != s.nonce
+		return err
+	}
 	for i := range b.Calls {
 		names[i] = fmt.Sprintf("turn-%d/call-%d-%s", turn, i+1, b.Calls[i].Name)
-		if b.ReadOnly(i) {
-			continue
-		}
-		mark, err := runStep(s.e, dctx, names[i]+"/start", func(context.Context) (string, error) { return s.nonce, nil })
-		if err != nil {
-			return err
-		}
-		cut[i] = mark != s.nonce
 	}
 	call := func(i int) func(context.Context) (llm.Block, error) {
 		return func(context.Context) (llm.Block, error) {
@@ -67,7 +67,12 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 		}
 	}
 	if !b.Parallel {
+		// Each marker just before its own call: a crash between two calls
+		// must not report the second one, which never started, as cut.
 		for i := range b.Calls {
+			if err := mark(i); err != nil {
+				return err
+			}
 			r, err := runStep(s.e, dctx, names[i], call(i))
 			if err != nil {
 				return err
@@ -75,6 +80,12 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 			b.Results[i] = r
 		}
 		return nil
+	}
+	// Parallel calls all start together: their markers first, in order.
+	for i := range b.Calls {
+		if err := mark(i); err != nil {
+			return err
+		}
 	}
 	// dbos.Go numbers the steps in call order before they run, so a
 	// replay matches them however the goroutines were scheduled.

@@ -30,10 +30,16 @@ type loaded struct {
 func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
 	state, err := e.carry(ctx, id)
 	if err != nil && ctx.Err() == nil {
-		// A step of deputy's own failed (the store, most likely): end the
-		// instance as failed if the store takes it, so no instance stays
-		// active with no run to carry it.
+		// A step of deputy's own failed (the store, or a replay that no
+		// longer matches its steps): end the instance as failed, through
+		// a step if the workflow still can, else straight in the store
+		// (Finish is idempotent), so no instance stays active with no run
+		// to carry it.
 		if _, ferr := e.fail(ctx, id, err); ferr == nil {
+			return string(store.Failed), nil
+		}
+		if e.st.Finish(context.WithoutCancel(ctx), id, store.Result{State: store.Failed, StopReason: string(loop.StopStepError),
+			Error: err.Error()}) == nil {
 			return string(store.Failed), nil
 		}
 	}

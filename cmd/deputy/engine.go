@@ -79,11 +79,20 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ms := &models{scenario: c.scenario}
-	runner, err := newRunner(c.workspace, runOptions{config: c.config, quiet: c.quiet}, rootSpec, ms, stderr)
+	unlock, err := lockEngine(ctx, st, url)
 	if err != nil {
 		st.Close()
 		return nil, nil, nil, err
+	}
+	fail := func(err error) (*durable.Engine, *store.Store, func(), error) {
+		unlock()
+		st.Close()
+		return nil, nil, nil, err
+	}
+	ms := &models{scenario: c.scenario}
+	runner, err := newRunner(c.workspace, runOptions{config: c.config, quiet: c.quiet}, rootSpec, ms, stderr)
+	if err != nil {
+		return fail(err)
 	}
 	pgURL := ""
 	if st.Dialect() == store.Postgres {
@@ -99,10 +108,9 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 		Failpoint: c.failpoint,
 	})
 	if err != nil {
-		st.Close()
-		return nil, nil, nil, usageErr("%v", err)
+		return fail(usageErr("%v", err))
 	}
-	return eng, st, func() { eng.Close(10 * time.Second); st.Close() }, nil
+	return eng, st, func() { eng.Close(10 * time.Second); unlock(); st.Close() }, nil
 }
 
 // workspaceTools are the built-in tools of a root's workspace.

@@ -120,12 +120,26 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 		return usageErr("workspace %s is not a directory", ws)
 	}
-	var onEvent func(agent.Event)
-	if !o.quiet && !o.detach {
-		onEvent = progress(stderr)
+	home, _ := os.UserHomeDir()
+	cfg, err := loadConfig(ws, o.config, home, spec)
+	if err != nil {
+		return err
 	}
+	maxDepth := o.maxDepth
+	if maxDepth == 0 {
+		maxDepth = -1 // the flag's 0 means none; the runner's 0 means its default
+	}
+	rs := durable.Spec{System: fmt.Sprintf(rootSystemPrompt, ws), Model: spec, Workspace: ws, SearchURL: o.searchURL,
+		MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel, Budget: o.budget, Config: cfg}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.detach {
+		return detach(ctx, o.db, task, rs, stdout)
+	}
+	var onEvent func(agent.Event)
+	if !o.quiet {
+		onEvent = progress(stderr)
+	}
 	eng, st, closeEng, err := openEngine(ctx, engineConfig{db: o.db, scenario: o.scenario, workspace: ws,
 		config: o.config, quiet: o.quiet, failpoint: os.Getenv("DEPUTY_FAILPOINT")}, spec, onEvent, stderr)
 	if err != nil {
@@ -133,20 +147,6 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	}
 	defer closeEng()
 
-	maxDepth := o.maxDepth
-	if maxDepth == 0 {
-		maxDepth = -1 // the flag's 0 means none; the runner's 0 means its default
-	}
-	rs := durable.Spec{System: fmt.Sprintf(rootSystemPrompt, ws), Model: spec, Workspace: ws, SearchURL: o.searchURL,
-		MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel, Budget: o.budget, Config: eng.Config()}
-	if o.detach {
-		id, err := eng.Detach(ctx, task, rs)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, id)
-		return nil
-	}
 	id, err := eng.Start(ctx, task, rs)
 	if err != nil {
 		return err
@@ -174,18 +174,38 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		if root.Report != "" {
 			fmt.Fprintln(stdout, root.Report)
 		}
-		if !o.quiet && !(root.State == store.Failed && isConfigMessage(root.Error)) {
+		if !o.quiet && !setupFailed(root) {
 			costTable(stderr, rows, usage, cost) // a setup error is one line, not a table of zeros
 		}
 	}
 	switch {
-	case root.State == store.Failed && isConfigMessage(root.Error):
+	case setupFailed(root):
 		return &exitError{code: exitUsage, err: errors.New(root.Error)}
 	case root.State == store.Failed || root.State == store.Cancelled:
 		return &exitError{code: exitFailed, err: fmt.Errorf("run %s: %s", root.StopReason, root.Error)}
 	case root.StopReason != string(loop.StopCompleted):
 		return &exitError{code: exitLimited, err: fmt.Errorf("run stopped: %s after %d turns", root.StopReason, root.Turns)}
 	}
+	return nil
+}
+
+// detach records the run and queues it for a worker, without an engine of
+// its own: it needs no lock and works while a worker runs.
+func detach(ctx context.Context, db, task string, rs durable.Spec, stdout io.Writer) error {
+	st, url, err := openStore(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	pgURL := ""
+	if st.Dialect() == store.Postgres {
+		pgURL = url
+	}
+	id, err := durable.Enqueue(ctx, st, pgURL, task, rs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, id)
 	return nil
 }
 
@@ -289,6 +309,13 @@ func loadConfig(ws, flag, home, rootSpec string) (*agent.Config, error) {
 // check reads the provider's status as llm.APIError prints it.
 func isConfigMessage(msg string) bool {
 	return configFailure.MatchString(msg)
+}
+
+// setupFailed: the root failed on its first model call, before any tool
+// ran, with an error of the setup kind. A connection dropped at turn 20 is
+// a failure of the run, not of the setup.
+func setupFailed(root *store.Instance) bool {
+	return root.State == store.Failed && root.Turns <= 1 && root.ToolCalls == 0 && isConfigMessage(root.Error)
 }
 
 var configFailure = regexp.MustCompile(`: (401|403|404) [a-z_]+|dial tcp|connection refused`)
