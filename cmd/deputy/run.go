@@ -240,16 +240,11 @@ func newRunner(ws string, o runOptions, rootSpec string, ms *models, stderr io.W
 	if err != nil {
 		return nil, err
 	}
-	maxDepth := o.maxDepth
-	if maxDepth == 0 {
-		maxDepth = -1 // the flag's 0 means none; the runner's 0 means its default
-	}
+	// MaxDepth and MaxParallel come with each run's spec (durable.Spec).
 	return &agent.Runner{
-		Catalog:     cat,
-		Skills:      skills,
-		Config:      cfg,
-		MaxParallel: o.maxParallel,
-		MaxDepth:    maxDepth,
+		Catalog: cat,
+		Skills:  skills,
+		Config:  cfg,
 		Models: func(spec string) (llm.Model, error) {
 			m, _, err := ms.open(spec)
 			return m, err
