@@ -44,7 +44,10 @@ func (s *steps) Model(ctx context.Context, turn int, purpose loop.StepPurpose, g
 func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 	dctx := dbos.From(s.wf, ctx)
 	names := make([]string, len(b.Calls))
-	cut := make([]bool, len(b.Calls))
+	for i := range b.Calls {
+		names[i] = fmt.Sprintf("turn-%d/call-%d-%s", turn, i+1, b.Calls[i].Name)
+	}
+	cut := make([]bool, len(b.Calls)) // started by an execution that died
 	mark := func(i int) error {
 		if b.ReadOnly(i) {
 			return nil
@@ -52,9 +55,6 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 		m, err := runStep(s.e, dctx, names[i]+"/start", func(context.Context) (string, error) { return s.nonce, nil })
 		cut[i] = m != s.nonce
 		return err
-	}
-	for i := range b.Calls {
-		names[i] = fmt.Sprintf("turn-%d/call-%d-%s", turn, i+1, b.Calls[i].Name)
 	}
 	call := func(i int) func(context.Context) (llm.Block, error) {
 		return func(context.Context) (llm.Block, error) {
