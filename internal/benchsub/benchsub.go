@@ -122,6 +122,38 @@ func newWorkspace(files map[string]string) (*workspace, error) {
 
 func (w *workspace) remove() { _ = os.RemoveAll(w.dir) }
 
+// rig is a workload's world: a workspace of files, the fake server playing
+// its scenario, and the model for one wire talking to it.
+type rig struct {
+	ws    *workspace
+	srv   *server
+	model llm.Model
+}
+
+func newRig(files map[string]string, scenario, name string, minCache, idle int, wire string) (*rig, error) {
+	ws, err := newWorkspace(files)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := startServer(scenario, name, minCache, idle)
+	if err != nil {
+		ws.remove()
+		return nil, err
+	}
+	model, err := srv.model(wire)
+	if err != nil {
+		srv.stop()
+		ws.remove()
+		return nil, err
+	}
+	return &rig{ws: ws, srv: srv, model: model}, nil
+}
+
+func (r *rig) close() {
+	r.srv.stop()
+	r.ws.remove()
+}
+
 // corpus returns n bytes of text in lines of about 90 characters, the same
 // for the same seed: what a child reads. Words vary so the text looks like
 // prose to a reader and is not one repeated line.

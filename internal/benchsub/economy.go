@@ -103,20 +103,12 @@ func Economy(ctx context.Context, wire string, c EconomyConfig) (*EconomyResult,
 	for i := 1; i <= c.Parts; i++ {
 		files[fmt.Sprintf("part%d.txt", i)] = corpus(c.PartBytes, i)
 	}
-	ws, err := newWorkspace(files)
+	rg, err := newRig(files, economyScenario(c), "bench-economy.yaml", c.MinCacheTokens, c.Children, wire)
 	if err != nil {
 		return nil, err
 	}
-	defer ws.remove()
-	srv, err := startServer(economyScenario(c), "bench-economy.yaml", c.MinCacheTokens, c.Children)
-	if err != nil {
-		return nil, err
-	}
-	defer srv.stop()
-	model, err := srv.model(wire)
-	if err != nil {
-		return nil, err
-	}
+	defer rg.close()
+	ws, srv, model := rg.ws, rg.srv, rg.model
 
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()

@@ -127,20 +127,12 @@ func ForkReuse(ctx context.Context, wire string, c ForkConfig) (*ForkResult, err
 	for i := 1; i <= c.Parts; i++ {
 		files[fmt.Sprintf("part%d.txt", i)] = corpus(c.PartBytes, 100+i)
 	}
-	ws, err := newWorkspace(files)
+	rg, err := newRig(files, forkScenario(c), "bench-fork.yaml", c.MinCacheTokens, 4, wire)
 	if err != nil {
 		return nil, err
 	}
-	defer ws.remove()
-	srv, err := startServer(forkScenario(c), "bench-fork.yaml", c.MinCacheTokens, 4)
-	if err != nil {
-		return nil, err
-	}
-	defer srv.stop()
-	model, err := srv.model(wire)
-	if err != nil {
-		return nil, err
-	}
+	defer rg.close()
+	ws, srv, model := rg.ws, rg.srv, rg.model
 
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
