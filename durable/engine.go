@@ -211,9 +211,6 @@ func (e *Engine) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// Config is the runner's configuration (tiers and prices) new runs take.
-func (e *Engine) Config() *agent.Config { return e.opts.Runner.Config }
-
 // Catalog is the catalog as of the last refresh.
 func (e *Engine) Catalog() *agent.Catalog { return e.catalog.Load() }
 

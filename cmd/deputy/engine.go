@@ -67,6 +67,9 @@ type engineConfig struct {
 	scenario  string
 	workspace string // for the catalog, skills and deputy.yaml
 	config    string
+	// loaded is deputy.yaml when the caller has read it already; nil:
+	// read it from config or the workspace.
+	loaded    *agent.Config
 	quiet     bool
 	failpoint string
 }
@@ -90,7 +93,7 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 		return nil, nil, nil, err
 	}
 	ms := &models{scenario: c.scenario}
-	runner, err := newRunner(c.workspace, runOptions{config: c.config, quiet: c.quiet}, rootSpec, ms, stderr)
+	runner, err := newRunner(c.workspace, runOptions{config: c.config, quiet: c.quiet}, rootSpec, ms, c.loaded, stderr)
 	if err != nil {
 		return fail(err)
 	}

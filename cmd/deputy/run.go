@@ -141,7 +141,7 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		onEvent = progress(stderr)
 	}
 	eng, st, closeEng, err := openEngine(ctx, engineConfig{db: o.db, scenario: o.scenario, workspace: ws,
-		config: o.config, quiet: o.quiet, failpoint: os.Getenv("DEPUTY_FAILPOINT")}, spec, onEvent, stderr)
+		config: o.config, loaded: cfg, quiet: o.quiet, failpoint: os.Getenv("DEPUTY_FAILPOINT")}, spec, onEvent, stderr)
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func writeJSON(w io.Writer, v any) error {
 // ~/.deputy/agents, the workspace's .deputy/agents and .claude/agents),
 // skills, and deputy.yaml. A bad definition or skill file is a warning
 // naming it; it never stops the run.
-func newRunner(ws string, o runOptions, rootSpec string, ms *models, stderr io.Writer) (*agent.Runner, error) {
+func newRunner(ws string, o runOptions, rootSpec string, ms *models, cfg *agent.Config, stderr io.Writer) (*agent.Runner, error) {
 	home, _ := os.UserHomeDir()
 	lo := agent.LoadOptions{ProjectDir: ws}
 	skillDirs := agent.ProjectSkillDirs(ws)
@@ -236,9 +236,11 @@ func newRunner(ws string, o runOptions, rootSpec string, ms *models, stderr io.W
 			fmt.Fprintf(stderr, "deputy: skipped: %v\n", e)
 		}
 	}
-	cfg, err := loadConfig(ws, o.config, home, rootSpec)
-	if err != nil {
-		return nil, err
+	if cfg == nil {
+		var err error
+		if cfg, err = loadConfig(ws, o.config, home, rootSpec); err != nil {
+			return nil, err
+		}
 	}
 	// MaxDepth and MaxParallel come with each run's spec (durable.Spec).
 	return &agent.Runner{
