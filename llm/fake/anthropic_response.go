@@ -56,6 +56,9 @@ const statusClientGone = 499
 // begin waits out the first-byte latency and makes the request's cache
 // writes readable: from here on the response has begun.
 func (s *Server) begin(ex *exchange, g *generation) bool {
+	if g.first > 0 {
+		ex.log() // in flight: Status 0 until the wait ends
+	}
 	if err := clock.Sleep(ex.r.Context(), s.clock, g.first); err != nil {
 		ex.record(statusClientGone)
 		return false

@@ -102,9 +102,9 @@ type Server struct {
 	maxDelta  int
 
 	mu       sync.Mutex
-	n        int             // generation requests numbered so far
-	log      []LoggedRequest // a ring of at most maxLog entries
-	logNext  int             // where the next entry goes once the ring is full
+	n        int              // generation requests numbered so far
+	log      []*LoggedRequest // a ring of at most maxLog entries
+	logNext  int              // where the next entry goes once the ring is full
 	maxLog   int
 	faultRNG *rand.Rand
 	idRNG    *rand.Rand
@@ -120,7 +120,9 @@ type LoggedRequest struct {
 	Method   string
 	Path     string
 	// Status is the HTTP status the server answered (200 for a stream that
-	// a fault later cut or ended with an error event).
+	// a fault later cut or ended with an error event); 0 while the request
+	// waits out its first-byte latency, so a test that sees the server
+	// waiting also sees the request.
 	Status int
 	// Header holds the request headers with credential values redacted.
 	Header http.Header
@@ -171,17 +173,20 @@ func (greeter) Respond(*llm.Request, RequestInfo) Reply {
 
 // Requests returns a copy of the logged requests (the most recent
 // Options.MaxLogged), oldest first. A request is logged when its status is
-// decided, before its body is sent.
+// decided, before its body is sent, or earlier, with Status 0, when it
+// begins waiting out a first-byte latency.
 func (s *Server) Requests() []LoggedRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]LoggedRequest, 0, len(s.log))
-	out = append(out, s.log[s.logNext:]...)
-	return append(out, s.log[:s.logNext]...)
+	for _, e := range append(s.log[s.logNext:len(s.log):len(s.log)], s.log[:s.logNext]...) {
+		out = append(out, *e)
+	}
+	return out
 }
 
 // appendLogLocked adds an entry to the ring; the caller holds s.mu.
-func (s *Server) appendLogLocked(e LoggedRequest) {
+func (s *Server) appendLogLocked(e *LoggedRequest) {
 	switch {
 	case s.maxLog == 0:
 	case len(s.log) < s.maxLog:
@@ -351,7 +356,8 @@ type exchange struct {
 	w      http.ResponseWriter
 	r      *http.Request
 	entry  LoggedRequest
-	logged bool
+	logged *LoggedRequest // the ring's copy, once logged
+	final  bool           // the status is decided
 	reqID  string
 }
 
@@ -371,14 +377,25 @@ func (ex *exchange) requestID() string {
 // request, before the response body is written, so a test polling Requests
 // sees a request whose stream is still in flight.
 func (ex *exchange) record(status int) {
-	if ex.logged {
+	if ex.final {
 		return
 	}
-	ex.logged = true
+	ex.final = true
 	ex.entry.Status = status
+	ex.log()
+}
+
+// log puts the entry into the ring, or updates the copy already there.
+func (ex *exchange) log() {
 	ex.s.mu.Lock()
-	ex.s.appendLogLocked(ex.entry)
-	ex.s.mu.Unlock()
+	defer ex.s.mu.Unlock()
+	if ex.logged != nil {
+		*ex.logged = ex.entry
+		return
+	}
+	e := ex.entry
+	ex.logged = &e
+	ex.s.appendLogLocked(ex.logged)
 }
 
 // number assigns the request its number; only requests that reach the
