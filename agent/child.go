@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,26 +14,111 @@ import (
 	"github.com/deputy-run/deputy/loop"
 )
 
+// ChildRunner runs children's work where it is checkpointed (see
+// Runner.Children). RunChild calls work at most once, with the step runner
+// the child's loop and its report use, and returns what work returned;
+// for a child that ended in an earlier execution of its parent's run, it
+// returns that end without calling work. id is stable across executions.
+type ChildRunner interface {
+	RunChild(ctx context.Context, id string, work func(context.Context, loop.Steps) ChildEnd) (ChildEnd, error)
+}
+
+// ChildEnd is how a child ended: the relay its parent gets (usage and cost
+// of its whole subtree) and its own record.
+type ChildEnd struct {
+	Relay    Relay    `json:"relay"`
+	Instance Instance `json:"instance"`
+}
+
 // runChild lists a prepared child, waits for a slot (and for its turn to
 // write, if it writes), runs it, and returns its relay. It never fails: a
 // child that could not run relays that as a failure.
 func (tr *tree) runChild(ctx context.Context, c *node, msgs []llm.Message) Relay {
 	parent := nodeFrom(ctx)
 	c.order = append(slices.Clip(parent.order), 0, 0)
-	if call, ok := loop.CallFrom(ctx); ok {
+	call, _ := loop.CallFrom(ctx)
+	if call != nil {
 		c.order[len(c.order)-2], c.order[len(c.order)-1] = call.Turn, call.Index
 	}
+	c.inst.ID = tr.childID(parent, call)
 	n := tr.add(parent, c)
 	release, err := tr.acquire(ctx, parent, n)
 	if err != nil {
 		res := &loop.Result{StopReason: loop.StopCancelled}
-		return tr.relay(n, res, "", err)
+		return tr.relay(n, res, "", err).Relay
 	}
 	defer release()
 
-	res, runErr := tr.run(ctx, n, msgs)
-	report := tr.report(ctx, n, res)
-	return tr.relay(n, res, report, runErr)
+	work := func(ctx context.Context, steps loop.Steps) ChildEnd {
+		if steps != nil {
+			n.cfg.Steps = steps
+		}
+		res, runErr := tr.run(ctx, n, msgs)
+		report := tr.report(ctx, n, res)
+		return tr.relay(n, res, report, runErr)
+	}
+	if tr.r.Children == nil {
+		return work(ctx, nil).Relay
+	}
+	end, err := tr.r.Children.RunChild(ctx, n.inst.ID, work)
+	switch {
+	case tr.ended(n) && err == nil:
+		return end.Relay
+	case tr.ended(n):
+		// Its work ran here, but what it returned was lost on the way.
+		return tr.lastRelay(n, err)
+	case err != nil:
+		return tr.relay(n, &loop.Result{StopReason: loop.StopStepError}, "", err).Relay
+	}
+	tr.adopt(n, end)
+	return end.Relay
+}
+
+// childID names a child. Under a ChildRunner the name comes from its parent
+// and the spawn call (whose id the model chose, and a replay repeats), so
+// a parent's run replayed after a crash names, and finds, the child it
+// started the first time.
+func (tr *tree) childID(parent *node, call *loop.Call) string {
+	if tr.r.NewID != nil || tr.r.Children == nil || call == nil {
+		return tr.newID()
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%d/%s", parent.inst.ID, call.Turn, call.Index, call.ID))
+	return "i-" + hex.EncodeToString(sum[:6])
+}
+
+// ended reports whether n has its end recorded.
+func (tr *tree) ended(n *node) bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return n.inst.State != StateRunning
+}
+
+// lastRelay is a failed relay for a child whose end is recorded but whose
+// relay did not come back.
+func (tr *tree) lastRelay(n *node, err error) Relay {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return Relay{ID: n.inst.ID, Type: n.inst.Type, State: StateFailed, Incomplete: true, StopReason: n.inst.StopReason,
+		Usage: n.inst.Usage, Turns: n.inst.Turns, ToolCalls: n.inst.ToolCalls, Error: err.Error()}
+}
+
+// adopt takes in a child that ended in an earlier execution of its
+// parent's run: its record, and what its subtree spent, as if it had ended
+// here.
+func (tr *tree) adopt(n *node, end ChildEnd) {
+	tr.mu.Lock()
+	in := end.Instance
+	in.ID, in.Parent, in.Depth = n.inst.ID, n.inst.Parent, n.inst.Depth
+	n.inst = in
+	if p := n.parent; p != nil {
+		p.below.Add(end.Relay.Usage)
+		if end.Relay.Cost != nil {
+			p.belowCost += *end.Relay.Cost
+		}
+		p.belowOK = p.belowOK && end.Relay.Cost != nil
+	}
+	tr.mu.Unlock()
+	tr.emit(n, Event{Kind: EventEnded, Relay: &end.Relay, Final: &in})
 }
 
 // acquire takes a slot among parent's running children and, for a child
@@ -158,7 +245,7 @@ func (n *node) reportCap() int {
 }
 
 // relay records how the child ended and tells its parent.
-func (tr *tree) relay(n *node, res *loop.Result, report string, runErr error) Relay {
+func (tr *tree) relay(n *node, res *loop.Result, report string, runErr error) ChildEnd {
 	state, partial := stateOf(res.StopReason, runErr)
 	tr.end(n, res, state, report, runErr)
 	tr.mu.Lock()
@@ -189,5 +276,5 @@ func (tr *tree) relay(n *node, res *loop.Result, report string, runErr error) Re
 	final := n.inst
 	tr.mu.Unlock()
 	tr.emit(n, Event{Kind: EventEnded, Relay: &r, Final: &final})
-	return r
+	return ChildEnd{Relay: r, Instance: final}
 }

@@ -56,10 +56,15 @@ type Runner struct {
 	// NewID names instances; random ids when nil.
 	NewID func() string
 	// Steps, when set, gives the root's run its step runner (the durable
-	// engine's checkpointed steps). Children run with loop.Direct inside
-	// their parent's spawn call: the call is the unit a durable runner
-	// checkpoints for them.
+	// engine's checkpointed steps).
 	Steps loop.Steps
+	// Children, when set, runs each child's work with the step runner it
+	// provides: the durable engine runs every child as a workflow of its
+	// own, so a crash mid-child resumes the child from its last step and
+	// the replayed spawn call reattaches to it. Child ids are then derived
+	// from the spawn call, so a replay names the same child. nil: children
+	// run with loop.Direct inside their parent's spawn call.
+	Children ChildRunner
 }
 
 // Task is a root agent's work.

@@ -79,9 +79,13 @@ func oneLine(s string) string {
 	return s
 }
 
-// ReadOnly is false: a child may change the workspace, and after a crash a
-// spawn must reattach to its child rather than run again.
+// ReadOnly is false: a child may change the workspace.
 func (*spawnTool) ReadOnly() bool { return false }
+
+// Resumable is true under a ChildRunner: a spawn call run again after a
+// crash names the same child and reattaches to it, never starting a
+// second one.
+func (s *spawnTool) Resumable() bool { return s.tree.r.Children != nil }
 
 // Concurrent lets a turn's spawns run at the same time: the tool bounds
 // them (MaxParallel) and makes writing children take turns itself.

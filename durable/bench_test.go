@@ -506,6 +506,22 @@ rules:
 `, killTurn+1, killTurn+2)
 }
 
+// childRecoveryScenario is a root that spawns one explorer, which makes
+// killTurn+1 turns of one glob call, then answers.
+func childRecoveryScenario(killTurn int) string {
+	return fmt.Sprintf(`
+rules:
+  - match: {system: "read-only explorer", turn: "1-%d"}
+    tool_calls: [{name: glob, input: {pattern: "*"}}]
+  - match: {system: "read-only explorer"}
+    text: found
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: explorer, task: "look"}}]
+  - match: {turn: 2}
+    text: done
+`, killTurn+1)
+}
+
 // BenchmarkRecovery kills a real `deputy run` with SIGKILL right after the
 // checkpoint of turn K's tool call (DEPUTY_FAILPOINT), so the next step is
 // turn K+1's model call, and measures how long a new process takes to make
@@ -514,6 +530,8 @@ rules:
 //   - worker: `deputy worker` started right after the kill; from-start-ns is
 //     from just before its exec, from-kill-ns from the moment the killed
 //     process was reaped (the test starts the worker at once after).
+//   - child: a worker again, the kill in a child's turn K instead (the
+//     child's workflow resumes once its parent's replay hands it its work).
 //   - inprocess: the same recovery inside this process, timed in parts:
 //     store.Open (migrations checked), durable.Open (DBOS's own migrations,
 //     launch, recovery re-enqueued), then the replay of the checkpointed
@@ -523,20 +541,27 @@ func BenchmarkRecovery(b *testing.B) {
 	bin := buildDeputy(b)
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		for _, killTurn := range []int{2, 20} {
-			for _, how := range []string{"worker", "inprocess"} {
+			for _, how := range []string{"worker", "inprocess", "child"} {
 				b.Run(fmt.Sprintf("%s/turn-%d/%s", dialect, killTurn, how), func(b *testing.B) {
-					benchRecovery(b, bin, dialect, killTurn, how == "inprocess")
+					benchRecovery(b, bin, dialect, killTurn, how)
 				})
 			}
 		}
 	}
 }
 
-func benchRecovery(b *testing.B, bin, dialect string, killTurn int, inProcess bool) {
+func benchRecovery(b *testing.B, bin, dialect string, killTurn int, how string) {
 	ctx := context.Background()
+	inProcess := how == "inprocess"
+	// The killed run's last request is `last`; the resumed run's first is
+	// last+1. A child's requests follow its parent's first.
+	scenario, failpoint, last, rootTurns := recoveryScenario(killTurn), fmt.Sprintf("after:turn-%d/call-1-glob", killTurn), killTurn, killTurn+2
+	if how == "child" {
+		scenario, failpoint, last, rootTurns = childRecoveryScenario(killTurn), fmt.Sprintf("after:child:turn-%d/call-1-glob", killTurn), killTurn+1, 2
+	}
 	var fromStart, fromKill, storeOpen, engOpen, replay, execs []float64
 	for b.Loop() {
-		llmURL, arrived := fakeServer(b, recoveryScenario(killTurn))
+		llmURL, arrived := fakeServer(b, scenario)
 		ws := b.TempDir()
 		if err := os.WriteFile(filepath.Join(ws, "seed.txt"), []byte("seed\n"), 0o644); err != nil {
 			b.Fatal(err)
@@ -545,13 +570,13 @@ func benchRecovery(b *testing.B, bin, dialect string, killTurn int, inProcess bo
 		env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(), "DEPUTY_DB=" + dbURL,
 			"ANTHROPIC_API_KEY=test-key", "ANTHROPIC_BASE_URL=" + llmURL}
 		run := exec.Command(bin, "run", "-q", "--model", "anthropic:fake", "--workspace", ws, "recover me")
-		run.Dir, run.Env = ws, append(slices.Clone(env), fmt.Sprintf("DEPUTY_FAILPOINT=after:turn-%d/call-1-glob", killTurn))
+		run.Dir, run.Env = ws, append(slices.Clone(env), "DEPUTY_FAILPOINT="+failpoint)
 		out, err := run.CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 			b.Fatalf("deputy run was not killed at its failpoint: %v\n%s", err, out)
 		}
 		killed := time.Now()
-		await(b, arrived, killTurn) // the killed run's last request, already in the channel
+		await(b, arrived, last) // the killed run's last request, already in the channel
 
 		if !inProcess {
 			w := exec.Command(bin, "worker", "-q", "--until-idle", "--workspace", ws)
@@ -562,7 +587,7 @@ func benchRecovery(b *testing.B, bin, dialect string, killTurn int, inProcess bo
 			if err := w.Start(); err != nil {
 				b.Fatal(err)
 			}
-			at := await(b, arrived, killTurn+1)
+			at := await(b, arrived, last+1)
 			if err := w.Wait(); err != nil {
 				b.Fatalf("deputy worker: %v\n%s", err, wout.String())
 			}
@@ -604,7 +629,7 @@ func benchRecovery(b *testing.B, bin, dialect string, killTurn int, inProcess bo
 				b.Fatal(err)
 			}
 			t2 := time.Now()
-			at := await(b, arrived, killTurn+1)
+			at := await(b, arrived, last+1)
 			roots, err := st.ListInstances(ctx, store.Filter{OnlyRoots: true})
 			if err != nil || len(roots) != 1 {
 				b.Fatalf("roots %v %v", roots, err)
@@ -625,7 +650,7 @@ func benchRecovery(b *testing.B, bin, dialect string, killTurn int, inProcess bo
 			}
 			execs = append(execs, float64(time.Since(e0).Nanoseconds()))
 		}
-		checkRecovered(b, ctx, dbURL, killTurn+2)
+		checkRecovered(b, ctx, dbURL, rootTurns)
 	}
 	b.ReportMetric(quantile(fromStart, 0.5), "from-start-ns")
 	b.ReportMetric(quantile(fromStart, 1), "max-from-start-ns")

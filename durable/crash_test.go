@@ -54,15 +54,18 @@ rules:
     text: "finished"
 `
 
-// boundaries are the root run's steps, in order (see steps.go).
+// boundaries are the root run's steps, in order (see steps.go), then its
+// children's.
 var boundaries = []string{
 	"load", "start",
 	"turn-1/generate", "turn-1/call-1-bash/start", "turn-1/call-1-bash", "turn-1/call-2-read_file",
-	"turn-2/generate", "turn-2/call-1-spawn_subagent/start", "turn-2/call-2-spawn_subagent/start",
-	"turn-2/call-1-spawn_subagent", "turn-2/call-2-spawn_subagent",
+	"turn-2/generate", "turn-2/call-1-spawn_subagent", "turn-2/call-2-spawn_subagent", // resumable: no start markers
 	"turn-3/generate", "turn-3/call-1-bash/start", "turn-3/call-1-bash",
 	"turn-3/call-2-write_file/start", "turn-3/call-2-write_file",
 	"turn-4/generate", "finish",
+	// A child's own steps, in its own workflow (the first child to reach
+	// the step dies there).
+	"child:turn-1/generate", "child:turn-1/call-1-glob", "child:turn-2/generate",
 }
 
 func TestCrashRecovery(t *testing.T) {
@@ -98,7 +101,9 @@ func TestCrashRecovery(t *testing.T) {
 					t.Run(fp, func(t *testing.T) {
 						t.Parallel()
 						c := newCrashCase(t, bin, hs.URL, db)
-						c.run(map[string]string{"DEPUTY_FAILPOINT": fp}, 0)
+						if !c.run(map[string]string{"DEPUTY_FAILPOINT": fp}, 0) {
+							t.Fatalf("deputy run never reached its failpoint")
+						}
 						c.resumeAndCheck(true)
 					})
 				}
@@ -146,8 +151,9 @@ func (c *crashCase) cmd(extra map[string]string, args ...string) *exec.Cmd {
 }
 
 // run starts `deputy run`; it dies at its failpoint, or is killed after
-// killAfter (when not zero), or ends by itself.
-func (c *crashCase) run(extra map[string]string, killAfter time.Duration) {
+// killAfter (when not zero), or ends by itself. It reports whether the
+// process was killed.
+func (c *crashCase) run(extra map[string]string, killAfter time.Duration) bool {
 	cmd := c.cmd(extra, "run", "-q", "--model", "anthropic:fake", "--workspace", c.ws, "do the crash test")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -162,11 +168,12 @@ func (c *crashCase) run(extra map[string]string, killAfter time.Duration) {
 	}
 	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); ok && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL {
-		return
+		return true
 	}
 	if err != nil && killAfter == 0 {
 		c.t.Fatalf("deputy run neither died at its failpoint nor succeeded: %v\n%s", err, out.String())
 	}
+	return false
 }
 
 // resumeAndCheck runs a worker until nothing is active, then checks the
@@ -208,8 +215,15 @@ func (c *crashCase) resumeAndCheck(mustExist bool) {
 			}
 		}
 	}
-	if len(list) > 3 {
-		t.Errorf("%d instances: a spawn ran twice", len(list))
+	if len(list) != 3 {
+		t.Errorf("%d instances, want the root and two children (a spawn ran twice, or a child was lost)", len(list))
+	}
+	for _, in := range list {
+		// A child cut by the crash resumes from its last step, and its
+		// parent's replayed spawn call reattaches to it.
+		if in.Parent != "" && (in.State != "completed" || in.Turns != 2) {
+			t.Errorf("child %+v, want completed after 2 turns", in)
+		}
 	}
 	out, err = c.cmd(nil, "show", "--json", root).CombinedOutput()
 	if err != nil {
@@ -258,6 +272,9 @@ func checkTranscript(t *testing.T, msgs []llm.Message) map[string]bool {
 				uses[b.ID] = string(b.Input)
 			case llm.TypeToolResult:
 				results[b.ToolUseID]++
+				if in := uses[b.ToolUseID]; strings.Contains(in, "subagent_type") && !strings.Contains(b.Text, "Conclusion: ") {
+					t.Errorf("a spawn's result is not its child's report: %q", b.Text)
+				}
 				if in := uses[b.ToolUseID]; strings.Contains(in, "call-") && !strings.HasPrefix(b.Text, "interrupted") {
 					for _, c := range []string{"call-1", "call-3"} {
 						if strings.Contains(in, c) {

@@ -109,7 +109,8 @@ type Engine struct {
 	queue dbos.Queue
 	// handles of the runs this process started: waiting on one is a
 	// channel receive, where a retrieved handle polls the database.
-	handles sync.Map // instance id → dbos.WorkflowHandle[string]
+	handles  sync.Map // instance id → dbos.WorkflowHandle[string]
+	launches launches // children's work, on its way to their workflows
 
 	mu      sync.Mutex                    // guards refresh
 	base    *agent.Catalog                // built-ins and files
@@ -165,6 +166,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	dbos.RegisterWorkflow(dctx, e.runInstance, dbos.WithWorkflowName(WorkflowName))
+	dbos.RegisterWorkflow(dctx, e.runChild, dbos.WithWorkflowName(ChildWorkflowName))
 	if e.queue, err = dbos.RegisterQueue(dctx, QueueName, dbos.WithQueueBasePollingInterval(opts.PollInterval)); err != nil {
 		dbos.Shutdown(dctx, time.Second)
 		return nil, fmt.Errorf("durable: queue: %w", err)

@@ -16,9 +16,10 @@ import (
 const Interrupted = "interrupted: this call had started when deputy's process stopped, and it was not run " +
 	"again because it may have had effects. Check its effects before retrying it."
 
-// steps makes every model call and every tool call of a root's run a named
-// DBOS step, so a run resumed after a crash replays what was checkpointed
-// and continues after it. Names are stable across executions (DBOS matches
+// steps makes every model call and every tool call of an instance's run (a
+// root's or a child's, each in its own workflow) a named DBOS step, so a
+// run resumed after a crash replays what was checkpointed and continues
+// after it. Names are stable across executions (DBOS matches
 // steps on replay by order and name):
 //
 //	turn-N/generate, turn-N/compact, turn-N/report   model calls
@@ -28,14 +29,16 @@ type steps struct {
 	wf    dbos.Context
 	e     *Engine
 	nonce string // this execution's
+	label string // before step names in failpoints: "" for a root, "child:" for a child
 }
 
 func (s *steps) Model(ctx context.Context, turn int, purpose loop.StepPurpose, gen func(context.Context) (*llm.Response, error)) (*llm.Response, error) {
-	return runStep(s.e, dbos.From(s.wf, ctx), fmt.Sprintf("turn-%d/%s", turn, purpose), gen)
+	return runStep(s.e, dbos.From(s.wf, ctx), s.label, fmt.Sprintf("turn-%d/%s", turn, purpose), gen)
 }
 
-// Tools runs a turn's calls. Read-only calls are plain steps: a crash
-// before their result was checkpointed runs them again, harmlessly. A
+// Tools runs a turn's calls. Resumable calls (read-only ones, and spawns,
+// which reattach to the child they named) are plain steps: a crash before
+// their result was checkpointed runs them again, harmlessly. A
 // side-effecting call first checkpoints a start marker holding this
 // execution's nonce, then runs; on replay, a marker from another execution
 // without a checkpointed result means the call was cut mid-way, and it is
@@ -49,10 +52,10 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 	}
 	cut := make([]bool, len(b.Calls)) // started by an execution that died
 	mark := func(i int) error {
-		if b.ReadOnly(i) {
+		if b.Resumable(i) {
 			return nil
 		}
-		m, err := runStep(s.e, dctx, names[i]+"/start", func(context.Context) (string, error) { return s.nonce, nil })
+		m, err := runStep(s.e, dctx, s.label, names[i]+"/start", func(context.Context) (string, error) { return s.nonce, nil })
 		cut[i] = m != s.nonce
 		return err
 	}
@@ -73,7 +76,7 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 			if err := mark(i); err != nil {
 				return err
 			}
-			r, err := runStep(s.e, dctx, names[i], call(i))
+			r, err := runStep(s.e, dctx, s.label, names[i], call(i))
 			if err != nil {
 				return err
 			}
@@ -91,8 +94,8 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 	// replay matches them however the goroutines were scheduled.
 	outs := make([]<-chan dbos.StepOutcome[llm.Block], len(b.Calls))
 	for i := range b.Calls {
-		s.e.failpoint("before:" + names[i])
-		ch, err := dbos.Go(dctx, during(s.e, names[i], call(i)), dbos.WithStepName(names[i]), dbos.WithStepMaxRetries(0))
+		s.e.failpoint("before:" + s.label + names[i])
+		ch, err := dbos.Go(dctx, during(s.e, s.label+names[i], call(i)), dbos.WithStepName(names[i]), dbos.WithStepMaxRetries(0))
 		if err != nil {
 			return err
 		}
@@ -105,18 +108,19 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 			first = o.Err
 		}
 		b.Results[i] = o.Result
-		s.e.failpoint("after:" + names[i])
+		s.e.failpoint("after:" + s.label + names[i])
 	}
 	return first
 }
 
 // runStep runs fn as the named, checkpointed step, between the failpoints
-// of its name. DBOS's own step retries are off: model calls retry inside
-// the provider, and a tool call must not run twice.
-func runStep[R any](e *Engine, ctx dbos.Context, name string, fn func(context.Context) (R, error)) (R, error) {
-	e.failpoint("before:" + name)
-	r, err := dbos.RunAsStep(ctx, during(e, name, fn), dbos.WithStepName(name), dbos.WithStepMaxRetries(0))
-	e.failpoint("after:" + name)
+// of its name (after label, which tells a child's steps from a root's).
+// DBOS's own step retries are off: model calls retry inside the provider,
+// and a tool call must not run twice.
+func runStep[R any](e *Engine, ctx dbos.Context, label, name string, fn func(context.Context) (R, error)) (R, error) {
+	e.failpoint("before:" + label + name)
+	r, err := dbos.RunAsStep(ctx, during(e, label+name, fn), dbos.WithStepName(name), dbos.WithStepMaxRetries(0))
+	e.failpoint("after:" + label + name)
 	return r, err
 }
 

@@ -50,14 +50,14 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	// A fresh nonce per execution: a side-effecting call whose start marker
 	// carries another execution's nonce had started before a crash.
 	nonce := agent.NewID()
-	ld, err := runStep(e, ctx, "load", func(c context.Context) (loaded, error) { return e.load(c, id) })
+	ld, err := runStep(e, ctx, "", "load", func(c context.Context) (loaded, error) { return e.load(c, id) })
 	if err != nil {
 		return "", err
 	}
 	if ld.Instance.State.Terminal() {
 		return string(ld.Instance.State), nil
 	}
-	if _, err := runStep(e, ctx, "start", func(c context.Context) (bool, error) {
+	if _, err := runStep(e, ctx, "", "start", func(c context.Context) (bool, error) {
 		err := e.st.Transition(c, id, store.Running, "run started")
 		var te *store.TransitionError
 		if errors.As(err, &te) && te.From == store.Running {
@@ -89,6 +89,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	runner.Clock = e.opts.Clock
 	runner.MaxDepth, runner.MaxParallel = spec.MaxDepth, spec.MaxParallel
 	runner.Steps = &steps{wf: ctx, e: e, nonce: nonce}
+	runner.Children = e
 	runner.OnEvent = rec.event
 	out, runErr := runner.Run(ctx, agent.Task{
 		ID: id, Task: ld.Instance.Task, System: spec.System,
@@ -135,10 +136,11 @@ func (e *Engine) load(ctx context.Context, id string) (loaded, error) {
 	return loaded{Instance: in, Messages: msgs}, nil
 }
 
-// finish records the root's end, and ends any child a crash left running:
-// its spawn call was answered "interrupted", so nothing will resume it.
+// finish records the root's end, and ends any child still active: one
+// whose parent's spawn call did not come back for it (the parent was
+// stopped before it could), so nothing will resume it.
 func (e *Engine) finish(ctx dbos.Context, id string, res store.Result) (string, error) {
-	_, err := runStep(e, ctx, "finish", func(c context.Context) (bool, error) {
+	_, err := runStep(e, ctx, "", "finish", func(c context.Context) (bool, error) {
 		kids, err := e.st.ListInstances(c, store.Filter{Root: id, Active: true})
 		if err != nil {
 			return false, err
@@ -148,7 +150,7 @@ func (e *Engine) finish(ctx dbos.Context, id string, res store.Result) (string, 
 				continue
 			}
 			if err := e.st.Finish(c, k.ID, store.Result{State: store.Failed, Incomplete: true, StopReason: "interrupted",
-				Error: "interrupted: the process running it stopped, and the spawn that started it was not resumed"}); err != nil {
+				Error: "interrupted: its parent ended without waiting for it"}); err != nil {
 				return false, err
 			}
 		}
@@ -201,6 +203,13 @@ func (r *recorder) event(ev agent.Event) {
 				Definition: def, Task: s.Task, Mode: string(s.Mode), Model: s.Model})
 			if err == nil {
 				err = r.e.st.Transition(ctx, ev.Instance, store.Running, "spawned")
+				var te *store.TransitionError
+				if errors.As(err, &te) && te.From == store.Running {
+					err = nil // a child resumed after a crash
+				}
+			}
+			if err == nil {
+				err = r.e.st.SetWorkflow(ctx, ev.Instance, workflowID(ev.Instance))
 			}
 			if err == nil {
 				err = r.e.st.AppendMessages(ctx, ev.Instance, 0, 0, s.Messages)
@@ -234,7 +243,9 @@ func (r *recorder) event(ev agent.Event) {
 				ThroughSeq: through, Summary: summary, Usage: ev.Loop.Usage})
 		}
 	case agent.EventEnded:
-		if rl, in := ev.Relay, ev.Final; rl != nil && in != nil && ev.Instance != r.root {
+		// A child stopped by the engine's shutdown has not ended: its
+		// workflow stays pending and the next execution resumes it.
+		if rl, in := ev.Relay, ev.Final; rl != nil && in != nil && ev.Instance != r.root && !r.e.closed.Load() {
 			err = r.e.st.Finish(ctx, ev.Instance, store.Result{State: store.State(in.State), StopReason: in.StopReason,
 				Incomplete: in.Incomplete, Report: rl.Report, Error: in.Error, Usage: in.Usage, Cost: in.Cost,
 				Turns: in.Turns, ToolCalls: in.ToolCalls, Artifacts: artifacts(in.Artifacts)})

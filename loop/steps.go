@@ -53,6 +53,10 @@ type Batch struct {
 // a read-only call may run again, a side-effecting one may not.
 func (b *Batch) ReadOnly(i int) bool { return b.set.ReadOnly(b.Calls[i].Name) }
 
+// Resumable reports whether call i may run again after a crash cut it
+// short (tool.Set.Resumable).
+func (b *Batch) Resumable(i int) bool { return b.set.Resumable(b.Calls[i].Name) }
+
 // Run executes call i and returns its result, capped at the output limit.
 // It never fails: unknown tools, invalid arguments and tool errors are error
 // results for the model.

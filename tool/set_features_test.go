@@ -72,6 +72,33 @@ func TestSetConcurrent(t *testing.T) {
 	}
 }
 
+type resumableTool struct {
+	countingTool
+	resumable bool
+}
+
+func (r *resumableTool) Resumable() bool { return r.resumable }
+
+func TestSetResumable(t *testing.T) {
+	t.Parallel()
+	set := tool.MustSet(
+		&countingTool{name: "read", schema: `{"type":"object"}`, readOnly: true},
+		&countingTool{name: "write", schema: `{"type":"object"}`},
+		&resumableTool{countingTool: countingTool{name: "spawn", schema: `{"type":"object"}`}, resumable: true},
+		&resumableTool{countingTool: countingTool{name: "once", schema: `{"type":"object"}`}, resumable: false},
+	)
+	alias, err := set.Alias("task", "spawn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"read": true, "write": false, "spawn": true, "once": false, "task": true, "unknown": true}
+	for name, w := range want {
+		if got := alias.Resumable(name); got != w {
+			t.Errorf("Resumable(%q) = %v, want %v", name, got, w)
+		}
+	}
+}
+
 func TestSetJoinReusesSchemasAndKeepsValidation(t *testing.T) {
 	t.Parallel()
 	fast := &countingTool{name: "fast", schema: echoSchema, readOnly: true}

@@ -44,6 +44,15 @@ type Concurrent interface {
 	Concurrent() bool
 }
 
+// Resumable is implemented by a tool that changes things yet whose call,
+// cut short by a crash, may run again, because running it again picks up
+// the work the first run started instead of doing it twice: the spawn
+// tool under a durable engine, which reattaches to the child it named
+// after the call.
+type Resumable interface {
+	Resumable() bool
+}
+
 // Set is the tools offered to one agent: ordered, unique by name, with
 // compiled input schemas. A Set is immutable and safe for concurrent use.
 type Set struct {
@@ -276,6 +285,17 @@ func (r refused) Run(context.Context, json.RawMessage) (string, error) {
 func (s *Set) ReadOnly(name string) bool {
 	t, ok := s.Lookup(name)
 	return !ok || t.ReadOnly()
+}
+
+// Resumable reports whether a call to the named tool that a crash cut
+// short may run again: read-only tools and those implementing Resumable.
+func (s *Set) Resumable(name string) bool {
+	t, ok := s.Lookup(name)
+	if !ok || t.ReadOnly() {
+		return true
+	}
+	r, ok := t.(Resumable)
+	return ok && r.Resumable()
 }
 
 // Concurrent reports whether calls to the named tool may run at the same
