@@ -49,6 +49,11 @@ const (
 	StopStepError StopReason = "step_error"
 	// StopBudget: the shared Budget (a tree of subagents) is spent.
 	StopBudget StopReason = "budget"
+	// StopSuspended: the run stopped to wait, not to end: a suspending
+	// tool (ask_parent) succeeded, or the Inbox said pause. Its last user
+	// message is Result.Pending, not in Messages; the next run continues
+	// the transcript.
+	StopSuspended StopReason = "suspended"
 )
 
 // Limits bound one run. A zero field takes its default; the total-token,
@@ -89,6 +94,12 @@ type Config struct {
 	// OnEvent receives events synchronously, in order, from the goroutine
 	// that called Run. It must not block for long: the loop waits for it.
 	OnEvent func(Event)
+	// Inbox, when set, is asked at every turn boundary after the first
+	// (before the next model call) for what has come for the run: notes
+	// the model sees with its next request, after the tool results, and
+	// a stop (StopSuspended to pause, StopCancelled to cancel) that ends
+	// the run there.
+	Inbox func(ctx context.Context, turn int) (notes []string, stop StopReason, err error)
 }
 
 // Result is what a run produced. Run returns one even when it fails, so
@@ -100,6 +111,10 @@ type Result struct {
 	Turns      int
 	ToolCalls  int
 	Usage      llm.Usage
+	// Pending is the user message a suspended run stopped before sending:
+	// the results of its last turn's calls, the suspending call's being
+	// a placeholder the next run replaces (with the answer).
+	Pending *llm.Message
 }
 
 // Budget is a spending limit shared by several runs, such as every
@@ -147,6 +162,18 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 		}
 		if stop := r.limitReached(res, start); stop != "" {
 			return r.finish(res, stop, nil)
+		}
+		if r.cfg.Inbox != nil && res.Turns > 0 {
+			notes, stop, err := r.cfg.Inbox(ctx, res.Turns+1)
+			if err != nil {
+				return r.finish(res, StopStepError, fmt.Errorf("turn %d: inbox: %w", res.Turns+1, err))
+			}
+			for _, n := range notes {
+				res.Messages = appendUserText(res.Messages, n)
+			}
+			if stop != "" {
+				return r.finish(res, stop, nil)
+			}
 		}
 		if !wrapping && r.lim.SoftWallTime > 0 && res.Turns > 0 && r.clock.Now().Sub(start) >= r.lim.SoftWallTime {
 			wrapping = true
@@ -242,7 +269,24 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 		if stop != "" {
 			return r.finish(res, stop, nil)
 		}
+		if r.suspends(calls, results) {
+			n := len(res.Messages) - 1
+			res.Pending = &res.Messages[n]
+			res.Messages = res.Messages[:n:n]
+			return r.finish(res, StopSuspended, nil)
+		}
 	}
+}
+
+// suspends reports whether one of a turn's calls was a successful call to
+// a suspending tool (tool.Suspending).
+func (r *run) suspends(calls, results []llm.Block) bool {
+	for i, c := range calls {
+		if !results[i].IsError && r.cfg.Tools.Suspends(c.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // outputCap is max_tokens for the next call: the per-call limit, or what is

@@ -287,6 +287,26 @@ func (s *Set) ReadOnly(name string) bool {
 	return !ok || t.ReadOnly()
 }
 
+// Suspending is implemented by a tool whose successful call stops the run
+// after its turn, leaving the instance waiting: ask_parent, whose answer
+// starts the next run. The loop tells from the tool and the result, not
+// from the call running, so a run replayed from checkpoints stops at the
+// same place.
+type Suspending interface {
+	Suspends() bool
+}
+
+// Suspends reports whether a successful call to the named tool stops the
+// run (Suspending).
+func (s *Set) Suspends(name string) bool {
+	t, ok := s.Lookup(name)
+	if !ok {
+		return false
+	}
+	x, ok := t.(Suspending)
+	return ok && x.Suspends()
+}
+
 // Resumable reports whether a call to the named tool that a crash cut
 // short may run again: read-only tools and those implementing Resumable.
 func (s *Set) Resumable(name string) bool {
