@@ -65,6 +65,11 @@ type Runner struct {
 	// from the spawn call, so a replay names the same child. nil: children
 	// run with loop.Direct inside their parent's spawn call.
 	Children ChildRunner
+	// Questions, when set, offers the root ask_parent (its parent is the
+	// person who gave the task) and takes its questions. Asking stops the
+	// run: the root's state is then StateSuspended, and the answer starts
+	// its next run.
+	Questions Questions
 }
 
 // Task is a root agent's work.
@@ -92,6 +97,9 @@ type Task struct {
 	// Messages, when set, is the transcript the root continues from
 	// (a run after a crash or an answer) instead of the task alone.
 	Messages []llm.Message
+	// Inbox, when set, is the root's loop.Config.Inbox: notes and pause or
+	// cancel requests that reach it at its turn boundaries.
+	Inbox func(ctx context.Context, turn int) ([]string, loop.StopReason, error)
 }
 
 // Outcome is a finished run of a tree.
@@ -123,6 +131,9 @@ const (
 	StateCompleted = "completed"
 	StateTimedOut  = "timed_out"
 	StateCancelled = "cancelled"
+	// StateSuspended: the run stopped to wait (loop.StopSuspended), the
+	// instance has not ended; a later run continues it.
+	StateSuspended = "suspended"
 	// StateFailed is declared with the relay.
 )
 
@@ -219,6 +230,11 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 			return nil, fmt.Errorf("root tools: %w", err)
 		}
 	}
+	if r.Questions != nil {
+		if offered, err = offered.Join(tool.MustSet(askTool{tree: tr})); err != nil {
+			return nil, fmt.Errorf("root tools: %w", err)
+		}
+	}
 	root.cfg = loop.Config{
 		Model:      t.Model,
 		ModelName:  t.ModelName,
@@ -229,6 +245,7 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 		Clock:      tr.clock,
 		Budget:     tr.loopBudget(t.ModelSpec),
 		Steps:      r.Steps,
+		Inbox:      t.Inbox,
 	}
 	msgs := t.Messages
 	if len(msgs) == 0 {
@@ -466,6 +483,8 @@ func stateOf(stop loop.StopReason, err error) (string, bool) {
 		return StateCancelled, true
 	case loop.StopModelError, loop.StopStepError:
 		return StateFailed, true
+	case loop.StopSuspended:
+		return StateSuspended, false
 	}
 	if err != nil {
 		return StateFailed, true

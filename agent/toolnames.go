@@ -16,7 +16,7 @@ const SkillTool = "skill"
 // deputyTools are the names deputy serves, so a file may also use them.
 var deputyTools = []string{
 	"read_file", "write_file", "edit_file", "glob", "grep", "bash",
-	"web_fetch", "web_search", SpawnTool, SkillTool,
+	"web_fetch", "web_search", SpawnTool, SkillTool, AskTool,
 }
 
 // claudeTools maps Claude Code's tool names to deputy's. LS maps to glob:

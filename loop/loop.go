@@ -112,8 +112,9 @@ type Result struct {
 	ToolCalls  int
 	Usage      llm.Usage
 	// Pending is the user message a suspended run stopped before sending:
-	// the results of its last turn's calls, the suspending call's being
-	// a placeholder the next run replaces (with the answer).
+	// the results of its last turn's calls (a suspending call's result
+	// being a placeholder the next run replaces with the answer) and any
+	// notes.
 	Pending *llm.Message
 }
 
@@ -170,6 +171,9 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 			}
 			for _, n := range notes {
 				res.Messages = appendUserText(res.Messages, n)
+			}
+			if stop == StopSuspended {
+				return r.suspend(res)
 			}
 			if stop != "" {
 				return r.finish(res, stop, nil)
@@ -270,12 +274,21 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 			return r.finish(res, stop, nil)
 		}
 		if r.suspends(calls, results) {
-			n := len(res.Messages) - 1
-			res.Pending = &res.Messages[n]
-			res.Messages = res.Messages[:n:n]
-			return r.finish(res, StopSuspended, nil)
+			return r.suspend(res)
 		}
 	}
+}
+
+// suspend stops the run to wait. The user message it would have sent
+// next, not yet emitted, becomes Pending, so the transcript ends with the
+// model's turn and the next run adds what came meanwhile (an answer,
+// notes) to that one message.
+func (r *run) suspend(res *Result) (*Result, error) {
+	if n := len(res.Messages) - 1; n >= r.emitted && res.Messages[n].Role == llm.User {
+		res.Pending = &res.Messages[n]
+		res.Messages = res.Messages[:n:n]
+	}
+	return r.finish(res, StopSuspended, nil)
 }
 
 // suspends reports whether one of a turn's calls was a successful call to

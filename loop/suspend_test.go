@@ -79,8 +79,13 @@ func TestInboxNotesAndStop(t *testing.T) {
 		return nil, StopSuspended, nil
 	}
 	res, err := Run(context.Background(), Config{Model: m, Tools: tool.MustSet(echo("echo", true)), Inbox: inbox}, task("go"))
-	if err != nil || res.StopReason != StopSuspended || res.Turns != 2 || res.Pending != nil {
+	if err != nil || res.StopReason != StopSuspended || res.Turns != 2 {
 		t.Fatalf("res %+v err %v", res, err)
+	}
+	// Paused after turn 2: its results wait in Pending, unsent.
+	if p := res.Pending; p == nil || len(p.Content) != 1 || p.Content[0].Type != llm.TypeToolResult ||
+		len(res.Messages) != 4 || res.Messages[3].Role != llm.Assistant {
+		t.Fatalf("pending %+v, %d messages", res.Pending, len(res.Messages))
 	}
 	if len(asked) != 2 || asked[0] != 2 || asked[1] != 3 {
 		t.Errorf("inbox asked at turns %v, want [2 3]", asked)
@@ -91,5 +96,5 @@ func TestInboxNotesAndStop(t *testing.T) {
 		!strings.Contains(second.Content[1].Text, "look at b.txt") {
 		t.Fatalf("second request's last message %+v", second)
 	}
-	checkTranscript(t, res.Messages)
+	checkTranscript(t, append(res.Messages, *res.Pending))
 }

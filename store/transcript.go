@@ -22,6 +22,15 @@ import (
 // firstSeq past the end (a gap). New messages for an ended instance are
 // ErrTerminal.
 func (s *Store) AppendMessages(ctx context.Context, id string, turn, firstSeq int, msgs []llm.Message) error {
+	return s.Deliver(ctx, id, turn, firstSeq, msgs, nil)
+}
+
+// Deliver appends msgs like AppendMessages and, in the same transaction,
+// marks the mail mailIDs consumed: mail that a run puts into a transcript
+// (an answer, notes) is consumed exactly when it lands there, so a crash
+// can neither lose it nor deliver it twice. Mail consumed already (a
+// repeat) is left as it is.
+func (s *Store) Deliver(ctx context.Context, id string, turn, firstSeq int, msgs []llm.Message, mailIDs []int64) error {
 	if firstSeq < 0 {
 		return fmt.Errorf("append messages to %s: negative seq %d", id, firstSeq)
 	}
@@ -75,6 +84,12 @@ func (s *Store) AppendMessages(ctx context.Context, id string, turn, firstSeq in
 				VALUES (?, ?, ?, ?, ?, ?)`, id, seq, turn, string(msgs[seq-firstSeq].Role), content[seq-firstSeq], at)
 			if err != nil {
 				return fmt.Errorf("insert message %d: %w", seq, err)
+			}
+		}
+		for _, m := range mailIDs {
+			if _, err := q.exec(ctx, `UPDATE deputy_mailbox SET consumed_at = ? WHERE id = ? AND instance_id = ? AND consumed_at IS NULL`,
+				at, m, id); err != nil {
+				return fmt.Errorf("consume mail %d: %w", m, err)
 			}
 		}
 		return nil

@@ -311,6 +311,40 @@ func testMailbox(t *testing.T, h Harness) {
 	}
 }
 
+// Deliver appends and consumes in one transaction, and a repeat changes
+// nothing.
+func testDeliver(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.create("i", "")
+	e.create("j", "")
+	a, err := e.s.Post(e.ctx, store.Mail{InstanceID: "i", Kind: "answer", Body: "yes"})
+	noErr(t, "post", err)
+	n, err := e.s.Post(e.ctx, store.Mail{InstanceID: "i", Kind: "note", Body: "hurry"})
+	noErr(t, "post", err)
+	other, err := e.s.Post(e.ctx, store.Mail{InstanceID: "j", Kind: "note", Body: "not yours"})
+	noErr(t, "post", err)
+	msgs := []llm.Message{llm.UserText("go")}
+	for range 2 {
+		noErr(t, "deliver", e.s.Deliver(e.ctx, "i", 1, 0, msgs, []int64{a, n, other}))
+	}
+	if p, _ := e.s.Pending(e.ctx, "i"); len(p) != 0 {
+		t.Fatalf("pending after delivery: %+v", p)
+	}
+	if p, _ := e.s.Pending(e.ctx, "j"); len(p) != 1 {
+		t.Fatalf("another instance's mail was consumed: %+v", p)
+	}
+	if m, _ := e.s.Transcript(e.ctx, "i"); len(m) != 1 {
+		t.Fatalf("transcript %+v", m)
+	}
+	// A delivery that fails (a gap) consumes nothing.
+	b, err := e.s.Post(e.ctx, store.Mail{InstanceID: "i", Kind: "note", Body: "later"})
+	noErr(t, "post", err)
+	wantErr(t, "deliver with a gap", e.s.Deliver(e.ctx, "i", 2, 5, msgs, []int64{b}), store.ErrConflict)
+	if p, _ := e.s.Pending(e.ctx, "i"); len(p) != 1 || p[0].ID != b {
+		t.Fatalf("a failed delivery consumed mail: %+v", p)
+	}
+}
+
 func testConcurrentConsume(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	e.create("i", "")

@@ -56,6 +56,7 @@ func Run(t *testing.T, h Harness) {
 		{"Definitions", testDefinitions},
 		{"Events", testEvents},
 		{"Mailbox", testMailbox},
+		{"Deliver", testDeliver},
 		{"ConcurrentConsume", testConcurrentConsume},
 		{"NotFound", testNotFound},
 		{"Migrations", testMigrations},
