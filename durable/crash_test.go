@@ -60,7 +60,7 @@ var boundaries = []string{
 	"load", "start",
 	"turn-1/generate", "turn-1/call-1-bash/start", "turn-1/call-1-bash", "turn-1/call-2-read_file",
 	"turn-2/generate", "turn-2/call-1-spawn_subagent", "turn-2/call-2-spawn_subagent", // resumable: no start markers
-	"turn-3/generate", "turn-3/call-1-bash/start", "turn-3/call-1-bash",
+	"turn-3/inbox", "turn-3/generate", "turn-3/call-1-bash/start", "turn-3/call-1-bash",
 	"turn-3/call-2-write_file/start", "turn-3/call-2-write_file",
 	"turn-4/generate", "finish",
 	// A child's own steps, in its own workflow (the first child to reach

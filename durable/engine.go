@@ -55,6 +55,9 @@ type Spec struct {
 	MaxParallel int              `json:"max_parallel,omitempty"`
 	Budget      agent.TreeBudget `json:"budget,omitzero"`
 	Compaction  loop.Compaction  `json:"compaction,omitzero"`
+	// WallTime bounds the time the root spends running, over all its
+	// runs: time asking, paused or down after a crash does not count.
+	WallTime time.Duration `json:"wall_time,omitempty"`
 	// Config is deputy.yaml as the run started (tiers and prices), so a
 	// worker in another directory runs it the same way; nil: the
 	// runner's.
@@ -111,6 +114,7 @@ type Engine struct {
 	// channel receive, where a retrieved handle polls the database.
 	handles  sync.Map // instance id → dbos.WorkflowHandle[string]
 	launches launches // children's work, on its way to their workflows
+	running  sync.Map // instance id → context.CancelCauseFunc of its run here
 
 	mu      sync.Mutex                    // guards refresh
 	base    *agent.Catalog                // built-ins and files
@@ -259,26 +263,48 @@ func Enqueue(ctx context.Context, st *store.Store, url, task string, spec Spec) 
 	// A context that is never launched: it creates or migrates DBOS's
 	// tables (a client would refuse a database no engine has opened yet)
 	// and enqueues, but recovers and dequeues nothing.
+	id, err := create(ctx, st, task, spec)
+	if err != nil {
+		return "", err
+	}
+	return id, enqueue(ctx, st, url, id, workflowID(id))
+}
+
+// enqueue queues a run of instance id, as workflow wf, for a worker. On
+// SQLite, DBOS closes the handle it is given when it shuts down: with url
+// set, it gets a handle of its own on the same file and st stays open.
+func enqueue(ctx context.Context, st *store.Store, url, id, wf string) error {
 	cfg := dbos.Config{AppName: "deputy", ApplicationVersion: AppVersion, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if st.Dialect() == store.SQLite {
 		cfg.SQLiteSystemDB = st.DB()
+		if url != "" {
+			peer, err := store.Open(ctx, url, store.Options{})
+			if err != nil {
+				return err
+			}
+			defer peer.Close()
+			cfg.SQLiteSystemDB = peer.DB()
+		}
 	} else {
 		cfg.DatabaseURL = url
 	}
 	dctx, err := dbos.NewContext(ctx, cfg)
 	if err != nil {
-		return "", fmt.Errorf("durable: connect to the queue: %w", err)
+		return fmt.Errorf("durable: connect to the queue: %w", err)
 	}
 	defer dbos.Shutdown(dctx, 5*time.Second)
-	id, err := create(ctx, st, task, spec)
-	if err != nil {
-		return "", err
-	}
-	if _, err := dbos.Enqueue[string](dctx, QueueName, WorkflowName, id, dbos.WithEnqueueWorkflowID(workflowID(id)),
+	if _, err := dbos.Enqueue[string](dctx, QueueName, WorkflowName, id, dbos.WithEnqueueWorkflowID(wf),
 		dbos.WithEnqueueApplicationVersion(AppVersion)); err != nil {
-		return "", fmt.Errorf("queue %s: %w", id, err)
+		return fmt.Errorf("queue %s: %w", id, err)
 	}
-	return id, nil
+	return nil
+}
+
+// cancelRun cancels the run of instance id if this engine carries it.
+func (e *Engine) cancelRun(id string) {
+	if c, ok := e.running.Load(id); ok {
+		c.(context.CancelCauseFunc)(errCancelled)
+	}
 }
 
 // Adopt queues every root instance still in state created, for a worker:
@@ -363,3 +389,20 @@ func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
 }
 
 func workflowID(instance string) string { return "deputy-" + instance }
+
+// Idle reports whether nothing is left for this engine to do: no instance
+// created or running, and no run queued or in progress (a resume or an
+// answer queues the next run of an instance that is still paused or
+// asking). An instance asking or paused waits for someone else.
+func (e *Engine) Idle(ctx context.Context) (bool, error) {
+	busy, err := e.st.ListInstances(ctx, store.Filter{States: []store.State{store.Created, store.Running}, Limit: 1})
+	if err != nil || len(busy) > 0 {
+		return false, err
+	}
+	wfs, err := dbos.ListWorkflows(e.dbos, dbos.WithFilterStatus(dbos.WorkflowStatusEnqueued, dbos.WorkflowStatusPending),
+		dbos.WithFilterLimit(1), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return false, fmt.Errorf("list runs: %w", err)
+	}
+	return len(wfs) == 0, nil
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
@@ -21,6 +23,7 @@ import (
 type loaded struct {
 	Instance *store.Instance
 	Messages []llm.Message
+	Active   time.Duration
 }
 
 // runInstance is the workflow that carries a root instance from where it
@@ -57,14 +60,25 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	if ld.Instance.State.Terminal() {
 		return string(ld.Instance.State), nil
 	}
-	if _, err := runStep(e, ctx, "", "start", func(c context.Context) (bool, error) {
+	wf, err := dbos.GetWorkflowID(ctx)
+	if err != nil {
+		return "", err
+	}
+	run, err := runStep(e, ctx, "", "start", func(c context.Context) (store.Run, error) {
 		err := e.st.Transition(c, id, store.Running, "run started")
 		var te *store.TransitionError
 		if errors.As(err, &te) && te.From == store.Running {
-			return true, nil // the run is resuming after a crash
+			err = nil // the run is resuming after a crash
 		}
-		return err == nil, err
-	}); err != nil {
+		if err == nil {
+			err = e.st.SetWorkflow(c, id, wf)
+		}
+		if err != nil {
+			return store.Run{}, err
+		}
+		return e.st.StartRun(c, id, wf)
+	})
+	if err != nil {
 		return "", err
 	}
 
@@ -90,11 +104,31 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	runner.MaxDepth, runner.MaxParallel = spec.MaxDepth, spec.MaxParallel
 	runner.Steps = &steps{wf: ctx, e: e, nonce: nonce}
 	runner.Children = e
+	runner.Questions = e
 	runner.OnEvent = rec.event
-	out, runErr := runner.Run(ctx, agent.Task{
+	limits := loop.Limits{WallTime: spec.WallTime}
+	if spec.MaxTurns > 0 {
+		// Turns count over the instance's runs; a resumed run always gets
+		// one, to take in its answer.
+		limits.MaxTurns = max(spec.MaxTurns-ld.Instance.Turns, 1)
+	}
+	if limits.WallTime > 0 {
+		// Only time spent running counts: earlier runs' (not the time
+		// asking or paused between them) is taken off.
+		limits.WallTime -= ld.Active
+		if limits.WallTime <= 0 {
+			limits.WallTime = time.Nanosecond
+		}
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	e.running.Store(id, cancel)
+	defer e.running.Delete(id)
+	out, runErr := runner.Run(runCtx, agent.Task{
 		ID: id, Task: ld.Instance.Task, System: spec.System,
 		Model: model, ModelName: name, ModelSpec: spec.Model, Tools: tools,
-		Limits: loop.Limits{MaxTurns: spec.MaxTurns}, Compaction: spec.Compaction, Budget: spec.Budget, Messages: ld.Messages,
+		Limits: limits, Compaction: spec.Compaction, Budget: spec.Budget, Messages: ld.Messages,
+		Inbox: e.inbox(ctx, id),
 	})
 	if out == nil {
 		return e.fail(ctx, id, runErr)
@@ -105,10 +139,25 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 		return "", runErr
 	}
 	root := out.Instances[0]
+	// The instance's totals cover all its runs.
+	usage := ld.Instance.Usage
+	usage.Add(root.Usage)
+	cost := root.Cost
+	if ld.Instance.Cost != nil && cost != nil {
+		c := *ld.Instance.Cost + *cost
+		cost = &c
+	}
+	turns, calls := ld.Instance.Turns+root.Turns, ld.Instance.ToolCalls+root.ToolCalls
+	if out.Result.StopReason == loop.StopSuspended {
+		return e.suspend(ctx, id, run.ID, out.Result.Pending, turns, calls, usage, cost)
+	}
 	res := store.Result{
 		State: store.State(root.State), StopReason: root.StopReason, Incomplete: root.Incomplete,
-		Report: out.Result.Answer, Error: root.Error, Usage: root.Usage, Cost: root.Cost,
-		Turns: root.Turns, ToolCalls: root.ToolCalls, Artifacts: artifacts(root.Artifacts),
+		Report: out.Result.Answer, Error: root.Error, Usage: usage, Cost: cost,
+		Turns: turns, ToolCalls: calls, Artifacts: artifacts(root.Artifacts),
+	}
+	if errors.Is(context.Cause(runCtx), errCancelled) {
+		res.State, res.Error = store.Cancelled, errCancelled.Error()
 	}
 	if err := rec.failed(); err != nil && res.State != store.Failed {
 		res.State, res.Error = store.Failed, "recording the run failed: "+err.Error()
@@ -116,8 +165,58 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	return e.finish(ctx, id, res)
 }
 
+// suspend ends a run that stopped to wait: its unsent results are kept in
+// the mailbox for the next run, and the instance waits asking (it has an
+// open question) or paused.
+func (e *Engine) suspend(ctx dbos.Context, id string, run int64, pending *llm.Message, turns, calls int, usage llm.Usage, cost *float64) (string, error) {
+	return runStep(e, ctx, "", "suspend", func(c context.Context) (string, error) {
+		if pending != nil {
+			b, err := json.Marshal(pending)
+			if err != nil {
+				return "", err
+			}
+			if _, err := e.st.Post(c, store.Mail{InstanceID: id, Sender: id, Kind: mailPending, Body: string(b),
+				Key: fmt.Sprintf("pending-%d", run)}); err != nil {
+				return "", err
+			}
+		}
+		if err := e.st.UpdateProgress(c, id, turns, calls, usage, cost); err != nil {
+			return "", err
+		}
+		to, why := store.Paused, "paused by request"
+		if q, err := openQuestion(c, e.st, id); err != nil {
+			return "", err
+		} else if q != nil {
+			to, why = store.Asking, "asked: "+oneLine(q.Body, 200)
+		}
+		err := e.st.Transition(c, id, to, why)
+		var te *store.TransitionError
+		if errors.As(err, &te) && te.From == to {
+			err = nil // a repeat after a crash
+		}
+		if err != nil {
+			return "", err
+		}
+		if err := e.st.EndRun(c, run, string(to)); err != nil {
+			return "", err
+		}
+		return string(to), nil
+	})
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-1]) + "…"
+	}
+	return s
+}
+
 // load reads the instance and the transcript it continues from; a new
-// instance's transcript is its task.
+// instance's transcript is its task. A transcript that stops at the
+// model's turn (a suspended run) is continued with what came meanwhile:
+// the answer, the notes (continuation), delivered in one transaction with
+// the mail they consume. Active is the time earlier runs spent running.
 func (e *Engine) load(ctx context.Context, id string) (loaded, error) {
 	in, err := e.st.GetInstance(ctx, id)
 	if err != nil {
@@ -127,13 +226,41 @@ func (e *Engine) load(ctx context.Context, id string) (loaded, error) {
 	if err != nil {
 		return loaded{}, err
 	}
-	if len(msgs) == 0 && !in.State.Terminal() {
+	if in.State.Terminal() {
+		return loaded{Instance: in, Messages: msgs}, nil
+	}
+	if len(msgs) == 0 {
 		msgs = []llm.Message{llm.UserText(in.Task)}
 		if err := e.st.AppendMessages(ctx, id, 0, 0, msgs); err != nil {
 			return loaded{}, err
 		}
+	} else {
+		mail, err := e.st.Pending(ctx, id)
+		if err != nil {
+			return loaded{}, err
+		}
+		if m, ids := continuation(msgs, mail); m != nil || len(ids) > 0 {
+			add := []llm.Message{}
+			if m != nil {
+				add = append(add, *m)
+			}
+			if err := e.st.Deliver(ctx, id, in.Turns, len(msgs), add, ids); err != nil {
+				return loaded{}, err
+			}
+			msgs = append(msgs, add...)
+		}
 	}
-	return loaded{Instance: in, Messages: msgs}, nil
+	runs, err := e.st.Runs(ctx, id)
+	if err != nil {
+		return loaded{}, err
+	}
+	var active time.Duration
+	for _, r := range runs {
+		if !r.EndedAt.IsZero() {
+			active += r.EndedAt.Sub(r.StartedAt)
+		}
+	}
+	return loaded{Instance: in, Messages: msgs, Active: active}, nil
 }
 
 // finish records the root's end, and ends any child still active: one

@@ -20,6 +20,9 @@ const (
 	exitFailed  = 1
 	exitUsage   = 2
 	exitLimited = 3
+	// exitWaiting: the run stopped to wait, the instance has not ended: it
+	// asks a question (deputy answer) or was paused (deputy resume).
+	exitWaiting = 4
 )
 
 // exitError carries an exit code up to main; its message is printed once.
@@ -66,6 +69,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRunCmd(), newWorkerCmd(), newShowCmd(), newPsCmd(), newFakeLLMCmd(), newBenchCmd(), newVersionCmd(), newAgentsCmd())
+	root.AddCommand(newRunCmd(), newWorkerCmd(), newShowCmd(), newPsCmd(), newTreeCmd(), newLogsCmd(), newFakeLLMCmd(),
+		newBenchCmd(), newVersionCmd(), newAgentsCmd())
+	root.AddCommand(newControlCmds()...)
 	return root
 }

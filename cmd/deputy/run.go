@@ -47,6 +47,7 @@ type runOptions struct {
 	quiet       bool
 	detach      bool
 	searchURL   string
+	timeout     time.Duration
 }
 
 func newRunCmd() *cobra.Command {
@@ -75,6 +76,7 @@ last finished step. --detach records the run and leaves it to a worker.`,
 	f.Float64Var(&o.budget.USD, "budget-usd", 0, "cost budget in USD for the whole tree (needs prices in deputy.yaml; 0: none)")
 	f.BoolVar(&o.asJSON, "json", false, "print a JSON object: answer, stop_reason, usage, turns, tool_calls, cost, instances")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the answer: no progress and no cost table (stderr)")
+	f.DurationVar(&o.timeout, "timeout", 0, "wall-time limit of the root agent (time spent asking or paused does not count; 0: none)")
 	f.BoolVar(&o.detach, "detach", false, "record the run, print the root instance id and exit; a worker (deputy worker) runs it")
 	f.StringVar(&o.searchURL, "search-url", os.Getenv("DEPUTY_SEARCH_URL"), "SearXNG-compatible JSON search API for web_search (default $DEPUTY_SEARCH_URL; without it the tool is absent)")
 	return cmd
@@ -92,6 +94,10 @@ type runResult struct {
 	Cost       *float64       `json:"cost"` // USD for the tree; null when a model has no price
 	Instances  []instanceJSON `json:"instances"`
 	Error      string         `json:"error,omitempty"`
+	// State is the root's: completed and the other ends, or asking or
+	// paused when the run stopped to wait (exit 4).
+	State    string `json:"state"`
+	Question string `json:"question,omitempty"`
 }
 
 func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.Writer) error {
@@ -130,7 +136,7 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		maxDepth = -1 // the flag's 0 means none; the runner's 0 means its default
 	}
 	rs := durable.Spec{System: fmt.Sprintf(rootSystemPrompt, ws), Model: spec, Workspace: ws, SearchURL: o.searchURL,
-		MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel, Budget: o.budget, Config: cfg}
+		MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel, Budget: o.budget, Config: cfg, WallTime: o.timeout}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.detach {
@@ -163,10 +169,17 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		return err
 	}
 	rows, usage, cost := instanceRows(tree)
+	question := ""
+	if root.State == store.Asking {
+		if q, err := (durable.Control{Store: st}).Question(ctx, id); err == nil && q != nil {
+			question = q.Body
+		}
+	}
 
 	if o.asJSON {
-		j := runResult{ID: id, Answer: root.Report, StopReason: root.StopReason, Usage: usage,
-			Turns: root.Turns, ToolCalls: root.ToolCalls, Model: spec, Instances: rows, Cost: cost, Error: root.Error}
+		j := runResult{ID: id, Answer: root.Report, StopReason: root.StopReason, Usage: usage, State: string(root.State),
+			Question: question, Turns: root.Turns, ToolCalls: root.ToolCalls, Model: spec, Instances: rows, Cost: cost,
+			Error: root.Error}
 		if err := writeJSON(stdout, j); err != nil {
 			return err
 		}
@@ -174,11 +187,18 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		if root.Report != "" {
 			fmt.Fprintln(stdout, root.Report)
 		}
+		if question != "" {
+			fmt.Fprintf(stdout, "%s asks: %s\n", id, question)
+		}
 		if !o.quiet && !setupFailed(root) {
 			costTable(stderr, rows, usage, cost) // a setup error is one line, not a table of zeros
 		}
 	}
 	switch {
+	case root.State == store.Asking:
+		return &exitError{code: exitWaiting, err: fmt.Errorf("%s waits for an answer: deputy answer %s TEXT", id, id)}
+	case root.State == store.Paused:
+		return &exitError{code: exitWaiting, err: fmt.Errorf("%s is paused: deputy resume %s", id, id)}
 	case setupFailed(root):
 		return &exitError{code: exitUsage, err: errors.New(root.Error)}
 	case root.State == store.Failed || root.State == store.Cancelled:
@@ -213,6 +233,13 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeJSONLine writes v as one line of JSON (for streams of records).
+func writeJSONLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 

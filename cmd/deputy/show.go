@@ -78,23 +78,7 @@ func showText(w io.Writer, in *store.Instance, msgs []llm.Message, trs []store.T
 	}
 	fmt.Fprintf(w, "\ntranscript (%d messages)\n", len(msgs))
 	for i, m := range msgs {
-		for _, b := range m.Content {
-			var line string
-			switch b.Type {
-			case llm.TypeText:
-				line = oneLineOf(b.Text, 160)
-			case llm.TypeToolUse:
-				line = "call " + b.Name + " " + oneLineOf(string(b.Input), 120)
-			case llm.TypeToolResult:
-				line = "result " + oneLineOf(b.Text, 140)
-				if b.IsError {
-					line = "error " + oneLineOf(b.Text, 140)
-				}
-			default:
-				line = "[" + b.Type + "]"
-			}
-			fmt.Fprintf(w, "%3d %-9s %s\n", i, m.Role, line)
-		}
+		printMessage(w, i, m)
 	}
 	if in.Report != "" {
 		fmt.Fprintf(w, "\nresult\n%s\n", in.Report)
@@ -143,4 +127,25 @@ func newPsCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&all, "all", false, "include ended instances")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	return cmd
+}
+
+// printMessage prints message i of a transcript, a line per block.
+func printMessage(w io.Writer, i int, m llm.Message) {
+	for _, b := range m.Content {
+		var line string
+		switch b.Type {
+		case llm.TypeText:
+			line = oneLineOf(b.Text, 160)
+		case llm.TypeToolUse:
+			line = "call " + b.Name + " " + oneLineOf(string(b.Input), 120)
+		case llm.TypeToolResult:
+			line = "result " + oneLineOf(b.Text, 140)
+			if b.IsError {
+				line = "error " + oneLineOf(b.Text, 140)
+			}
+		default:
+			line = "[" + b.Type + "]"
+		}
+		fmt.Fprintf(w, "%3d %-9s %s\n", i, m.Role, line)
+	}
 }

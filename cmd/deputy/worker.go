@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deputy-run/deputy/store"
+	"github.com/deputy-run/deputy/durable"
 )
 
 func newWorkerCmd() *cobra.Command {
@@ -39,7 +39,7 @@ once no instance in the database is active.`,
 			if c.quiet {
 				onEvent = nil
 			}
-			eng, st, closeEng, err := openEngine(ctx, c, "", onEvent, cmd.ErrOrStderr())
+			eng, _, closeEng, err := openEngine(ctx, c, "", onEvent, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -51,7 +51,7 @@ once no instance in the database is active.`,
 				<-ctx.Done()
 				return nil
 			}
-			return waitIdle(ctx, st, poll)
+			return waitIdle(ctx, eng, poll)
 		},
 	}
 	f := cmd.Flags()
@@ -65,23 +65,21 @@ once no instance in the database is active.`,
 	return cmd
 }
 
-// waitIdle returns once the database holds no active instance. An
-// instance that is asking or paused waits for someone else, so it does
-// not keep the worker busy.
-func waitIdle(ctx context.Context, st *store.Store, poll time.Duration) error {
+// waitIdle returns once the engine has nothing left to do (Engine.Idle).
+func waitIdle(ctx context.Context, eng *durable.Engine, poll time.Duration) error {
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		busy, err := st.ListInstances(ctx, store.Filter{States: []store.State{store.Created, store.Running}, Limit: 1})
+		idle, err := eng.Idle(ctx)
 		if err != nil {
 			return err
 		}
-		if len(busy) == 0 {
+		if idle {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("stopped while %s was still active", busy[0].ID)
+			return errors.New("stopped before the work was done")
 		case <-t.C:
 		}
 	}

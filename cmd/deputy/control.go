@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/store"
+)
+
+// controlCmd is the shape of pause, resume, cancel, send and answer: act
+// on one instance through durable.Control, print what happened.
+type controlCmd struct {
+	use, short, long string
+	text             bool // takes TEXT after the id
+	toChild          bool // refused on a child without --as-parent
+	act              func(ctx context.Context, c durable.Control, id, text string) error
+	done             string // "paused": printed after the id
+}
+
+func newControlCmds() []*cobra.Command {
+	specs := []controlCmd{
+		{use: "pause ID", short: "Pause an instance (a running one stops at its next turn)", done: "paused",
+			act: func(ctx context.Context, c durable.Control, id, _ string) error { return c.Pause(ctx, id) }},
+		{use: "resume ID", short: "Resume a paused instance (its next run is queued for the worker)", done: "resumed",
+			act: func(ctx context.Context, c durable.Control, id, _ string) error { return c.Resume(ctx, id) }},
+		{use: "cancel ID", short: "Cancel an instance and its subagents, keeping their partial results", done: "cancelled",
+			act: func(ctx context.Context, c durable.Control, id, _ string) error { return c.Cancel(ctx, id) }},
+		{use: "send ID TEXT", short: "Steer an instance: a message its model reads at its next turn", done: "sent to",
+			text: true, toChild: true,
+			act: func(ctx context.Context, c durable.Control, id, text string) error {
+				return c.Send(ctx, id, durable.Operator, text)
+			}},
+		{use: "answer ID TEXT", short: "Answer an instance's question (deputy ps shows who is asking)", done: "answered",
+			text: true, toChild: true,
+			act: func(ctx context.Context, c durable.Control, id, text string) error { return c.Answer(ctx, id, text) }},
+	}
+	out := make([]*cobra.Command, len(specs))
+	for i, s := range specs {
+		out[i] = s.command()
+	}
+	return out
+}
+
+func (s controlCmd) command() *cobra.Command {
+	var db string
+	var asJSON, asParent bool
+	nargs := 1
+	if s.text {
+		nargs = 2
+	}
+	cmd := &cobra.Command{
+		Use:   s.use,
+		Short: s.short,
+		Args:  cobra.ExactArgs(nargs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, where, err := openExisting(ctx, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			id, text := args[0], ""
+			if s.text {
+				if text = strings.TrimSpace(args[1]); text == "" {
+					return usageErr("the text is empty")
+				}
+			}
+			in, err := st.GetInstance(ctx, id)
+			if err != nil {
+				return notFound(where, id, err)
+			}
+			if s.toChild && in.Parent != "" && !asParent {
+				return usageErr("%s is a subagent of %s: its parent talks to it; add --as-parent to speak as its parent "+
+					"(recorded as coming from the operator)", id, in.Parent)
+			}
+			if err := s.act(ctx, durable.Control{Store: st, URL: where}, id, text); err != nil {
+				return controlErr(where, id, err)
+			}
+			after, err := st.GetInstance(ctx, id)
+			if err != nil {
+				return readErr(where, err)
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					ID     string `json:"id"`
+					Action string `json:"action"`
+					State  string `json:"state"`
+				}{id, strings.Fields(s.use)[0], string(after.State)})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s (now %s)\n", s.done, id, after.State)
+			hintWorker(ctx, cmd.ErrOrStderr(), st, where, s.use, after)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", "", dbFlagHelp)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print {id, action, state} as JSON")
+	if s.toChild {
+		cmd.Flags().BoolVar(&asParent, "as-parent", false, "speak to a subagent as its parent (recorded as the operator)")
+	}
+	return cmd
+}
+
+// hintWorker says so when what was asked needs a worker and none runs:
+// a resume or an answer queues a run; a pause or cancel of a running
+// instance waits for the process running it.
+func hintWorker(ctx context.Context, w io.Writer, st *store.Store, where, use string, in *store.Instance) {
+	verb := strings.Fields(use)[0]
+	needs := verb == "resume" || verb == "answer" || in.State == store.Running
+	if !needs {
+		return
+	}
+	unlock, err := lockEngine(ctx, st, where)
+	if err != nil {
+		return // a run or a worker holds the database: it will act
+	}
+	unlock()
+	fmt.Fprintln(w, "deputy: no worker is running on this database; start one (deputy worker) to carry it on")
+}
+
+// controlErr turns a refused control into one clear line, exit 2.
+func controlErr(where, id string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound(where, id, err)
+	case errors.Is(err, store.ErrIllegalTransition), errors.Is(err, store.ErrTerminal):
+		return usageErr("%s", strings.TrimPrefix(err.Error(), store.ErrIllegalTransition.Error()+": "))
+	}
+	return usageErr("%v", err)
+}
+
+func newTreeCmd() *cobra.Command {
+	var db string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tree ID",
+		Short: "Show the tree of instances ID belongs to: states, turns, tokens and costs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, where, err := openExisting(ctx, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			in, err := st.GetInstance(ctx, args[0])
+			if err != nil {
+				return notFound(where, args[0], err)
+			}
+			all, err := st.ListInstances(ctx, store.Filter{Root: in.Root})
+			if err != nil {
+				return readErr(where, err)
+			}
+			t := buildTree(all)
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), t)
+			}
+			printTree(cmd.OutOrStdout(), t, "")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", "", dbFlagHelp)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tree as nested JSON (each node with its children)")
+	return cmd
+}
+
+// treeNode is an instance with its children, and its subtree's totals.
+type treeNode struct {
+	instanceJSON
+	Subtree  totals      `json:"subtree"`
+	Children []*treeNode `json:"children"`
+}
+
+type totals struct {
+	Usage llm.Usage `json:"usage"`
+	Cost  *float64  `json:"cost"` // nil when some instance has no price
+}
+
+// buildTree nests instances (oldest first, so parents come before their
+// children) under the first one, the root.
+func buildTree(list []*store.Instance) *treeNode {
+	nodes := map[string]*treeNode{}
+	var root *treeNode
+	for _, in := range list {
+		n := &treeNode{instanceJSON: toJSON(in), Children: []*treeNode{}}
+		nodes[in.ID] = n
+		if p, ok := nodes[in.Parent]; ok {
+			p.Children = append(p.Children, n)
+		} else if root == nil {
+			root = n
+		}
+	}
+	if root != nil {
+		root.sum()
+	}
+	return root
+}
+
+func (n *treeNode) sum() {
+	n.Subtree.Usage = n.Usage
+	n.Subtree.Cost = n.Cost
+	for _, c := range n.Children {
+		c.sum()
+		n.Subtree.Usage.Add(c.Subtree.Usage)
+		if n.Subtree.Cost != nil && c.Subtree.Cost != nil {
+			v := *n.Subtree.Cost + *c.Subtree.Cost
+			n.Subtree.Cost = &v
+		} else {
+			n.Subtree.Cost = nil
+		}
+	}
+}
+
+func printTree(w io.Writer, n *treeNode, indent string) {
+	cost := "-"
+	if n.Subtree.Cost != nil {
+		cost = fmt.Sprintf("$%.4f", *n.Subtree.Cost)
+	}
+	fmt.Fprintf(w, "%s%s  %s  %s  %d turns  %d tokens  %s\n", indent, n.ID, n.Type, n.State, n.Turns,
+		n.Subtree.Usage.Total(), cost)
+	for _, c := range n.Children {
+		printTree(w, c, indent+"  ")
+	}
+}
+
+func newLogsCmd() *cobra.Command {
+	var db string
+	var follow, asJSON bool
+	var poll time.Duration
+	cmd := &cobra.Command{
+		Use:   "logs ID",
+		Short: "Print an instance's transcript; -f follows it until the instance ends",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, where, err := openExisting(ctx, db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			id := args[0]
+			if _, err := st.GetInstance(ctx, id); err != nil {
+				return notFound(where, id, err)
+			}
+			w := cmd.OutOrStdout()
+			seen := 0
+			tick := time.NewTicker(poll)
+			defer tick.Stop()
+			for {
+				msgs, err := st.Transcript(ctx, id)
+				if err != nil {
+					return readErr(where, err)
+				}
+				for ; seen < len(msgs); seen++ {
+					if asJSON {
+						if err := writeJSONLine(w, msgs[seen]); err != nil {
+							return err
+						}
+						continue
+					}
+					printMessage(w, seen, msgs[seen])
+				}
+				in, err := st.GetInstance(ctx, id)
+				if err != nil {
+					return readErr(where, err)
+				}
+				if !follow || in.State.Terminal() {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-tick.C:
+				}
+			}
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", "", dbFlagHelp)
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new messages until the instance ends")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON message per line")
+	cmd.Flags().DurationVar(&poll, "poll", 200*time.Millisecond, "with -f, how often to look for new messages")
+	return cmd
+}

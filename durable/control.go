@@ -1,0 +1,368 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/loop"
+	"github.com/deputy-run/deputy/store"
+)
+
+// Mail kinds. Mail waits in an instance's mailbox until a run of that
+// instance takes it: at a turn boundary (notes, pause, cancel) or when the
+// next run starts (the answer, the pending results, notes).
+const (
+	MailQuestion = "question" // the instance's own open question (ask_parent)
+	MailAnswer   = "answer"   // the answer to it
+	MailNote     = "note"     // a message the model sees at its next turn
+	MailPause    = "pause"
+	MailCancel   = "cancel"
+	mailPending  = "pending" // a suspended run's unsent user message (JSON)
+)
+
+// Operator is the sender of mail from a person (the CLI, the API).
+const Operator = "operator"
+
+// errCancelled is the cause a run's context is cancelled with when its
+// instance is cancelled while this engine runs it.
+var errCancelled = errors.New("cancelled by request")
+
+// Control acts on instances from any process: it checks the state, posts
+// mail, and moves states the store can move alone. A run that must start
+// (a resume, an answer) is started by Engine when it is set, and queued
+// for a worker otherwise, through URL (the store's database URL; without
+// it, on SQLite, queueing closes the store).
+//
+// A running instance is reached through its mailbox: it pauses, cancels or
+// reads a note at its next turn boundary. When Engine runs the instance,
+// a cancel is immediate (its context is cancelled), children included.
+type Control struct {
+	Store  *store.Store
+	URL    string
+	Engine *Engine
+}
+
+// Pause stops an instance: a running one at its next turn boundary, an
+// asking one at once (its answer will wait for the resume).
+func (c Control) Pause(ctx context.Context, id string) error {
+	in, err := c.Store.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch in.State {
+	case store.Running:
+		_, err = c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: Operator, Kind: MailPause})
+		return err
+	case store.Asking:
+		return c.Store.Transition(ctx, id, store.Paused, "paused while asking")
+	}
+	return refused(in, "paused")
+}
+
+// Resume starts the next run of a paused instance.
+func (c Control) Resume(ctx context.Context, id string) error {
+	in, err := c.Store.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	if in.State != store.Paused {
+		return refused(in, "resumed")
+	}
+	return c.nextRun(ctx, id)
+}
+
+// Cancel ends an instance as cancelled, keeping what it did: a running one
+// at its next turn boundary (at once when Engine runs it), with its partial
+// answer; any other active one now, its active descendants with it.
+func (c Control) Cancel(ctx context.Context, id string) error {
+	in, err := c.Store.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case in.State == store.Running:
+		if _, err := c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: Operator, Kind: MailCancel}); err != nil {
+			return err
+		}
+		if c.Engine != nil {
+			c.Engine.cancelRun(id)
+		}
+		return nil
+	case in.State.Terminal():
+		return refused(in, "cancelled")
+	}
+	return cancelTree(ctx, c.Store, id, "cancelled by request while "+string(in.State))
+}
+
+// cancelTree ends id and its active descendants as cancelled.
+func cancelTree(ctx context.Context, st *store.Store, id, why string) error {
+	tree, err := st.ListInstances(ctx, store.Filter{Root: rootOf(ctx, st, id), Active: true})
+	if err != nil {
+		return err
+	}
+	for _, in := range tree {
+		if in.ID != id && !descends(tree, in, id) {
+			continue
+		}
+		if err := st.Finish(ctx, in.ID, store.Result{State: store.Cancelled, StopReason: string(loop.StopCancelled),
+			Incomplete: true, Report: in.Report, Error: why, Usage: in.Usage, Cost: in.Cost, Turns: in.Turns,
+			ToolCalls: in.ToolCalls}); err != nil && !errors.Is(err, store.ErrTerminal) {
+			return err
+		}
+	}
+	return nil
+}
+
+func rootOf(ctx context.Context, st *store.Store, id string) string {
+	if in, err := st.GetInstance(ctx, id); err == nil && in.Root != "" {
+		return in.Root
+	}
+	return id
+}
+
+// descends reports whether in is below ancestor in tree.
+func descends(tree []*store.Instance, in *store.Instance, ancestor string) bool {
+	byID := map[string]*store.Instance{}
+	for _, t := range tree {
+		byID[t.ID] = t
+	}
+	for p := in.Parent; p != ""; {
+		if p == ancestor {
+			return true
+		}
+		next, ok := byID[p]
+		if !ok {
+			return false
+		}
+		p = next.Parent
+	}
+	return false
+}
+
+// Send leaves a note for an active instance: the model reads it at its
+// next turn (or when its next run starts).
+func (c Control) Send(ctx context.Context, id, from, text string) error {
+	if text == "" {
+		return errors.New("the message is empty")
+	}
+	in, err := c.Store.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !in.State.Active() {
+		return refused(in, "sent a message")
+	}
+	_, err = c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: from, Kind: MailNote, Body: text})
+	return err
+}
+
+// Answer answers an instance's open question. An asking instance's next
+// run starts with the answer as its ask_parent result; a paused one that
+// had asked gets it when resumed. A question is answered once.
+func (c Control) Answer(ctx context.Context, id, text string) error {
+	if text == "" {
+		return errors.New("the answer is empty")
+	}
+	in, err := c.Store.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	q, err := openQuestion(ctx, c.Store, id)
+	if err != nil {
+		return err
+	}
+	if q == nil || (in.State != store.Asking && in.State != store.Paused) {
+		return refused(in, "answered (it has no open question)")
+	}
+	if _, err := c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: Operator, Kind: MailAnswer, Body: text,
+		Key: fmt.Sprintf("answer-%d", q.ID)}); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("instance %s: its question was answered already", id)
+		}
+		return err
+	}
+	if in.State == store.Paused {
+		return nil
+	}
+	return c.nextRun(ctx, id)
+}
+
+// Question returns an instance's open question, or nil.
+func (c Control) Question(ctx context.Context, id string) (*store.Mail, error) {
+	return openQuestion(ctx, c.Store, id)
+}
+
+func openQuestion(ctx context.Context, st *store.Store, id string) (*store.Mail, error) {
+	mail, err := st.Pending(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(mail) - 1; i >= 0; i-- {
+		if mail[i].Kind == MailQuestion {
+			return &mail[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// refused is the error for a control the instance's state does not allow;
+// it wraps store.ErrIllegalTransition.
+func refused(in *store.Instance, what string) error {
+	return fmt.Errorf("%w: instance %s is %s, so it cannot be %s", store.ErrIllegalTransition, in.ID, in.State, what)
+}
+
+// nextRun starts (Engine) or queues the instance's next run. Its workflow
+// id is numbered after the runs recorded, so two resumes racing name the
+// same workflow and DBOS starts it once.
+func (c Control) nextRun(ctx context.Context, id string) error {
+	runs, err := c.Store.Runs(ctx, id)
+	if err != nil {
+		return err
+	}
+	wf := runWorkflowID(id, len(runs)+1)
+	if c.Engine != nil {
+		h, err := dbos.RunWorkflow(c.Engine.dbos, c.Engine.runInstance, id, dbos.WithWorkflowID(wf))
+		if err != nil {
+			return fmt.Errorf("start the next run of %s: %w", id, err)
+		}
+		c.Engine.handles.Store(id, h)
+		return nil
+	}
+	return enqueue(ctx, c.Store, c.URL, id, wf)
+}
+
+// runWorkflowID names run n of an instance's workflow.
+func runWorkflowID(id string, n int) string {
+	if n <= 1 {
+		return workflowID(id)
+	}
+	return fmt.Sprintf("%s-%d", workflowID(id), n)
+}
+
+// Ask implements agent.Questions: the question goes into the asking
+// instance's own mailbox, where the answer's poster finds it.
+func (e *Engine) Ask(ctx context.Context, id, callID, question string) error {
+	_, err := e.st.Post(context.WithoutCancel(ctx), store.Mail{InstanceID: id, Sender: id, Kind: MailQuestion,
+		Body: question, Key: "ask-" + callID})
+	return err
+}
+
+// inboxed is what a turn boundary found in the mailbox (a checkpointed
+// step's output, so a replay finds the same).
+type inboxed struct {
+	Notes []string        `json:"notes,omitempty"`
+	Stop  loop.StopReason `json:"stop,omitempty"`
+	Mail  []int64         `json:"mail,omitempty"`
+}
+
+// inbox is a root's loop.Config.Inbox: a step per turn boundary reads its
+// mailbox. What it read is consumed after the step is checkpointed: from
+// then on the checkpoint holds it.
+func (e *Engine) inbox(wf dbos.Context, id string) func(context.Context, int) ([]string, loop.StopReason, error) {
+	return func(ctx context.Context, turn int) ([]string, loop.StopReason, error) {
+		got, err := runStep(e, dbos.From(wf, ctx), "", fmt.Sprintf("turn-%d/inbox", turn), func(c context.Context) (inboxed, error) {
+			mail, err := e.st.Pending(c, id)
+			var in inboxed
+			for _, m := range mail {
+				switch m.Kind {
+				case MailNote:
+					in.Notes = append(in.Notes, noteText(m))
+				case MailCancel:
+					in.Stop = loop.StopCancelled
+				case MailPause:
+					if in.Stop == "" {
+						in.Stop = loop.StopSuspended
+					}
+				default:
+					continue
+				}
+				in.Mail = append(in.Mail, m.ID)
+			}
+			return in, err
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		for _, m := range got.Mail {
+			if err := e.st.Consume(context.WithoutCancel(ctx), m); err != nil && !errors.Is(err, store.ErrAlreadyConsumed) {
+				return nil, "", err
+			}
+		}
+		return got.Notes, got.Stop, nil
+	}
+}
+
+func noteText(m store.Mail) string {
+	from := "your parent"
+	if m.Sender == Operator {
+		from = "the operator"
+	}
+	return "[deputy] A message from " + from + ": " + m.Body
+}
+
+// continuation is the user message a run starts with when the transcript
+// it continues ends with the model's turn: the suspended run's pending
+// results (or, after a crash cut the calls, Interrupted for each), with
+// the answer in ask_parent's place, and the notes that came meanwhile. A
+// transcript that ends with a user message gets only the notes, as a
+// message of their own. It returns the mail the message delivers.
+func continuation(msgs []llm.Message, mail []store.Mail) (*llm.Message, []int64) {
+	var pending *llm.Message
+	var answer *store.Mail
+	var notes []llm.Block
+	var ids []int64
+	for _, m := range mail {
+		switch m.Kind {
+		case mailPending:
+			var p llm.Message
+			if json.Unmarshal([]byte(m.Body), &p) == nil {
+				pending = &p
+			}
+		case MailAnswer:
+			answer = &m
+		case MailNote:
+			notes = append(notes, llm.Text(noteText(m)))
+		case MailQuestion, MailPause:
+			// Superseded by this run: the question is answered (or asked
+			// again), the pause is over.
+		default:
+			continue
+		}
+		ids = append(ids, m.ID)
+	}
+	last := msgs[len(msgs)-1]
+	uses := last.ToolUses()
+	if last.Role == llm.User || len(uses) == 0 {
+		if len(notes) == 0 {
+			return nil, ids
+		}
+		return &llm.Message{Role: llm.User, Content: notes}, ids
+	}
+	var content []llm.Block
+	if pending != nil {
+		content = slices.Clone(pending.Content)
+	} else {
+		for _, u := range uses {
+			content = append(content, llm.ToolResult(u.ID, Interrupted, true))
+		}
+	}
+	for i, b := range content {
+		if b.Type != llm.TypeToolResult || b.Text != agent.Waiting {
+			continue
+		}
+		if answer != nil {
+			content[i] = llm.ToolResult(b.ToolUseID, answer.Body, false)
+		} else {
+			content[i] = llm.ToolResult(b.ToolUseID, "[deputy] No answer came: you were paused, then resumed. "+
+				"Ask again if you still need to know, or go on without it.", true)
+		}
+	}
+	return &llm.Message{Role: llm.User, Content: append(content, notes...)}, ids
+}
