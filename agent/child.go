@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/clock"
@@ -20,7 +21,22 @@ import (
 // for a child that ended in an earlier execution of its parent's run, it
 // returns that end without calling work. id is stable across executions.
 type ChildRunner interface {
-	RunChild(ctx context.Context, id string, work func(context.Context, loop.Steps) ChildEnd) (ChildEnd, error)
+	RunChild(ctx context.Context, id string, work func(context.Context, ChildEnv) ChildEnd) (ChildEnd, error)
+	// StartChild is RunChild without the wait, for a background child:
+	// work runs after StartChild returns, and its end goes to the
+	// parent's mailbox.
+	StartChild(ctx context.Context, id string, work func(context.Context, ChildEnv) ChildEnd) error
+}
+
+// ChildEnv is what a ChildRunner gives a child's work: how its steps are
+// executed, its inbox (loop.Config.Inbox), and the time its earlier runs
+// spent running, which its wall-time budget has used up. Hold is its
+// loop.Config.Hold: it waits for the child's own background children.
+type ChildEnv struct {
+	Steps loop.Steps
+	Inbox func(ctx context.Context, turn int) ([]string, loop.StopReason, error)
+	Hold  func(ctx context.Context, turn int) ([]string, error)
+	Spent time.Duration
 }
 
 // ChildEnd is how a child ended: the relay its parent gets (usage and cost
@@ -28,20 +44,15 @@ type ChildRunner interface {
 type ChildEnd struct {
 	Relay    Relay    `json:"relay"`
 	Instance Instance `json:"instance"`
+	// Pending is a suspended run's unsent user message (loop.Result).
+	Pending *llm.Message `json:"pending,omitempty"`
 }
 
 // runChild lists a prepared child, waits for a slot (and for its turn to
 // write, if it writes), runs it, and returns its relay. It never fails: a
 // child that could not run relays that as a failure.
 func (tr *tree) runChild(ctx context.Context, c *node, msgs []llm.Message) Relay {
-	parent := nodeFrom(ctx)
-	c.order = append(slices.Clip(parent.order), 0, 0)
-	call, _ := loop.CallFrom(ctx)
-	if call != nil {
-		c.order[len(c.order)-2], c.order[len(c.order)-1] = call.Turn, call.Index
-	}
-	c.inst.ID = tr.childID(parent, call)
-	n := tr.add(parent, c)
+	parent, n := tr.list(ctx, c, msgs)
 	release, err := tr.acquire(ctx, parent, n)
 	if err != nil {
 		res := &loop.Result{StopReason: loop.StopCancelled}
@@ -49,16 +60,9 @@ func (tr *tree) runChild(ctx context.Context, c *node, msgs []llm.Message) Relay
 	}
 	defer release()
 
-	work := func(ctx context.Context, steps loop.Steps) ChildEnd {
-		if steps != nil {
-			n.cfg.Steps = steps
-		}
-		res, runErr := tr.run(ctx, n, msgs)
-		report := tr.report(ctx, n, res)
-		return tr.relay(n, res, report, runErr)
-	}
+	work := func(ctx context.Context, env ChildEnv) ChildEnd { return tr.work(ctx, n, msgs, env) }
 	if tr.r.Children == nil {
-		return work(ctx, nil).Relay
+		return work(ctx, ChildEnv{}).Relay
 	}
 	end, err := tr.r.Children.RunChild(ctx, n.inst.ID, work)
 	switch {
@@ -72,6 +76,76 @@ func (tr *tree) runChild(ctx context.Context, c *node, msgs []llm.Message) Relay
 	}
 	tr.adopt(n, end)
 	return end.Relay
+}
+
+// startChild lists a prepared child and starts it in the background: it
+// takes its slot (and turn to write) now, holds them until it ends, and
+// runs on without the spawn call, which returns its id.
+func (tr *tree) startChild(ctx context.Context, c *node, msgs []llm.Message) (string, error) {
+	if tr.r.Children == nil || tr.r.Manager == nil {
+		return "", errors.New("spawn refused: background subagents need deputy's managed runtime; spawn it without background")
+	}
+	parent, n := tr.list(ctx, c, msgs)
+	release, err := tr.acquire(ctx, parent, n)
+	if err != nil {
+		tr.relay(n, &loop.Result{StopReason: loop.StopCancelled}, "", err)
+		return "", fmt.Errorf("spawn failed: %w", err)
+	}
+	work := func(ctx context.Context, env ChildEnv) ChildEnd {
+		defer release()
+		return tr.work(ctx, n, msgs, env)
+	}
+	if err := tr.r.Children.StartChild(context.WithoutCancel(ctx), n.inst.ID, work); err != nil {
+		release()
+		tr.relay(n, &loop.Result{StopReason: loop.StopStepError}, "", err)
+		return "", fmt.Errorf("spawn failed: %w", err)
+	}
+	return fmt.Sprintf("subagent %s (%s): started in the background. It works while you go on; subagent_wait "+
+		"collects its report (which also reaches you by itself once it ends), subagent_status tells how it is doing.",
+		n.inst.ID, n.inst.Type), nil
+}
+
+// work runs a child's loop in env and relays how it ended. A run that
+// stopped to wait (it asked, or was paused) is not an end: its ChildEnd
+// says StateSuspended, and its usage so far rolls up like an end's.
+func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env ChildEnv) ChildEnd {
+	if env.Steps != nil {
+		n.cfg.Steps = env.Steps
+	}
+	n.cfg.Inbox, n.cfg.Hold = env.Inbox, env.Hold
+	if l := &n.cfg.Limits; env.Spent > 0 && l.WallTime > 0 {
+		l.WallTime = max(l.WallTime-env.Spent, time.Nanosecond)
+		if l.SoftWallTime > 0 {
+			l.SoftWallTime = max(l.SoftWallTime-env.Spent, time.Nanosecond)
+		}
+	}
+	res, runErr := tr.run(ctx, n, msgs)
+	if res.StopReason == loop.StopSuspended {
+		tr.end(n, res, StateSuspended, "", nil)
+		tr.mu.Lock()
+		in := n.inst
+		tr.mu.Unlock()
+		return ChildEnd{Instance: in, Pending: res.Pending, Relay: Relay{ID: in.ID, Type: in.Type, State: StateSuspended,
+			StopReason: string(res.StopReason), Usage: in.Usage, Turns: res.Turns, ToolCalls: res.ToolCalls}}
+	}
+	report := tr.report(ctx, n, res)
+	return tr.relay(n, res, report, runErr)
+}
+
+// list adds a prepared child under the instance whose spawn call ctx
+// belongs to, placed and named after that call.
+func (tr *tree) list(ctx context.Context, c *node, msgs []llm.Message) (parent, n *node) {
+	parent = nodeFrom(ctx)
+	c.order = append(slices.Clip(parent.order), 0, 0)
+	call, _ := loop.CallFrom(ctx)
+	if call != nil {
+		c.order[len(c.order)-2], c.order[len(c.order)-1] = call.Turn, call.Index
+	}
+	c.inst.ID = tr.childID(parent, call)
+	n = tr.add(parent, c)
+	tr.emit(n, Event{Kind: EventCreated, Spawned: &Spawned{Definition: n.def, Task: n.task, Mode: n.inst.Mode,
+		Model: n.inst.Model, Messages: msgs}})
+	return parent, n
 }
 
 // childID names a child. Under a ChildRunner the name comes from its parent

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -23,7 +24,11 @@ type childRunner struct {
 	steps    *countingSteps
 }
 
-func (c *childRunner) RunChild(ctx context.Context, id string, work func(context.Context, loop.Steps) agent.ChildEnd) (agent.ChildEnd, error) {
+func (c *childRunner) StartChild(context.Context, string, func(context.Context, agent.ChildEnv) agent.ChildEnd) error {
+	return errors.New("not in this test")
+}
+
+func (c *childRunner) RunChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) (agent.ChildEnd, error) {
 	c.mu.Lock()
 	c.ids = append(c.ids, id)
 	end, ok := c.recorded[id]
@@ -31,7 +36,7 @@ func (c *childRunner) RunChild(ctx context.Context, id string, work func(context
 	if ok {
 		return end, nil
 	}
-	end = work(ctx, c.steps)
+	end = work(ctx, agent.ChildEnv{Steps: c.steps})
 	c.mu.Lock()
 	c.ran[id] = end
 	c.mu.Unlock()

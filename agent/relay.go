@@ -41,7 +41,17 @@ type Relay struct {
 	Turns     int
 	Duration  time.Duration
 	Error     string // why the child failed; empty when it did not
+	// Question is the child's open question when State is "asking": it
+	// has not ended, it waits for the answer (subagent_answer).
+	Question string
 }
+
+// Relay states of a child that stopped to wait, not an end: it asks its
+// parent (the answer starts its next run), or it was paused.
+const (
+	StateAsking = "asking"
+	StatePaused = "paused"
+)
 
 // CapReport bounds a report to limit characters (runes, so the cut never splits
 // a UTF-8 sequence), keeping the head, where reports put their conclusion.
@@ -150,6 +160,18 @@ func (r Relay) ToolResult() (string, bool) {
 			msg = "the subagent failed without an error message"
 		}
 		b.WriteString("\nerror: " + msg)
+	}
+
+	switch r.State {
+	case StateAsking:
+		b.WriteString("\nquestion: " + r.Question)
+		b.WriteString("\n\nIt waits for your answer: call subagent_answer with its id and the answer, then " +
+			"subagent_wait for its report.")
+		return b.String(), false
+	case StatePaused:
+		b.WriteString("\n\nIt was paused before it ended: subagent_resume resumes it, subagent_wait then " +
+			"collects its report.")
+		return b.String(), false
 	}
 
 	if len(r.Artifacts) > 0 {

@@ -70,6 +70,11 @@ type Runner struct {
 	// run: the root's state is then StateSuspended, and the answer starts
 	// its next run.
 	Questions Questions
+	// Manager, when set with Children, lets parents start background
+	// children (spawn_subagent background: true) and offers them the
+	// subagent_* tools to wait for, steer, pause, resume, cancel and
+	// answer their children. It also lets children ask (ask_parent).
+	Manager Manager
 }
 
 // Task is a root agent's work.
@@ -100,6 +105,8 @@ type Task struct {
 	// Inbox, when set, is the root's loop.Config.Inbox: notes and pause or
 	// cancel requests that reach it at its turn boundaries.
 	Inbox func(ctx context.Context, turn int) ([]string, loop.StopReason, error)
+	// Hold is the root's loop.Config.Hold (its background children).
+	Hold func(ctx context.Context, turn int) ([]string, error)
 }
 
 // Outcome is a finished run of a tree.
@@ -173,6 +180,9 @@ const (
 	EventStep
 	// EventEnded: an instance ended (Relay; for the root, its state).
 	EventEnded
+	// EventCreated: a child was listed, before it waits for a slot and
+	// starts (EventSpawned); Spawned describes it, for a store to record.
+	EventCreated
 )
 
 // Event is something that happened to one instance of a tree.
@@ -185,8 +195,8 @@ type Event struct {
 	Loop     loop.Event // EventStep
 	Relay    *Relay     // EventEnded
 	Waiting  string     // EventQueued
-	// Spawned describes a child as it starts (EventSpawned), for a store
-	// that records it; nil for the root.
+	// Spawned describes a child as it is listed (EventCreated) and as it
+	// starts (EventSpawned); nil for the root.
 	Spawned *Spawned
 	// Final is a child's record as it ended (EventEnded): its own usage
 	// and cost, where the relay's cover its subtree.
@@ -206,6 +216,23 @@ type Spawned struct {
 // it ends, and returns the whole tree. The error is the root run's (see
 // loop.Run); a child's failure is a result its parent saw, not an error.
 func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
+	tr, root, err := r.rootNode(t)
+	if err != nil {
+		return nil, err
+	}
+	msgs := t.Messages
+	if len(msgs) == 0 {
+		msgs = []llm.Message{llm.UserText(t.Task)}
+	}
+	res, runErr := tr.run(ctx, root, msgs)
+	state, _ := stateOf(res.StopReason, runErr)
+	tr.end(root, res, state, res.Answer, runErr)
+	tr.emit(root, Event{Kind: EventEnded})
+	return tr.outcome(res), runErr
+}
+
+// rootNode makes the tree of a run and its root's node, ready to run.
+func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 	if t.Type == "" {
 		t.Type = "root"
 	}
@@ -214,10 +241,10 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 	}
 	tr, err := r.newTree(t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !tr.budget.priced(t.ModelSpec) {
-		return nil, fmt.Errorf("agent: a USD tree budget needs a price for %s (deputy.yaml prices)", t.ModelSpec)
+		return nil, nil, fmt.Errorf("agent: a USD tree budget needs a price for %s (deputy.yaml prices)", t.ModelSpec)
 	}
 	root := tr.add(nil, &node{inst: Instance{ID: t.ID, Type: t.Type, Model: t.ModelSpec}, avail: t.Tools,
 		writes: true}) // its writing children take turns under it
@@ -227,12 +254,17 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 			offered, err = offered.Alias("task", SpawnTool)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("root tools: %w", err)
+			return nil, nil, fmt.Errorf("root tools: %w", err)
 		}
 	}
 	if r.Questions != nil {
-		if offered, err = offered.Join(tool.MustSet(askTool{tree: tr})); err != nil {
-			return nil, fmt.Errorf("root tools: %w", err)
+		if offered, err = offered.Join(tr.askSet); err != nil {
+			return nil, nil, fmt.Errorf("root tools: %w", err)
+		}
+	}
+	if tr.manageSet != nil && tr.maxDepth > 0 {
+		if offered, err = offered.Join(tr.manageSet); err != nil {
+			return nil, nil, fmt.Errorf("root tools: %w", err)
 		}
 	}
 	root.cfg = loop.Config{
@@ -246,16 +278,9 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 		Budget:     tr.loopBudget(t.ModelSpec),
 		Steps:      r.Steps,
 		Inbox:      t.Inbox,
+		Hold:       t.Hold,
 	}
-	msgs := t.Messages
-	if len(msgs) == 0 {
-		msgs = []llm.Message{llm.UserText(t.Task)}
-	}
-	res, runErr := tr.run(ctx, root, msgs)
-	state, _ := stateOf(res.StopReason, runErr)
-	tr.end(root, res, state, res.Answer, runErr)
-	tr.emit(root, Event{Kind: EventEnded})
-	return tr.outcome(res), runErr
+	return tr, root, nil
 }
 
 // tree is one run of a Runner: its instances and what they share.
@@ -268,6 +293,9 @@ type tree struct {
 	budget   *treeBudget // nil: no tree budget
 	spawnSet *tool.Set   // the spawn tool, its schema compiled once per tree
 	skillSet *tool.Set   // the skill tool
+	askSet   *tool.Set   // ask_parent
+	// manageSet is the subagent_* tools; nil without a Manager.
+	manageSet *tool.Set
 
 	mu    sync.Mutex
 	nodes []*node
@@ -339,6 +367,14 @@ func (r *Runner) newTree(t Task) (*tree, error) {
 	}
 	if tr.skillSet, err = tool.NewSet(skillTool{}); err != nil {
 		return nil, err
+	}
+	if tr.askSet, err = tool.NewSet(askTool{tree: tr}); err != nil {
+		return nil, err
+	}
+	if r.Manager != nil && r.Children != nil {
+		if tr.manageSet, err = tool.NewSet(manageTools(tr)...); err != nil {
+			return nil, err
+		}
 	}
 	return tr, nil
 }

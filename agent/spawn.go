@@ -21,6 +21,7 @@ type spawnInput struct {
 	Description string `json:"description"`
 	Mode        Mode   `json:"mode"`
 	Model       string `json:"model"`
+	Background  bool   `json:"background"`
 }
 
 var spawnSchema = json.RawMessage(`{"type":"object","properties":{` +
@@ -28,7 +29,8 @@ var spawnSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"task":{"type":"string","minLength":1,"description":"The complete, self-contained task: what to do, what to report, and every fact the subagent needs. An isolated subagent sees nothing of this conversation."},` +
 	`"description":{"type":"string","description":"A short label for the task (3-6 words), shown to people watching."},` +
 	`"mode":{"type":"string","enum":["isolated","fork"],"description":"isolated: start fresh with only the task. fork: continue from this conversation. Default: the type's own mode."},` +
-	`"model":{"type":"string","description":"Run on another model: a tier (haiku, sonnet, opus) or provider:model. Not for fork."}` +
+	`"model":{"type":"string","description":"Run on another model: a tier (haiku, sonnet, opus) or provider:model. Not for fork."},` +
+	`"background":{"type":"boolean","description":"Return at once with the subagent's id and let it work while you go on; collect its report with subagent_wait. Its report also reaches you by itself once it ends."}` +
 	`},"required":["subagent_type","task"],"additionalProperties":false}`)
 
 // spawnTool is spawn_subagent. One serves a whole tree: the calling
@@ -108,6 +110,9 @@ func (s *spawnTool) Run(ctx context.Context, raw json.RawMessage) (string, error
 	if err != nil {
 		return "", err
 	}
+	if in.Background || child.def.Background {
+		return tr.startChild(ctx, child, msgs)
+	}
 	relay := tr.runChild(ctx, child, msgs)
 	out, failed := relay.ToolResult()
 	if failed {
@@ -162,7 +167,31 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 		return nil, nil, fmt.Errorf("spawn refused: the tree budget is spent (%s)", tr.budget)
 	}
 
-	c := &node{inst: Instance{Type: def.Name, Description: in.Description, Mode: mode}, def: def, task: in.Task}
+	c, err := tr.build(parent, def, mode, in.Task)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.inst.Description = in.Description
+	if !tr.budget.priced(c.inst.Model) {
+		return nil, nil, fmt.Errorf("spawn refused: the tree has a USD budget and %s has no price, so its spending could not be counted", c.inst.Model)
+	}
+	if mode != ModeFork {
+		return c, []llm.Message{llm.UserText(in.Task)}, nil
+	}
+	call, ok := loop.CallFrom(ctx)
+	if !ok {
+		return nil, nil, errors.New("spawn refused: fork needs the parent's transcript, and this call has none")
+	}
+	msgs, err := ForkTranscript(call.Transcript, call.ID, forkTask(def, c.skills, in.Task))
+	return c, msgs, err
+}
+
+// build makes the node of a child of parent: its model, tools, prompt and
+// limits from its definition and mode. Its first messages are the
+// caller's: the task, a fork of the parent's transcript, or, for a child
+// continued in a later run, its stored transcript.
+func (tr *tree) build(parent *node, def *Definition, mode Mode, task string) (*node, error) {
+	c := &node{inst: Instance{Type: def.Name, Mode: mode}, def: def, task: task}
 	c.skills, _ = GrantedSkills(tr.r.Skills, def.Skills)
 	if slices.Contains(def.DisallowedTools, SkillTool) {
 		c.skills = nil
@@ -171,30 +200,26 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 		Clock:  tr.clock,
 		Limits: limitsOf(def),
 	}
-	var msgs []llm.Message
 	var err error
 	if mode == ModeFork {
-		msgs, err = tr.forkChild(ctx, parent, c, def, &cfg, in.Task)
+		tr.forkChild(parent, c, def, &cfg)
 	} else {
-		msgs, err = tr.isolatedChild(parent, c, def, &cfg, in.Task)
+		err = tr.isolatedChild(parent, c, def, &cfg)
 	}
 	if err != nil {
-		return nil, nil, err
-	}
-	if !tr.budget.priced(c.inst.Model) {
-		return nil, nil, fmt.Errorf("spawn refused: the tree has a USD budget and %s has no price, so its spending could not be counted", c.inst.Model)
+		return nil, err
 	}
 	cfg.Budget = tr.loopBudget(c.inst.Model)
 	c.cfg = cfg
-	return c, msgs, nil
+	return c, nil
 }
 
 // isolatedChild sets up a child that starts from its system prompt and
 // the task alone, on its own model and tools.
-func (tr *tree) isolatedChild(parent, c *node, def *Definition, cfg *loop.Config, task string) ([]llm.Message, error) {
+func (tr *tree) isolatedChild(parent, c *node, def *Definition, cfg *loop.Config) error {
 	model, name, spec, err := tr.resolveModel(parent, def.Model)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg.Model, cfg.ModelName, c.inst.Model = model, name, spec
 
@@ -207,31 +232,39 @@ func (tr *tree) isolatedChild(parent, c *node, def *Definition, cfg *loop.Config
 		// depth it is not offered, and a call to it is an unknown-tool
 		// error the child sees, never a silent drop.
 		if offered, err = offered.Join(tr.spawnSet); err != nil {
-			return nil, err
+			return err
+		}
+		if tr.manageSet != nil {
+			if offered, err = offered.Join(tr.manageSet); err != nil {
+				return err
+			}
 		}
 	}
 	if len(c.skills) > 0 {
 		if offered, err = offered.Join(tr.skillSet); err != nil {
-			return nil, err
+			return err
+		}
+	}
+	if tr.r.Questions != nil && tr.r.Manager != nil && !slices.Contains(def.DisallowedTools, AskTool) {
+		// A managed child may ask its parent, which answers with
+		// subagent_answer.
+		if offered, err = offered.Join(tr.askSet); err != nil {
+			return err
 		}
 	}
 	cfg.Tools = offered
 	cfg.ToolChoice = toolChoiceOf(def.ToolChoice)
 	cfg.System = childSystem(def, c.skills)
 	c.writes = writes(c.avail)
-	return []llm.Message{llm.UserText(task)}, nil
+	return nil
 }
 
 // forkChild sets up a child that continues the parent's conversation: the
-// parent's model, system prompt, tool definitions and transcript, byte for
-// byte, so the provider's prompt cache serves the whole prefix. Tools
-// outside the child's allowlist stay offered (changing the list would
-// change the prefix) and are refused when called.
-func (tr *tree) forkChild(ctx context.Context, parent, c *node, def *Definition, cfg *loop.Config, task string) ([]llm.Message, error) {
-	call, ok := loop.CallFrom(ctx)
-	if !ok {
-		return nil, errors.New("spawn refused: fork needs the parent's transcript, and this call has none")
-	}
+// parent's model, system prompt and tool definitions, byte for byte (and
+// its transcript: see prepare), so the provider's prompt cache serves the
+// whole prefix. Tools outside the child's allowlist stay offered (changing
+// the list would change the prefix) and are refused when called.
+func (tr *tree) forkChild(parent, c *node, def *Definition, cfg *loop.Config) {
 	p := parent.cfg
 	cfg.Model, cfg.ModelName, cfg.System, cfg.ToolChoice, cfg.Compaction = p.Model, p.ModelName, p.System, p.ToolChoice, p.Compaction
 	c.inst.Model = parent.inst.Model
@@ -246,7 +279,6 @@ func (tr *tree) forkChild(ctx context.Context, parent, c *node, def *Definition,
 	cfg.Tools = p.Tools.Refuse(func(n string) bool { return slices.Contains(allowed, n) },
 		fmt.Sprintf("subagent type %s may use only: %s", def.Name, strings.Join(allowed, ", ")))
 	c.writes = writes(c.avail)
-	return ForkTranscript(call.Transcript, call.ID, forkTask(def, c.skills, task))
 }
 
 // forkTask is the user message a fork child starts on. Its instructions

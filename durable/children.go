@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -13,31 +14,34 @@ import (
 	"github.com/deputy-run/deputy/store"
 )
 
-// ChildWorkflowName is the workflow each child instance runs as.
+// ChildWorkflowName is the workflow each run of a child instance is.
 const ChildWorkflowName = "deputy.child"
 
-// A child runs as a workflow of its own, started with the child's id as
-// its workflow id by its parent's spawn call. Its steps (its model and
-// tool calls) are checkpointed like a root's, so after a crash the child
-// resumes from its last step, and the parent's replayed spawn call, which
-// derives the same child id from the call, finds the running or finished
-// workflow instead of starting a second child.
-//
-// The child's configuration (model, tools, prompt, budgets, its place in
-// the tree's shared budget and write turns) lives in its parent's run, in
-// memory. So the workflow does not rebuild it: it waits for its parent's
-// spawn call (first run, or replay) to hand it the work. With one engine
-// per database, parent and child are always recovered by the same
-// process. A child whose parent will never come back for it (the parent
-// ended and swept it up as orphaned) is recognised from the store and
-// returns its recorded end.
+// mailRelay is a child's relay, left in its parent's mailbox when it ends
+// with no spawn call waiting for it: the parent reads it through
+// subagent_wait, or at its next turn.
+const mailRelay = "relay"
 
-// launch is a child's work, handed by its parent's spawn call to the
-// child's workflow (whichever reaches the rendezvous first creates it).
+// A child's run is a workflow of its own. Its first run is started by its
+// parent's spawn call, with the child's id as its workflow id; the child's
+// id derives from the spawn call, so the parent's replay after a crash
+// names the same child and finds its workflow (DBOS returns the existing
+// one for a known id) instead of starting a second child. Later runs (an
+// answer, a resume) are numbered like a root's.
+//
+// The first run takes its configuration from the spawn call that starts
+// it (the parent's run, in memory: model, tools, its place in the tree's
+// budget, slots and write turns), handed over through launches. Any other
+// run, or a first run recovered after a crash with nobody handing it
+// over, builds its configuration again from the store: the root's spec
+// and the definitions its ancestors were spawned with (agent.Continue).
+
+// launch is a child's work, handed by the spawn call of this process to
+// the workflow it starts.
 type launch struct {
-	ready  chan struct{} // closed once parent and work are set
-	parent context.Context
-	work   func(context.Context, loop.Steps) agent.ChildEnd
+	parent     context.Context
+	work       func(context.Context, agent.ChildEnv) agent.ChildEnd
+	foreground bool // a spawn call waits for the end
 
 	mu  sync.Mutex
 	end *agent.ChildEnd // what work returned, once it has
@@ -48,18 +52,21 @@ type launches struct {
 	m  map[string]*launch
 }
 
-// get returns id's rendezvous, creating it.
-func (l *launches) get(id string) *launch {
+func (l *launches) put(id string, x *launch) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
 		l.m = map[string]*launch{}
 	}
-	x, ok := l.m[id]
-	if !ok {
-		x = &launch{ready: make(chan struct{})}
-		l.m[id] = x
-	}
+	l.m[id] = x
+}
+
+// take removes and returns id's launch, nil if none waits.
+func (l *launches) take(id string) *launch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	x := l.m[id]
+	delete(l.m, id)
 	return x
 }
 
@@ -73,20 +80,23 @@ func (l *launches) drop(id string, x *launch) {
 
 // RunChild implements agent.ChildRunner: it starts (or finds) the child's
 // workflow, hands it the work, and waits for its end.
-func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Context, loop.Steps) agent.ChildEnd) (agent.ChildEnd, error) {
-	x := e.launches.get(id)
+func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) (agent.ChildEnd, error) {
+	x := &launch{parent: ctx, work: work, foreground: true}
+	e.launches.put(id, x)
 	defer e.launches.drop(id, x)
-	x.parent, x.work = ctx, work
-	close(x.ready)
-
 	h, err := dbos.RunWorkflow(e.dbos, e.runChild, id, dbos.WithWorkflowID(workflowID(id)))
 	if err != nil {
 		return agent.ChildEnd{}, fmt.Errorf("start child %s: %w", id, err)
 	}
+	// While it waits, the parent gives up its place under the engine's
+	// cap: a parent holding a place while its children wait for one
+	// would deadlock.
+	resume := e.slots.yield(ctx)
 	// No select on ctx: a cancelled parent cancels the child's work too
 	// (its context follows ours), and the child's end must be waited for,
 	// or the parent would record an end of its own beside the child's.
 	end, err := h.GetResult(dbos.WithHandlePollingInterval(e.opts.PollInterval))
+	resume()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.end != nil {
@@ -95,43 +105,220 @@ func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Cont
 	if err != nil {
 		return agent.ChildEnd{}, fmt.Errorf("child %s: %w", id, err)
 	}
+	// It ran in an earlier execution, or was built again after a crash:
+	// this call delivers its relay, so the copy in the mailbox is done.
+	if err := e.consumeRelay(context.WithoutCancel(ctx), id); err != nil {
+		return agent.ChildEnd{}, err
+	}
 	return end, nil
 }
 
-// runChild is the child's workflow: it waits for the work its parent's
-// spawn call hands over, then does it with checkpointed steps.
+// StartChild implements agent.ChildRunner for a background child.
+func (e *Engine) StartChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) error {
+	x := &launch{parent: ctx, work: work}
+	e.launches.put(id, x)
+	if _, err := dbos.RunWorkflow(e.dbos, e.runChild, id, dbos.WithWorkflowID(workflowID(id))); err != nil {
+		e.launches.drop(id, x)
+		return fmt.Errorf("start child %s: %w", id, err)
+	}
+	return nil
+}
+
+// runChild is a child's run. Steps: start, then the loop's, then end.
 func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
-	x := e.launches.get(id)
-	select {
-	case <-x.ready:
-	default:
-		// Not handed over (yet): a recovered child waiting for its
-		// parent's replay, unless the parent already ended it.
-		if in, err := e.st.GetInstance(ctx, id); err == nil && in.State.Terminal() {
-			e.launches.drop(id, x)
-			return recordedEnd(in), nil
+	x := e.launches.take(id)
+	slotCtx, release, err := e.takeSlot(ctx, id)
+	if err != nil {
+		return agent.ChildEnd{}, err
+	}
+	defer release()
+	wf, err := dbos.GetWorkflowID(ctx)
+	if err != nil {
+		return agent.ChildEnd{}, err
+	}
+	// The run's own steps are named like a root's; their failpoints carry
+	// "child:" so a test can tell them apart.
+	env := agent.ChildEnv{Steps: &steps{wf: ctx, e: e, nonce: agent.NewID(), label: "child:"},
+		Inbox: e.inbox(ctx, id), Hold: e.hold(ctx, id)}
+	var end agent.ChildEnd
+	var ld loaded
+	if x != nil {
+		// Its first messages come with the work; what came for it since
+		// it was listed reaches it at its first turn boundary.
+		if ld, err = e.startRun(ctx, id, wf, "child:", false); err != nil {
+			return agent.ChildEnd{}, err
 		}
-		select {
-		case <-x.ready:
-		case <-ctx.Done():
-			return agent.ChildEnd{}, context.Cause(ctx)
+		runCtx, cancel := context.WithCancelCause(slotCtx)
+		defer cancel(nil)
+		stop := context.AfterFunc(x.parent, func() { cancel(context.Cause(x.parent)) })
+		defer stop()
+		e.running.Store(id, cancel)
+		defer e.running.Delete(id)
+		end = x.work(runCtx, env)
+	} else {
+		ld, err = e.startRun(ctx, id, wf, "child:", true)
+		if err != nil {
+			return agent.ChildEnd{}, err
+		}
+		if ld.Instance.State.Terminal() {
+			return recordedEnd(ld.Instance), nil // its parent ended it meanwhile
+		}
+		runCtx, cancel := context.WithCancelCause(slotCtx)
+		defer cancel(nil)
+		e.running.Store(id, cancel)
+		defer e.running.Delete(id)
+		end, err = e.continueChild(ctx, runCtx, ld, env)
+		if err != nil && ctx.Err() == nil {
+			end = agent.ChildEnd{Instance: agent.Instance{ID: id, State: agent.StateFailed, StopReason: string(loop.StopStepError),
+				Error: err.Error()}, Relay: agent.Relay{ID: id, Type: ld.Instance.Type, State: agent.StateFailed,
+				StopReason: string(loop.StopStepError), Error: err.Error()}}
+			if ferr := e.st.Finish(ctx, id, store.Result{State: store.Failed, StopReason: string(loop.StopStepError),
+				Error: err.Error()}); ferr != nil && !errors.Is(ferr, store.ErrTerminal) {
+				return end, ferr
+			}
 		}
 	}
-	// The child stops with its parent's spawn call (the parent was
-	// cancelled or timed out) as well as with its own workflow.
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(x.parent, func() { cancel(context.Cause(x.parent)) })
-	defer stop()
-	end := x.work(runCtx, &steps{wf: ctx, e: e, nonce: agent.NewID(), label: "child:"})
-	x.mu.Lock()
-	x.end = &end
-	x.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		// Shut down: nothing ended; the next execution resumes it.
 		return end, err
 	}
-	return end, nil
+	end, err = e.childEnded(ctx, ld, end, x != nil && x.foreground)
+	if x != nil && err == nil {
+		x.mu.Lock()
+		x.end = &end
+		x.mu.Unlock()
+	}
+	return end, err
+}
+
+// startRun is a run's first steps: load (its record, and its transcript,
+// with what came meanwhile when deliver: see load) and start (it is
+// running, in this workflow, as run N).
+func (e *Engine) startRun(ctx dbos.Context, id, wf, label string, deliver bool) (loaded, error) {
+	ld, err := runStep(e, ctx, label, "load", func(c context.Context) (loaded, error) { return e.load(c, id, deliver) })
+	if err != nil || ld.Instance.State.Terminal() {
+		return ld, err
+	}
+	ld.Run, err = runStep(e, ctx, label, "start", func(c context.Context) (store.Run, error) {
+		err := e.st.Transition(c, id, store.Running, "run started")
+		var te *store.TransitionError
+		if errors.As(err, &te) && te.From == store.Running {
+			err = nil // the run is resuming after a crash
+		}
+		if err == nil {
+			err = e.st.SetWorkflow(c, id, wf)
+		}
+		if err != nil {
+			return store.Run{}, err
+		}
+		return e.st.StartRun(c, id, wf)
+	})
+	return ld, err
+}
+
+// continueChild runs a child whose configuration is built again from the
+// store: the root's spec, the lineage of definitions down to the child.
+func (e *Engine) continueChild(ctx dbos.Context, runCtx context.Context, ld loaded, env agent.ChildEnv) (agent.ChildEnd, error) {
+	in := ld.Instance
+	var lineage []agent.Lineage
+	for at := in; at.Parent != ""; {
+		def := &agent.Definition{}
+		if err := json.Unmarshal(at.Definition, def); err != nil {
+			return agent.ChildEnd{}, fmt.Errorf("instance %s: its recorded definition does not decode: %w", at.ID, err)
+		}
+		lineage = append([]agent.Lineage{{ID: at.ID, Definition: def, Mode: agent.Mode(at.Mode), Task: at.Task}}, lineage...)
+		parent, err := e.st.GetInstance(ctx, at.Parent)
+		if err != nil {
+			return agent.ChildEnd{}, err
+		}
+		at = parent
+		if at.Parent == "" {
+			root := at
+			rec := &recorder{e: e, root: root.ID, seq: map[string]int{in.ID: len(ld.Messages)}}
+			runner, task, err := e.setup(ctx, root, rec, "")
+			if err != nil {
+				return agent.ChildEnd{}, err
+			}
+			env.Spent = ld.Active
+			end, err := runner.Continue(runCtx, task, lineage, ld.Messages, env)
+			if err == nil {
+				err = rec.failed()
+			}
+			return end, err
+		}
+	}
+	return agent.ChildEnd{}, fmt.Errorf("instance %s is a root, not a child", in.ID)
+}
+
+// childEnded records how a child's run ended: a suspended one waits
+// (asking or paused, its pending results kept); an ended one's relay goes
+// to its parent's mailbox unless a spawn call waits for it.
+func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, waited bool) (agent.ChildEnd, error) {
+	id := ld.Instance.ID
+	if end.Instance.State == agent.StateSuspended {
+		totals := ld.Instance.Usage
+		totals.Add(end.Instance.Usage)
+		state, err := e.suspend(ctx, id, ld.Run.ID, end.Pending, ld.Instance.Turns+end.Instance.Turns,
+			ld.Instance.ToolCalls+end.Instance.ToolCalls, totals, addCost(ld.Instance.Cost, end.Instance.Cost))
+		if err != nil {
+			return end, err
+		}
+		end.Relay.State = state
+		if q, err := openQuestion(ctx, e.st, id); err == nil && q != nil {
+			end.Relay.Question = q.Body
+		}
+		return end, nil
+	}
+	_, err := runStep(e, ctx, "child:", "end", func(c context.Context) (bool, error) {
+		// The relay before the run's end: a parent holding for its
+		// children takes an ended run as a relay already posted.
+		if !waited {
+			text, _ := end.Relay.ToolResult()
+			if _, err := e.st.Post(c, store.Mail{InstanceID: ld.Instance.Parent, Sender: id, Kind: mailRelay, Body: text,
+				Key: "relay-" + id}); err != nil {
+				return false, err
+			}
+		}
+		if err := e.st.EndRun(c, ld.Run.ID, end.Relay.State); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return false, err
+		}
+		return true, nil
+	})
+	if err == nil {
+		e.changed()
+	}
+	return end, err
+}
+
+// consumeRelay marks child id's relay in its parent's mailbox delivered.
+func (e *Engine) consumeRelay(ctx context.Context, id string) error {
+	in, err := e.st.GetInstance(ctx, id)
+	if err != nil || in.Parent == "" {
+		return err
+	}
+	mail, err := e.st.Pending(ctx, in.Parent)
+	if err != nil {
+		return err
+	}
+	for _, m := range mail {
+		if m.Kind == mailRelay && m.Sender == id {
+			if err := e.st.Consume(ctx, m.ID); err != nil && !errors.Is(err, store.ErrAlreadyConsumed) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func addCost(a, b *float64) *float64 {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	c := *a + *b
+	return &c
 }
 
 // recordedEnd rebuilds a child's end from its stored record.
@@ -144,4 +331,9 @@ func recordedEnd(in *store.Instance) agent.ChildEnd {
 	return agent.ChildEnd{Instance: inst, Relay: agent.Relay{ID: in.ID, Type: in.Type, State: string(in.State),
 		Report: in.Report, Incomplete: in.Incomplete, StopReason: in.StopReason, Artifacts: arts, Usage: in.Usage,
 		ToolCalls: in.ToolCalls, Turns: in.Turns, Error: in.Error, Cost: in.Cost}}
+}
+
+// relayNote is how a child's relay reaches its parent at a turn boundary.
+func relayNote(m store.Mail) string {
+	return "[deputy] A subagent you started in the background has ended; its report:\n\n" + m.Body
 }

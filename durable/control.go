@@ -75,7 +75,26 @@ func (c Control) Resume(ctx context.Context, id string) error {
 	if in.State != store.Paused {
 		return refused(in, "resumed")
 	}
-	return c.nextRun(ctx, id)
+	return c.restart(ctx, in, "resumed")
+}
+
+// restart moves a waiting instance to running at once (so nobody sees it
+// waiting once it is answered or resumed) and starts its next run; if the
+// run cannot start, it waits as before.
+func (c Control) restart(ctx context.Context, in *store.Instance, why string) error {
+	if err := c.Store.Transition(ctx, in.ID, store.Running, why); err != nil {
+		return err
+	}
+	if err := c.nextRun(ctx, in); err != nil {
+		if back := c.Store.Transition(context.WithoutCancel(ctx), in.ID, in.State, "its next run did not start"); back != nil {
+			return errors.Join(err, back)
+		}
+		return err
+	}
+	if c.Engine != nil {
+		c.Engine.changed()
+	}
+	return nil
 }
 
 // Cancel ends an instance as cancelled, keeping what it did: a running one
@@ -86,45 +105,60 @@ func (c Control) Cancel(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case in.State == store.Running:
-		if _, err := c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: Operator, Kind: MailCancel}); err != nil {
-			return err
-		}
-		if c.Engine != nil {
-			c.Engine.cancelRun(id)
-		}
-		return nil
-	case in.State.Terminal():
+	if in.State.Terminal() {
 		return refused(in, "cancelled")
 	}
-	return cancelTree(ctx, c.Store, id, "cancelled by request while "+string(in.State))
-}
-
-// cancelTree ends id and its active descendants as cancelled.
-func cancelTree(ctx context.Context, st *store.Store, id, why string) error {
-	tree, err := st.ListInstances(ctx, store.Filter{Root: rootOf(ctx, st, id), Active: true})
+	tree, err := c.Store.ListInstances(ctx, store.Filter{Root: in.Root, Active: true})
 	if err != nil {
 		return err
 	}
-	for _, in := range tree {
-		if in.ID != id && !descends(tree, in, id) {
+	// The deepest first: a cancelled child's partial relay is what its
+	// parent's spawn call returns before the parent stops in turn.
+	slices.SortStableFunc(tree, func(a, b *store.Instance) int { return b.Depth - a.Depth })
+	for _, t := range tree {
+		if t.ID != id && !descends(tree, t, id) {
 			continue
 		}
-		if err := st.Finish(ctx, in.ID, store.Result{State: store.Cancelled, StopReason: string(loop.StopCancelled),
-			Incomplete: true, Report: in.Report, Error: why, Usage: in.Usage, Cost: in.Cost, Turns: in.Turns,
-			ToolCalls: in.ToolCalls}); err != nil && !errors.Is(err, store.ErrTerminal) {
+		if err := c.cancelOne(ctx, t); err != nil {
 			return err
 		}
+	}
+	if c.Engine != nil {
+		c.Engine.changed()
 	}
 	return nil
 }
 
-func rootOf(ctx context.Context, st *store.Store, id string) string {
-	if in, err := st.GetInstance(ctx, id); err == nil && in.Root != "" {
-		return in.Root
+// cancelOne cancels one instance: a running one through its mailbox and,
+// when this engine runs it, its context; any other active one now.
+func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
+	if in.State == store.Running {
+		if _, err := c.Store.Post(ctx, store.Mail{InstanceID: in.ID, Sender: Operator, Kind: MailCancel,
+			Key: "cancel"}); err != nil {
+			return err
+		}
+		if c.Engine != nil {
+			c.Engine.cancelRun(in.ID)
+		}
+		return nil
 	}
-	return id
+	err := c.Store.Finish(ctx, in.ID, store.Result{State: store.Cancelled, StopReason: string(loop.StopCancelled),
+		Incomplete: true, Report: in.Report, Error: "cancelled by request while " + string(in.State), Usage: in.Usage,
+		Cost: in.Cost, Turns: in.Turns, ToolCalls: in.ToolCalls})
+	if errors.Is(err, store.ErrTerminal) || err == nil && in.Parent == "" {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// Nothing runs it to relay its end: the parent hears it here.
+	ended, err := c.Store.GetInstance(ctx, in.ID)
+	if err != nil {
+		return err
+	}
+	text, _ := recordedEnd(ended).Relay.ToolResult()
+	_, err = c.Store.Post(ctx, store.Mail{InstanceID: in.Parent, Sender: in.ID, Kind: mailRelay, Body: text, Key: "relay-" + in.ID})
+	return err
 }
 
 // descends reports whether in is below ancestor in tree.
@@ -167,6 +201,11 @@ func (c Control) Send(ctx context.Context, id, from, text string) error {
 // run starts with the answer as its ask_parent result; a paused one that
 // had asked gets it when resumed. A question is answered once.
 func (c Control) Answer(ctx context.Context, id, text string) error {
+	return c.answerAs(ctx, id, Operator, text)
+}
+
+// answerAs answers for sender: the operator, or the instance's parent.
+func (c Control) answerAs(ctx context.Context, id, sender, text string) error {
 	if text == "" {
 		return errors.New("the answer is empty")
 	}
@@ -181,7 +220,7 @@ func (c Control) Answer(ctx context.Context, id, text string) error {
 	if q == nil || (in.State != store.Asking && in.State != store.Paused) {
 		return refused(in, "answered (it has no open question)")
 	}
-	if _, err := c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: Operator, Kind: MailAnswer, Body: text,
+	if _, err := c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: sender, Kind: MailAnswer, Body: text,
 		Key: fmt.Sprintf("answer-%d", q.ID)}); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("instance %s: its question was answered already", id)
@@ -191,7 +230,7 @@ func (c Control) Answer(ctx context.Context, id, text string) error {
 	if in.State == store.Paused {
 		return nil
 	}
-	return c.nextRun(ctx, id)
+	return c.restart(ctx, in, "answered")
 }
 
 // Question returns an instance's open question, or nil.
@@ -221,21 +260,31 @@ func refused(in *store.Instance, what string) error {
 // nextRun starts (Engine) or queues the instance's next run. Its workflow
 // id is numbered after the runs recorded, so two resumes racing name the
 // same workflow and DBOS starts it once.
-func (c Control) nextRun(ctx context.Context, id string) error {
+func (c Control) nextRun(ctx context.Context, in *store.Instance) error {
+	id := in.ID
 	runs, err := c.Store.Runs(ctx, id)
 	if err != nil {
 		return err
 	}
-	wf := runWorkflowID(id, len(runs)+1)
-	if c.Engine != nil {
-		h, err := dbos.RunWorkflow(c.Engine.dbos, c.Engine.runInstance, id, dbos.WithWorkflowID(wf))
-		if err != nil {
-			return fmt.Errorf("start the next run of %s: %w", id, err)
-		}
-		c.Engine.handles.Store(id, h)
-		return nil
+	wf, name := runWorkflowID(id, len(runs)+1), WorkflowName
+	if in.Parent != "" {
+		name = ChildWorkflowName
 	}
-	return enqueue(ctx, c.Store, c.URL, id, wf)
+	if c.Engine == nil {
+		return enqueue(ctx, c.Store, c.URL, id, wf, name)
+	}
+	if in.Parent != "" {
+		_, err = dbos.RunWorkflow(c.Engine.dbos, c.Engine.runChild, id, dbos.WithWorkflowID(wf))
+	} else {
+		var h dbos.WorkflowHandle[string]
+		if h, err = dbos.RunWorkflow(c.Engine.dbos, c.Engine.runInstance, id, dbos.WithWorkflowID(wf)); err == nil {
+			c.Engine.handles.Store(id, h)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("start the next run of %s: %w", id, err)
+	}
+	return nil
 }
 
 // runWorkflowID names run n of an instance's workflow.
@@ -280,6 +329,8 @@ func (e *Engine) inbox(wf dbos.Context, id string) func(context.Context, int) ([
 					if in.Stop == "" {
 						in.Stop = loop.StopSuspended
 					}
+				case mailRelay:
+					in.Notes = append(in.Notes, relayNote(m))
 				default:
 					continue
 				}
@@ -290,12 +341,7 @@ func (e *Engine) inbox(wf dbos.Context, id string) func(context.Context, int) ([
 		if err != nil {
 			return nil, "", err
 		}
-		for _, m := range got.Mail {
-			if err := e.st.Consume(context.WithoutCancel(ctx), m); err != nil && !errors.Is(err, store.ErrAlreadyConsumed) {
-				return nil, "", err
-			}
-		}
-		return got.Notes, got.Stop, nil
+		return got.Notes, got.Stop, e.consume(ctx, got.Mail)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/llm"
@@ -25,13 +26,20 @@ type rig struct {
 	scenario string
 	clk      clock.Clock
 	tools    []tool.Tool
+	catalog  *agent.Catalog // nil: the built-ins
+	maxRuns  int            // durable.Options.MaxRuns
+	onEvent  func(agent.Event)
 	e        *durable.Engine
 	st       *store.Store
 	ctl      durable.Control
 }
 
 func newRig(t *testing.T, scenario string, clk clock.Clock, tools ...tool.Tool) *rig {
-	r := &rig{t: t, db: filepath.Join(t.TempDir(), "deputy.db"), scenario: scenario, clk: clk, tools: tools}
+	return newRigWith(t, &rig{scenario: scenario, clk: clk, tools: tools})
+}
+
+func newRigWith(t *testing.T, r *rig) *rig {
+	r.t, r.db = t, filepath.Join(t.TempDir(), "deputy.db")
 	r.reopen()
 	return r
 }
@@ -52,10 +60,13 @@ func (r *rig) reopen() {
 	}
 	model := fake.NewModel(s, fake.WithoutLatency())
 	e, err := durable.Open(context.Background(), durable.Options{
-		Store:  st,
-		Clock:  r.clk,
-		Models: func(string) (llm.Model, string, error) { return model, "fake", nil },
-		Tools:  func(durable.Spec) (*tool.Set, error) { return tool.NewSet(r.tools...) },
+		Store:   st,
+		Clock:   r.clk,
+		Models:  func(string) (llm.Model, string, error) { return model, "fake", nil },
+		Tools:   func(durable.Spec) (*tool.Set, error) { return tool.NewSet(r.tools...) },
+		Runner:  agent.Runner{Catalog: r.catalog},
+		MaxRuns: r.maxRuns,
+		OnEvent: r.onEvent,
 	})
 	if err != nil {
 		st.Close()

@@ -102,6 +102,11 @@ type Options struct {
 	// OnRefresh, when set, hears each refresh's problems (a stored
 	// definition that no longer checks), or nil.
 	OnRefresh func(errs []error)
+	// MaxRuns caps the runs this engine carries at once, roots' and
+	// children's, over every tree (DefaultMaxRuns when 0); a run waiting
+	// for its children gives its place up meanwhile. Each parent's own cap
+	// on its children is its spec's MaxParallel.
+	MaxRuns int
 }
 
 // Engine runs instances durably.
@@ -115,6 +120,10 @@ type Engine struct {
 	handles  sync.Map // instance id → dbos.WorkflowHandle[string]
 	launches launches // children's work, on its way to their workflows
 	running  sync.Map // instance id → context.CancelCauseFunc of its run here
+	slots    slots    // the cap on runs at once
+
+	chMu sync.Mutex
+	ch   chan struct{} // closed and replaced when an instance moves (changed)
 
 	mu      sync.Mutex                    // guards refresh
 	base    *agent.Catalog                // built-ins and files
@@ -161,7 +170,11 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.RefreshInterval <= 0 {
 		opts.RefreshInterval = time.Minute
 	}
-	e := &Engine{opts: opts, st: opts.Store, dbos: dctx, base: opts.Runner.Catalog}
+	if opts.MaxRuns <= 0 {
+		opts.MaxRuns = DefaultMaxRuns
+	}
+	e := &Engine{opts: opts, st: opts.Store, dbos: dctx, base: opts.Runner.Catalog,
+		slots: slots{ch: make(chan struct{}, opts.MaxRuns)}, ch: make(chan struct{})}
 	if e.base == nil {
 		e.base, _ = agent.Load(agent.LoadOptions{})
 	}
@@ -267,13 +280,14 @@ func Enqueue(ctx context.Context, st *store.Store, url, task string, spec Spec) 
 	if err != nil {
 		return "", err
 	}
-	return id, enqueue(ctx, st, url, id, workflowID(id))
+	return id, enqueue(ctx, st, url, id, workflowID(id), WorkflowName)
 }
 
-// enqueue queues a run of instance id, as workflow wf, for a worker. On
+// enqueue queues a run of instance id, as workflow wf of the named kind
+// (a root's or a child's), for a worker. On
 // SQLite, DBOS closes the handle it is given when it shuts down: with url
 // set, it gets a handle of its own on the same file and st stays open.
-func enqueue(ctx context.Context, st *store.Store, url, id, wf string) error {
+func enqueue(ctx context.Context, st *store.Store, url, id, wf, name string) error {
 	cfg := dbos.Config{AppName: "deputy", ApplicationVersion: AppVersion, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if st.Dialect() == store.SQLite {
 		cfg.SQLiteSystemDB = st.DB()
@@ -293,7 +307,7 @@ func enqueue(ctx context.Context, st *store.Store, url, id, wf string) error {
 		return fmt.Errorf("durable: connect to the queue: %w", err)
 	}
 	defer dbos.Shutdown(dctx, 5*time.Second)
-	if _, err := dbos.Enqueue[string](dctx, QueueName, WorkflowName, id, dbos.WithEnqueueWorkflowID(wf),
+	if _, err := dbos.Enqueue[string](dctx, QueueName, name, id, dbos.WithEnqueueWorkflowID(wf),
 		dbos.WithEnqueueApplicationVersion(AppVersion)); err != nil {
 		return fmt.Errorf("queue %s: %w", id, err)
 	}

@@ -24,6 +24,7 @@ type loaded struct {
 	Instance *store.Instance
 	Messages []llm.Message
 	Active   time.Duration
+	Run      store.Run // set by the start step
 }
 
 // runInstance is the workflow that carries a root instance from where it
@@ -50,86 +51,48 @@ func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
 }
 
 func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
-	// A fresh nonce per execution: a side-effecting call whose start marker
-	// carries another execution's nonce had started before a crash.
-	nonce := agent.NewID()
-	ld, err := runStep(e, ctx, "", "load", func(c context.Context) (loaded, error) { return e.load(c, id) })
+	wf, err := dbos.GetWorkflowID(ctx)
+	if err != nil {
+		return "", err
+	}
+	ld, err := e.startRun(ctx, id, wf, "", true)
 	if err != nil {
 		return "", err
 	}
 	if ld.Instance.State.Terminal() {
 		return string(ld.Instance.State), nil
 	}
-	wf, err := dbos.GetWorkflowID(ctx)
-	if err != nil {
-		return "", err
-	}
-	run, err := runStep(e, ctx, "", "start", func(c context.Context) (store.Run, error) {
-		err := e.st.Transition(c, id, store.Running, "run started")
-		var te *store.TransitionError
-		if errors.As(err, &te) && te.From == store.Running {
-			err = nil // the run is resuming after a crash
-		}
-		if err == nil {
-			err = e.st.SetWorkflow(c, id, wf)
-		}
-		if err != nil {
-			return store.Run{}, err
-		}
-		return e.st.StartRun(c, id, wf)
-	})
-	if err != nil {
-		return "", err
-	}
-
-	var spec Spec
-	if err := json.Unmarshal(ld.Instance.Definition, &spec); err != nil {
-		return e.fail(ctx, id, fmt.Errorf("instance %s: its spec does not decode: %w", id, err))
-	}
-	model, name, err := e.opts.Models(spec.Model)
-	if err != nil {
-		return e.fail(ctx, id, err)
-	}
-	tools, err := e.opts.Tools(spec)
-	if err != nil {
-		return e.fail(ctx, id, err)
-	}
 	rec := &recorder{e: e, root: id, seq: map[string]int{id: len(ld.Messages)}}
-	runner := e.opts.Runner
-	runner.Catalog = e.Catalog()
-	if spec.Config != nil {
-		runner.Config = spec.Config
+	// A fresh nonce per execution: a side-effecting call whose start marker
+	// carries another execution's nonce had started before a crash.
+	runner, task, err := e.setup(ctx, ld.Instance, rec, agent.NewID())
+	if err != nil {
+		return e.fail(ctx, id, err)
 	}
-	runner.Clock = e.opts.Clock
-	runner.MaxDepth, runner.MaxParallel = spec.MaxDepth, spec.MaxParallel
-	runner.Steps = &steps{wf: ctx, e: e, nonce: nonce}
-	runner.Children = e
-	runner.Questions = e
-	runner.OnEvent = rec.event
-	limits := loop.Limits{WallTime: spec.WallTime}
+	var spec Spec
+	_ = json.Unmarshal(ld.Instance.Definition, &spec) // setup decoded it
+	task.Limits = loop.Limits{WallTime: spec.WallTime}
 	if spec.MaxTurns > 0 {
 		// Turns count over the instance's runs; a resumed run always gets
 		// one, to take in its answer.
-		limits.MaxTurns = max(spec.MaxTurns-ld.Instance.Turns, 1)
+		task.Limits.MaxTurns = max(spec.MaxTurns-ld.Instance.Turns, 1)
 	}
-	if limits.WallTime > 0 {
+	if task.Limits.WallTime > 0 {
 		// Only time spent running counts: earlier runs' (not the time
 		// asking or paused between them) is taken off.
-		limits.WallTime -= ld.Active
-		if limits.WallTime <= 0 {
-			limits.WallTime = time.Nanosecond
-		}
+		task.Limits.WallTime = max(task.Limits.WallTime-ld.Active, time.Nanosecond)
 	}
-	runCtx, cancel := context.WithCancelCause(ctx)
+	task.Messages, task.Inbox, task.Hold = ld.Messages, e.inbox(ctx, id), e.hold(ctx, id)
+	slotCtx, release, err := e.takeSlot(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	runCtx, cancel := context.WithCancelCause(slotCtx)
 	defer cancel(nil)
 	e.running.Store(id, cancel)
 	defer e.running.Delete(id)
-	out, runErr := runner.Run(runCtx, agent.Task{
-		ID: id, Task: ld.Instance.Task, System: spec.System,
-		Model: model, ModelName: name, ModelSpec: spec.Model, Tools: tools,
-		Limits: limits, Compaction: spec.Compaction, Budget: spec.Budget, Messages: ld.Messages,
-		Inbox: e.inbox(ctx, id),
-	})
+	out, runErr := runner.Run(runCtx, task)
 	if out == nil {
 		return e.fail(ctx, id, runErr)
 	}
@@ -142,14 +105,10 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	// The instance's totals cover all its runs.
 	usage := ld.Instance.Usage
 	usage.Add(root.Usage)
-	cost := root.Cost
-	if ld.Instance.Cost != nil && cost != nil {
-		c := *ld.Instance.Cost + *cost
-		cost = &c
-	}
+	cost := addCost(ld.Instance.Cost, root.Cost)
 	turns, calls := ld.Instance.Turns+root.Turns, ld.Instance.ToolCalls+root.ToolCalls
 	if out.Result.StopReason == loop.StopSuspended {
-		return e.suspend(ctx, id, run.ID, out.Result.Pending, turns, calls, usage, cost)
+		return e.suspend(ctx, id, ld.Run.ID, out.Result.Pending, turns, calls, usage, cost)
 	}
 	res := store.Result{
 		State: store.State(root.State), StopReason: root.StopReason, Incomplete: root.Incomplete,
@@ -163,6 +122,39 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 		res.State, res.Error = store.Failed, "recording the run failed: "+err.Error()
 	}
 	return e.finish(ctx, id, res)
+}
+
+// setup makes the runner and the root's task of a run in the tree of
+// root, from root's spec: its model, tools, catalog and limits, with this
+// engine for checkpointed steps, children, questions and control. nonce
+// marks the root's side-effecting calls of this execution.
+func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder, nonce string) (agent.Runner, agent.Task, error) {
+	var spec Spec
+	if err := json.Unmarshal(root.Definition, &spec); err != nil {
+		return agent.Runner{}, agent.Task{}, fmt.Errorf("instance %s: its spec does not decode: %w", root.ID, err)
+	}
+	model, name, err := e.opts.Models(spec.Model)
+	if err != nil {
+		return agent.Runner{}, agent.Task{}, err
+	}
+	tools, err := e.opts.Tools(spec)
+	if err != nil {
+		return agent.Runner{}, agent.Task{}, err
+	}
+	runner := e.opts.Runner
+	runner.Catalog = e.Catalog()
+	if spec.Config != nil {
+		runner.Config = spec.Config
+	}
+	runner.Clock = e.opts.Clock
+	runner.MaxDepth, runner.MaxParallel = spec.MaxDepth, spec.MaxParallel
+	if wf, ok := ctx.(dbos.Context); ok && nonce != "" {
+		runner.Steps = &steps{wf: wf, e: e, nonce: nonce}
+	}
+	runner.Children, runner.Questions, runner.Manager = e, e, manager{e}
+	runner.OnEvent = rec.event
+	return runner, agent.Task{ID: root.ID, Task: root.Task, System: spec.System, Model: model, ModelName: name,
+		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget}, nil
 }
 
 // suspend ends a run that stopped to wait: its unsent results are kept in
@@ -216,8 +208,9 @@ func oneLine(s string, n int) string {
 // instance's transcript is its task. A transcript that stops at the
 // model's turn (a suspended run) is continued with what came meanwhile:
 // the answer, the notes (continuation), delivered in one transaction with
-// the mail they consume. Active is the time earlier runs spent running.
-func (e *Engine) load(ctx context.Context, id string) (loaded, error) {
+// the mail they consume, unless the caller brings the first messages
+// itself (!deliver). Active is the time earlier runs spent running.
+func (e *Engine) load(ctx context.Context, id string, deliver bool) (loaded, error) {
 	in, err := e.st.GetInstance(ctx, id)
 	if err != nil {
 		return loaded{}, err
@@ -234,7 +227,7 @@ func (e *Engine) load(ctx context.Context, id string) (loaded, error) {
 		if err := e.st.AppendMessages(ctx, id, 0, 0, msgs); err != nil {
 			return loaded{}, err
 		}
-	} else {
+	} else if deliver {
 		mail, err := e.st.Pending(ctx, id)
 		if err != nil {
 			return loaded{}, err
@@ -263,9 +256,9 @@ func (e *Engine) load(ctx context.Context, id string) (loaded, error) {
 	return loaded{Instance: in, Messages: msgs, Active: active}, nil
 }
 
-// finish records the root's end, and ends any child still active: one
-// whose parent's spawn call did not come back for it (the parent was
-// stopped before it could), so nothing will resume it.
+// finish records the root's end, and cancels any instance of its tree
+// still waiting (asking or paused, nobody answered or resumed it): with
+// the root ended, nothing would.
 func (e *Engine) finish(ctx dbos.Context, id string, res store.Result) (string, error) {
 	_, err := runStep(e, ctx, "", "finish", func(c context.Context) (bool, error) {
 		kids, err := e.st.ListInstances(c, store.Filter{Root: id, Active: true})
@@ -276,8 +269,10 @@ func (e *Engine) finish(ctx dbos.Context, id string, res store.Result) (string, 
 			if k.ID == id {
 				continue
 			}
-			if err := e.st.Finish(c, k.ID, store.Result{State: store.Failed, Incomplete: true, StopReason: "interrupted",
-				Error: "interrupted: its parent ended without waiting for it"}); err != nil {
+			if err := e.st.Finish(c, k.ID, store.Result{State: store.Cancelled, Incomplete: true,
+				StopReason: string(loop.StopCancelled), Report: k.Report, Usage: k.Usage, Cost: k.Cost, Turns: k.Turns,
+				ToolCalls: k.ToolCalls, Error: "cancelled: the run of its tree ended while it still waited (" +
+					string(k.State) + ")"}); err != nil && !errors.Is(err, store.ErrTerminal) {
 				return false, err
 			}
 		}
@@ -323,24 +318,19 @@ func (r *recorder) event(ev agent.Event) {
 	ctx := context.Background() // the writes must land even as a run is being cancelled
 	var err error
 	switch ev.Kind {
-	case agent.EventSpawned:
+	case agent.EventCreated:
+		// A child is listed: recorded, with its first messages, before
+		// its workflow starts (its start step moves it to running).
 		if s := ev.Spawned; s != nil {
 			def, _ := json.Marshal(s.Definition)
 			err = r.e.st.CreateInstance(ctx, &store.Instance{ID: ev.Instance, Parent: ev.Parent, Type: ev.Type,
 				Definition: def, Task: s.Task, Mode: string(s.Mode), Model: s.Model})
 			if err == nil {
-				err = r.e.st.Transition(ctx, ev.Instance, store.Running, "spawned")
-				var te *store.TransitionError
-				if errors.As(err, &te) && te.From == store.Running {
-					err = nil // a child resumed after a crash
-				}
-			}
-			if err == nil {
-				err = r.e.st.SetWorkflow(ctx, ev.Instance, workflowID(ev.Instance))
-			}
-			if err == nil {
 				err = r.e.st.AppendMessages(ctx, ev.Instance, 0, 0, s.Messages)
 			}
+		}
+	case agent.EventSpawned:
+		if s := ev.Spawned; s != nil {
 			r.mu.Lock()
 			r.seq[ev.Instance] = len(s.Messages)
 			r.mu.Unlock()
@@ -372,10 +362,9 @@ func (r *recorder) event(ev agent.Event) {
 	case agent.EventEnded:
 		// A child stopped by the engine's shutdown has not ended: its
 		// workflow stays pending and the next execution resumes it.
-		if rl, in := ev.Relay, ev.Final; rl != nil && in != nil && ev.Instance != r.root && !r.e.closed.Load() {
-			err = r.e.st.Finish(ctx, ev.Instance, store.Result{State: store.State(in.State), StopReason: in.StopReason,
-				Incomplete: in.Incomplete, Report: rl.Report, Error: in.Error, Usage: in.Usage, Cost: in.Cost,
-				Turns: in.Turns, ToolCalls: in.ToolCalls, Artifacts: artifacts(in.Artifacts)})
+		if rl, in := ev.Relay, ev.Final; rl != nil && in != nil && ev.Instance != r.root && !r.e.closed.Load() &&
+			in.State != agent.StateSuspended {
+			err = r.finishChild(ctx, ev.Instance, rl, in)
 		}
 	}
 	if err != nil {
@@ -385,6 +374,20 @@ func (r *recorder) event(ev agent.Event) {
 		}
 		r.mu.Unlock()
 	}
+}
+
+// finishChild records a child's end, with the totals of all its runs:
+// what earlier runs spent is on its record already.
+func (r *recorder) finishChild(ctx context.Context, id string, rl *agent.Relay, in *agent.Instance) error {
+	prev, err := r.e.st.GetInstance(ctx, id)
+	if err != nil || prev.State.Terminal() {
+		return err // ended already: a replay, or cancelled meanwhile
+	}
+	usage := prev.Usage
+	usage.Add(in.Usage)
+	return r.e.st.Finish(ctx, id, store.Result{State: store.State(in.State), StopReason: in.StopReason,
+		Incomplete: in.Incomplete, Report: rl.Report, Error: in.Error, Usage: usage, Cost: addCost(prev.Cost, in.Cost),
+		Turns: prev.Turns + in.Turns, ToolCalls: prev.ToolCalls + in.ToolCalls, Artifacts: artifacts(in.Artifacts)})
 }
 
 func (r *recorder) failed() error {

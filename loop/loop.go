@@ -100,6 +100,11 @@ type Config struct {
 	// a stop (StopSuspended to pause, StopCancelled to cancel) that ends
 	// the run there.
 	Inbox func(ctx context.Context, turn int) (notes []string, stop StopReason, err error)
+	// Hold, when set, is asked when the model answers without calling a
+	// tool, before the run completes: notes it returns (the reports of
+	// background children that were still working) go to the model as a
+	// new turn instead, so nothing started is left unread.
+	Hold func(ctx context.Context, turn int) (notes []string, err error)
 }
 
 // Result is what a run produced. Run returns one even when it fails, so
@@ -232,6 +237,18 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 				// The provider paused a long server-side turn; sending the
 				// transcript back as it stands lets the model continue.
 				continue
+			}
+			if r.cfg.Hold != nil && !wrapping {
+				notes, err := r.cfg.Hold(ctx, res.Turns+1)
+				if err != nil {
+					return r.finish(res, StopStepError, fmt.Errorf("turn %d: hold: %w", res.Turns+1, err))
+				}
+				if len(notes) > 0 {
+					for _, n := range notes {
+						res.Messages = appendUserText(res.Messages, n)
+					}
+					continue
+				}
 			}
 			return r.finish(res, StopCompleted, nil)
 		}

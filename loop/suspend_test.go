@@ -98,3 +98,27 @@ func TestInboxNotesAndStop(t *testing.T) {
 	}
 	checkTranscript(t, append(res.Messages, *res.Pending))
 }
+
+// Hold keeps a completing run going while it has notes: the reports of
+// work that was still out.
+func TestHoldContinuesWithNotes(t *testing.T) {
+	t.Parallel()
+	m := &script{steps: []func(*llm.Request) (*llm.Response, error){say("first"), say("second")}}
+	held := 0
+	hold := func(_ context.Context, turn int) ([]string, error) {
+		held++
+		if held == 1 {
+			return []string{"[deputy] the background report"}, nil
+		}
+		return nil, nil
+	}
+	res, err := Run(context.Background(), Config{Model: m, Tools: tool.MustSet(), Hold: hold}, task("go"))
+	if err != nil || res.StopReason != StopCompleted || res.Answer != "second" || res.Turns != 2 || held != 2 {
+		t.Fatalf("res %+v err %v held %d", res, err, held)
+	}
+	reqs := m.requests()
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != llm.User || !strings.Contains(last.Text(), "background report") {
+		t.Fatalf("second request ends with %+v", last)
+	}
+	checkTranscript(t, res.Messages)
+}

@@ -81,8 +81,20 @@ func (s controlCmd) command() *cobra.Command {
 				return usageErr("%s is a subagent of %s: its parent talks to it; add --as-parent to speak as its parent "+
 					"(recorded as coming from the operator)", id, in.Parent)
 			}
-			if err := s.act(ctx, durable.Control{Store: st, URL: where}, id, text); err != nil {
+			ctl := durable.Control{Store: st, URL: where}
+			if err := s.act(ctx, ctl, id, text); err != nil {
 				return controlErr(where, id, err)
+			}
+			if asParent && in.Parent != "" {
+				// The parent hears what was said to its child in its name.
+				did := "sent your subagent %s a message in your name: %s"
+				if strings.HasPrefix(s.use, "answer") {
+					did = "answered your subagent %s's question in your name: %s"
+				}
+				note := "The operator " + fmt.Sprintf(did, id, text)
+				if err := ctl.Send(ctx, in.Parent, durable.Operator, note); err != nil && !errors.Is(err, store.ErrIllegalTransition) {
+					return controlErr(where, in.Parent, err)
+				}
 			}
 			after, err := st.GetInstance(ctx, id)
 			if err != nil {

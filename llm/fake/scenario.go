@@ -53,8 +53,8 @@ import (
 //
 // Strings in text, thinking and tool-input values are text/template templates
 // over TemplateData (.Turn .Task .LastUser .ToolResults .I .N .Model, and
-// .Result "tool") with the functions lorem N, truncate N s, json v, lines s
-// and add a b. Everything is checked and compiled at load: an unknown field,
+// .Result "tool") with the functions lorem N, truncate N s, json v, lines s,
+// grep re s, find re s (the first match) and add a b. Everything is checked and compiled at load: an unknown field,
 // a bad regexp, template, duration or fault kind is an error naming the file
 // and line. Strings without "{{" and tool inputs without templates are stored
 // ready-made, so answering a simple rule costs a few allocations.

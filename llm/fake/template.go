@@ -93,6 +93,7 @@ var templateFuncs = template.FuncMap{
 	"json":      jsonString,
 	"lines":     lines,
 	"grep":      grep,
+	"find":      find,
 	"hasPrefix": func(prefix, s string) bool { return strings.HasPrefix(s, prefix) },
 	"add":       func(a, b int) int { return a + b },
 }
@@ -177,6 +178,17 @@ func lines(s string) int {
 		n++
 	}
 	return n
+}
+
+// find returns the first match of the regular expression re (RE2) in s,
+// "" when there is none: `find "i-[0-9a-f]+" (index .ToolResults 0)`
+// picks an id out of a tool result.
+func find(re, s string) (string, error) {
+	rx, err := regexp.Compile(re)
+	if err != nil {
+		return "", fmt.Errorf("find: %w", err)
+	}
+	return rx.FindString(s), nil
 }
 
 // grep returns the lines of s that match the regular expression re (RE2,

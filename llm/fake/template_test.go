@@ -53,6 +53,7 @@ func TestTemplateFuncs(t *testing.T) {
 		{`{{add .Turn 10}}`, "13"},
 		{`{{grep "^a" "ab\ncd\nax"}}`, "ab\nax\n"},
 		{`[{{grep "z" "a\nb\n"}}]`, "[]"},
+		{`{{find "i-[0-9a-f]+" "subagent i-0a1b (x): asking"}}|{{find "z" "a"}}|`, "i-0a1b||"},
 		{`{{lines (grep "^[^\\[]" "x.go\ny/\n[3 more paths not shown]\n")}}`, "2"},
 		{`{{hasPrefix "no paths" "no paths match *"}} {{hasPrefix "no" "yes"}} {{.Result "glob" | hasPrefix "a\n"}}`, "true false true"},
 		{`{{len (lorem 42)}}`, "42"},

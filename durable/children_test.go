@@ -1,0 +1,324 @@
+package durable_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/store"
+	"github.com/deputy-run/deputy/tool"
+)
+
+// kids returns the children of parent, oldest first.
+func kids(t *testing.T, st *store.Store, parent string) []*store.Instance {
+	t.Helper()
+	k, err := st.ListInstances(context.Background(), store.Filter{Parent: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func transcriptText(t *testing.T, st *store.Store, id string) string {
+	t.Helper()
+	msgs, err := st.Transcript(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(msgs)
+	return string(b)
+}
+
+const backgroundScenario = `
+rules:
+  - match: {system: "subagent working", turn: 1}
+    tool_calls: [{name: gate, input: {}}]
+  - match: {system: "subagent working"}
+    text: "child report"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: general-purpose, task: "work", background: true}}]
+  - match: {turn: 2}
+    text: "done early"
+  - match: {turn: 3, last_user: "child report"}
+    text: "final after the report"
+`
+
+// A background child returns its id at once; its parent goes on. When
+// the parent has nothing more to do, it holds for the child, whose relay
+// then reaches it as a message: the run does not end with it unread.
+func TestBackgroundChildRelayReachesTheParent(t *testing.T) {
+	t.Parallel()
+	g := gate{open: make(chan struct{})}
+	r := newRig(t, backgroundScenario, nil, g)
+	id := r.start(durable.Spec{System: "root"})
+	waitTurn(t, r.st, id, 4) // the parent answered "done early" while the child waits at the gate
+	if k := kids(t, r.st, id); len(k) != 1 || !k[0].State.Active() {
+		t.Fatalf("children %+v", k)
+	}
+	close(g.open)
+	in := r.wait(id)
+	if in.State != store.Completed || in.Report != "final after the report" || in.Turns != 3 {
+		t.Fatalf("root %+v", in)
+	}
+	all := transcriptText(t, r.st, id)
+	if !strings.Contains(all, "started in the background") || strings.Count(all, "child report") != 1 {
+		t.Fatalf("root transcript %s", all)
+	}
+	if k := kids(t, r.st, id); k[0].State != store.Completed || k[0].Report != "child report" {
+		t.Fatalf("child %+v", k[0])
+	}
+	if p, _ := r.st.Pending(context.Background(), id); len(p) != 0 {
+		t.Errorf("mail left for the root: %+v", p)
+	}
+}
+
+const foregroundAskScenario = `
+rules:
+  - match: {system: "subagent working", turn: 1}
+    text: "Need a color."
+    tool_calls: [{name: ask_parent, input: {question: "Which color?"}}]
+  - match: {system: "subagent working"}
+    text: "painted {{index .ToolResults 0}}"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: general-purpose, task: "paint it"}}]
+  - match: {turn: 2, tool_result: "Which color"}
+    tool_calls: [{name: subagent_answer, input: {id: "{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}", answer: "blue"}}]
+  - match: {turn: 3}
+    tool_calls: [{name: subagent_wait, input: {ids: ["{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}"]}}]
+  - match: {turn: 4}
+    text: "{{index .ToolResults 0}}"
+`
+
+// A foreground child that asks makes its parent's spawn call return
+// early with the question (the parent is never stuck); the parent answers,
+// the answer starts the child's next run with the answer as its ask_parent
+// result, and subagent_wait collects its report.
+func TestForegroundChildAsksItsParent(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, foregroundAskScenario, nil)
+	ctx := context.Background()
+	id := r.start(durable.Spec{System: "root"})
+	in := r.wait(id)
+	if in.State != store.Completed || !strings.Contains(in.Report, "painted blue") || in.Turns != 4 {
+		t.Fatalf("root %s %q after %d turns\n%s", in.State, in.Report, in.Turns, transcriptText(t, r.st, id))
+	}
+	root := transcriptText(t, r.st, id)
+	if !strings.Contains(root, `: asking`) || !strings.Contains(root, "question: Which color?") {
+		t.Fatalf("the spawn call did not return the question: %s", root)
+	}
+	k := kids(t, r.st, id)
+	if len(k) != 1 || k[0].State != store.Completed || k[0].Report != "painted blue" || k[0].Turns != 2 {
+		t.Fatalf("child %+v", k)
+	}
+	msgs, _ := r.st.Transcript(ctx, k[0].ID)
+	if len(msgs) != 4 || msgs[2].Content[0].Text != "blue" || msgs[2].Content[0].IsError {
+		t.Fatalf("child transcript %+v", msgs)
+	}
+	if runs, _ := r.st.Runs(ctx, k[0].ID); len(runs) != 2 || runs[0].Outcome != "asking" {
+		t.Fatalf("child runs %+v", runs)
+	}
+	if p, _ := r.st.Pending(ctx, id); len(p) != 0 {
+		t.Errorf("the relay was collected by the wait, yet mail is left: %+v", p)
+	}
+}
+
+const steerScenario = `
+rules:
+  - match: {system: "subagent working", turn: 1}
+    tool_calls: [{name: gate, input: {}}]
+  - match: {system: "subagent working", last_user: "use green"}
+    text: "steered to green"
+  - match: {system: "subagent working"}
+    text: "not steered"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: general-purpose, task: "paint", background: true}}]
+  - match: {turn: 2}
+    tool_calls: [{name: subagent_send, input: {id: "{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}", message: "use green"}}]
+  - match: {turn: 3}
+    tool_calls: [{name: subagent_wait, input: {ids: ["{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}"]}}]
+  - match: {turn: 4}
+    text: "{{index .ToolResults 0}}"
+`
+
+// subagent_send steers a running child: it reads the message at its next
+// turn.
+func TestSendSteersARunningChild(t *testing.T) {
+	t.Parallel()
+	g := gate{open: make(chan struct{})}
+	r := newRig(t, steerScenario, nil, g)
+	id := r.start(durable.Spec{System: "root"})
+	waitTurn(t, r.st, id, 6) // the send's result is recorded; the child still waits at the gate
+	close(g.open)
+	in := r.wait(id)
+	if in.State != store.Completed || !strings.Contains(in.Report, "steered to green") {
+		t.Fatalf("root %+v", in)
+	}
+}
+
+const cascadeScenario = `
+rules:
+  - match: {system: "delegator", last_user: "level 3"}
+    text: "d3 partial"
+    tool_calls: [{name: gate, input: {}}]
+  - match: {system: "delegator", turn: 1, last_user: "level 2"}
+    text: "d2 partial"
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: delegator, task: "level 3"}}]
+  - match: {system: "delegator", turn: 1}
+    text: "d1 partial"
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: delegator, task: "level 2"}}]
+  - match: {system: "delegator"}
+    text: "relayed: {{index .ToolResults 0}}"
+  - match: {turn: 1}
+    text: "root partial"
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: delegator, task: "level 1"}}]
+  - match: {turn: 2}
+    text: "root relayed: {{index .ToolResults 0}}"
+`
+
+// Cancelling a root cascades three levels down: every instance ends
+// cancelled, each keeps its partial answer, and each parent's transcript
+// holds its child's partial relay.
+func TestCancelCascadesThreeLevels(t *testing.T) {
+	t.Parallel()
+	base, _ := agent.Load(agent.LoadOptions{})
+	cat, err := base.With(&agent.Definition{Name: "delegator", Description: "delegates", SystemPrompt: "You are a delegator.",
+		Tools: []string{agent.SpawnTool, "gate"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := gate{open: make(chan struct{})}
+	r := newRigWith(t, &rig{scenario: cascadeScenario, tools: []tool.Tool{g}, catalog: cat})
+	ctx := context.Background()
+	id := r.start(durable.Spec{System: "root", MaxDepth: 3})
+	var d3 *store.Instance
+	waitFor(t, func() bool {
+		all, _ := r.st.ListInstances(ctx, store.Filter{Root: id})
+		for _, in := range all {
+			if in.Depth == 3 && in.State == store.Running {
+				if m, _ := r.st.Transcript(ctx, in.ID); len(m) >= 2 {
+					d3 = in
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if err := r.ctl.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if in := r.wait(id); in.State != store.Cancelled {
+		t.Fatalf("root %+v", in)
+	}
+	all, _ := r.st.ListInstances(ctx, store.Filter{Root: id})
+	if len(all) != 4 {
+		t.Fatalf("%d instances", len(all))
+	}
+	want := map[int]string{0: "root partial", 1: "d1 partial", 2: "d2 partial", 3: "d3 partial"}
+	for _, in := range all {
+		if in.State != store.Cancelled || !in.Incomplete || in.Report != want[in.Depth] {
+			t.Errorf("depth %d: %s, incomplete %v, report %q", in.Depth, in.State, in.Incomplete, in.Report)
+		}
+		if in.Depth < 3 {
+			// Its child's partial relay is the result of its spawn call.
+			if tt := transcriptText(t, r.st, in.ID); !strings.Contains(tt, want[in.Depth+1]) {
+				t.Errorf("depth %d: the child's partial report is not in its transcript", in.Depth)
+			}
+		}
+	}
+	if d3.Depth != 3 {
+		t.Fatal("no instance reached depth 3")
+	}
+}
+
+// probe is a read-only tool that counts the calls inside it at once and
+// keeps them there until released.
+type probe struct {
+	mu       sync.Mutex
+	cur, max int
+	entered  chan struct{}
+	release  chan struct{}
+}
+
+func (p *probe) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "probe", Description: "probes", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+func (p *probe) ReadOnly() bool { return true }
+func (p *probe) Run(ctx context.Context, _ json.RawMessage) (string, error) {
+	p.mu.Lock()
+	p.cur++
+	p.max = max(p.max, p.cur)
+	p.mu.Unlock()
+	p.entered <- struct{}{}
+	<-p.release
+	p.mu.Lock()
+	p.cur--
+	p.mu.Unlock()
+	return "probed", nil
+}
+
+const capsScenario = `
+rules:
+  - match: {system: "subagent working", turn: 1}
+    tool_calls: [{name: probe, input: {}}]
+  - match: {system: "subagent working"}
+    text: "probed"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, repeat: 6, input: {subagent_type: general-purpose, task: "probe {{.I}}"}}]
+  - match: {turn: 2}
+    text: "all probed"
+`
+
+// The caps hold: a parent's max_parallel, and the engine's cap on child
+// runs across every parent, whichever is lower.
+func TestCapsAreNeverExceeded(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name              string
+		maxParallel, kids int
+		want              int
+	}{{"max_parallel", 3, 10, 3}, {"engine cap", 8, 2, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := &probe{entered: make(chan struct{}, 16), release: make(chan struct{})}
+			var queued sync.Map
+			r := newRigWith(t, &rig{scenario: capsScenario, tools: []tool.Tool{p}, maxRuns: c.kids,
+				onEvent: func(ev agent.Event) {
+					if ev.Kind == agent.EventQueued {
+						queued.Store(ev.Instance, true)
+					}
+				}})
+			id := r.start(durable.Spec{System: "root", MaxParallel: c.maxParallel})
+			for range c.want {
+				<-p.entered
+			}
+			// Full: every other child has said it waits for a place, and
+			// none of them got in.
+			waitFor(t, func() bool {
+				n := 0
+				queued.Range(func(any, any) bool { n++; return true })
+				return n >= 6-c.want
+			})
+			p.mu.Lock()
+			inside := p.cur
+			p.mu.Unlock()
+			if inside != c.want {
+				t.Fatalf("%d children inside at once, want %d", inside, c.want)
+			}
+			close(p.release)
+			for range 6 - c.want {
+				<-p.entered
+			}
+			if in := r.wait(id); in.State != store.Completed || len(kids(t, r.st, id)) != 6 {
+				t.Fatalf("root %+v", in)
+			}
+			if p.max != c.want {
+				t.Errorf("at most %d children ran at once, want %d", p.max, c.want)
+			}
+		})
+	}
+}

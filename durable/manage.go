@@ -1,0 +1,359 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/store"
+)
+
+// DefaultMaxRuns is how many runs an engine carries at once when
+// Options.MaxRuns is not set.
+const DefaultMaxRuns = 64
+
+// slots caps the runs an engine carries at once, roots' and children's
+// (each parent's own cap on its children, max_parallel, is its tree's). A
+// run gives its place up while it waits for its children (a foreground
+// spawn, subagent_wait, holding for background children), so a full
+// engine of waiting parents cannot deadlock.
+type slots struct{ ch chan struct{} }
+
+type slotKey struct{}
+
+// held is a run's place, carried in its context so a wait inside the run
+// (several at once, for parallel spawns) can give it up.
+type held struct {
+	mu      sync.Mutex
+	s       *slots
+	have    bool
+	waiting int // waits in progress; the place is given up while any is
+}
+
+// take waits for a place, calling queued first if it has to; the context
+// it returns carries it.
+func (s *slots) take(ctx context.Context, queued func()) (context.Context, func(), error) {
+	select {
+	case s.ch <- struct{}{}:
+	default:
+		queued()
+		select {
+		case s.ch <- struct{}{}:
+		case <-ctx.Done():
+			return ctx, nil, context.Cause(ctx)
+		}
+	}
+	h := &held{s: s, have: true}
+	return context.WithValue(ctx, slotKey{}, h), func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.have {
+			h.have = false
+			<-s.ch
+		}
+	}, nil
+}
+
+// yield gives up the place ctx's run holds, if any, until resume; the
+// last of several overlapping waits to resume takes a place again.
+func (s *slots) yield(ctx context.Context) (resume func()) {
+	h, _ := ctx.Value(slotKey{}).(*held)
+	if h == nil {
+		return func() {}
+	}
+	h.mu.Lock()
+	h.waiting++
+	if h.have {
+		h.have = false
+		<-s.ch
+	}
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		h.waiting--
+		last := h.waiting == 0
+		h.mu.Unlock()
+		if !last {
+			return
+		}
+		s.ch <- struct{}{}
+		h.mu.Lock()
+		if h.waiting > 0 {
+			<-s.ch // another wait began meanwhile: it gives the place up
+		} else {
+			h.have = true
+		}
+		h.mu.Unlock()
+	}
+}
+
+// takeSlot waits for a place for a run of instance id under MaxRuns.
+func (e *Engine) takeSlot(ctx context.Context, id string) (context.Context, func(), error) {
+	return e.slots.take(ctx, func() {
+		if h := e.opts.OnEvent; h != nil {
+			h(agent.Event{Kind: agent.EventQueued, Instance: id, Waiting: "a place under the engine's cap (MaxRuns)"})
+		}
+	})
+}
+
+// changed wakes everyone waiting for an instance of this engine to move
+// (subagent_wait, a parent holding for its background children).
+func (e *Engine) changed() {
+	e.chMu.Lock()
+	close(e.ch)
+	e.ch = make(chan struct{})
+	e.chMu.Unlock()
+}
+
+func (e *Engine) changes() <-chan struct{} {
+	e.chMu.Lock()
+	defer e.chMu.Unlock()
+	return e.ch
+}
+
+// await blocks until something changes, another process may have changed
+// something (PollInterval), ctx ends or timeout fires.
+func (e *Engine) await(ctx context.Context, timeout <-chan struct{}) error {
+	poll := time.NewTimer(e.opts.PollInterval)
+	defer poll.Stop()
+	select {
+	case <-e.changes():
+	case <-poll.C:
+	case <-timeout:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// hold is a run's loop.Config.Hold: when its model has answered, a step
+// waits for the background children it still has running and hands their
+// reports to the model; with none, the run completes.
+func (e *Engine) hold(wf dbos.Context, id string) func(context.Context, int) ([]string, error) {
+	return func(ctx context.Context, turn int) ([]string, error) {
+		got, err := runStep(e, dbos.From(wf, ctx), "", fmt.Sprintf("turn-%d/hold", turn), func(c context.Context) (inboxed, error) {
+			for {
+				mail, err := e.st.Pending(c, id)
+				if err != nil {
+					return inboxed{}, err
+				}
+				var in inboxed
+				for _, m := range mail {
+					if m.Kind == mailRelay {
+						in.Notes, in.Mail = append(in.Notes, relayNote(m)), append(in.Mail, m.ID)
+					}
+				}
+				if len(in.Notes) > 0 {
+					return in, nil
+				}
+				if busy, err := e.childrenAtWork(c, id); err != nil || !busy {
+					return inboxed{}, err
+				}
+				resume := e.slots.yield(ctx)
+				err = e.await(c, nil)
+				resume()
+				if err != nil {
+					return inboxed{}, err
+				}
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		return got.Notes, e.consume(ctx, got.Mail)
+	}
+}
+
+// childrenAtWork reports whether a child of id is still at work: created
+// or running, or ended but its run not yet (its relay is on its way to
+// the mailbox).
+func (e *Engine) childrenAtWork(ctx context.Context, id string) (bool, error) {
+	kids, err := e.st.ListInstances(ctx, store.Filter{Parent: id})
+	if err != nil {
+		return false, err
+	}
+	for _, k := range kids {
+		switch {
+		case k.State == store.Created || k.State == store.Running:
+			return true, nil
+		case k.State.Terminal():
+			runs, err := e.st.Runs(ctx, k.ID)
+			if err != nil {
+				return false, err
+			}
+			if n := len(runs); n > 0 && runs[n-1].EndedAt.IsZero() {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// consume marks mail a checkpointed step has taken as delivered.
+func (e *Engine) consume(ctx context.Context, ids []int64) error {
+	for _, m := range ids {
+		if err := e.st.Consume(context.WithoutCancel(ctx), m); err != nil && !errors.Is(err, store.ErrAlreadyConsumed) {
+			return err
+		}
+	}
+	return nil
+}
+
+// child returns parent's child id, or an error the parent model reads.
+func (e *Engine) child(ctx context.Context, parent, id string) (*store.Instance, error) {
+	in, err := e.st.GetInstance(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && in.Parent != parent {
+		return nil, fmt.Errorf("no subagent %s of yours (subagent_list lists them)", id)
+	}
+	return in, err
+}
+
+func (e *Engine) control() Control { return Control{Store: e.st, Engine: e} }
+
+// status is what a parent learns of a child: its question while asking,
+// its relay once ended.
+func (e *Engine) status(ctx context.Context, in *store.Instance) (agent.Status, error) {
+	s := agent.Status{ID: in.ID, Type: in.Type, State: string(in.State), Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage}
+	switch {
+	case in.State == store.Asking:
+		q, err := openQuestion(ctx, e.st, in.ID)
+		if err != nil {
+			return s, err
+		}
+		if q != nil {
+			s.Question = q.Body
+		}
+	case in.State.Terminal():
+		s.Relay, _ = recordedEnd(in).Relay.ToolResult()
+	}
+	return s, nil
+}
+
+// manager is the engine as agent.Manager: parents' hold on their
+// children.
+type manager struct{ e *Engine }
+
+// Status implements agent.Manager.
+func (m manager) Status(ctx context.Context, parent, id string) (agent.Status, error) {
+	in, err := m.e.child(ctx, parent, id)
+	if err != nil {
+		return agent.Status{}, err
+	}
+	return m.e.status(ctx, in)
+}
+
+// List implements agent.Manager: parent's children, without their relays.
+func (m manager) List(ctx context.Context, parent string) ([]agent.Status, error) {
+	kids, err := m.e.st.ListInstances(ctx, store.Filter{Parent: parent})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]agent.Status, 0, len(kids))
+	for _, in := range kids {
+		s, err := m.e.status(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		s.Relay = ""
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Wait implements agent.Manager. A child is done waiting for when it has
+// ended or asks (or was paused: it needs its parent either way). The
+// relays it returns count as delivered: they do not come again at the
+// parent's next turn. It reports from the records, so a wait run again
+// after a crash reports the same.
+func (m manager) Wait(ctx context.Context, parent string, ids []string, all bool, timeout time.Duration) ([]agent.Status, error) {
+	ids = slices.Compact(slices.Clone(ids))
+	for _, id := range ids {
+		if _, err := m.e.child(ctx, parent, id); err != nil {
+			return nil, err
+		}
+	}
+	expired := make(chan struct{})
+	t := m.e.opts.Clock.AfterFunc(timeout, func() { close(expired) })
+	defer t.Stop()
+	for {
+		out := make([]agent.Status, 0, len(ids))
+		ready := 0
+		for _, id := range ids {
+			in, err := m.e.st.GetInstance(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			s, err := m.e.status(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			if in.State.Terminal() || in.State == store.Asking || in.State == store.Paused {
+				ready++
+			}
+			out = append(out, s)
+		}
+		select {
+		case <-expired:
+			ready = len(ids) // report what there is
+		default:
+		}
+		if ready == len(ids) || !all && ready > 0 {
+			for _, s := range out {
+				if s.Relay != "" {
+					if err := m.e.consumeRelay(ctx, s.ID); err != nil {
+						return nil, err
+					}
+				}
+			}
+			return out, nil
+		}
+		resume := m.e.slots.yield(ctx)
+		err := m.e.await(ctx, expired)
+		resume()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Send implements agent.Manager.
+func (m manager) Send(ctx context.Context, parent, id, text string) error {
+	return m.act(ctx, parent, id, func(c Control) error { return c.Send(ctx, id, parent, text) })
+}
+
+// Pause implements agent.Manager.
+func (m manager) Pause(ctx context.Context, parent, id string) error {
+	return m.act(ctx, parent, id, func(c Control) error { return c.Pause(ctx, id) })
+}
+
+// Resume implements agent.Manager.
+func (m manager) Resume(ctx context.Context, parent, id string) error {
+	return m.act(ctx, parent, id, func(c Control) error { return c.Resume(ctx, id) })
+}
+
+// Cancel implements agent.Manager.
+func (m manager) Cancel(ctx context.Context, parent, id string) error {
+	return m.act(ctx, parent, id, func(c Control) error { return c.Cancel(ctx, id) })
+}
+
+// Answer implements agent.Manager.
+func (m manager) Answer(ctx context.Context, parent, id, answer string) error {
+	return m.act(ctx, parent, id, func(c Control) error { return c.answerAs(ctx, id, parent, answer) })
+}
+
+func (m manager) act(ctx context.Context, parent, id string, do func(Control) error) error {
+	if _, err := m.e.child(ctx, parent, id); err != nil {
+		return err
+	}
+	if err := do(m.e.control()); err != nil {
+		return err
+	}
+	m.e.changed()
+	return nil
+}
