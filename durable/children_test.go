@@ -322,3 +322,74 @@ func TestCapsAreNeverExceeded(t *testing.T) {
 		})
 	}
 }
+
+const backgroundAskScenario = `
+rules:
+  - match: {system: "subagent working", turn: 1}
+    tool_calls: [{name: ask_parent, input: {question: "Which size?"}}]
+  - match: {system: "subagent working"}
+    text: "cut to {{index .ToolResults 0}}"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: general-purpose, task: "cut it", background: true}}]
+  - match: {turn: 2}
+    tool_calls: [{name: subagent_wait, input: {ids: ["{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}"]}}]
+  - match: {turn: 3, tool_result: "asks: Which size"}
+    tool_calls: [{name: subagent_answer, input: {id: "{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}", answer: "large"}}]
+  - match: {turn: 4}
+    tool_calls: [{name: subagent_wait, input: {ids: ["{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}"]}}]
+  - match: {turn: 5}
+    text: "{{index .ToolResults 0}}"
+`
+
+// A background child's question reaches its parent through subagent_wait;
+// the answer starts its next run, and a second wait collects its report.
+func TestBackgroundChildAsksThroughWait(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, backgroundAskScenario, nil)
+	id := r.start(durable.Spec{System: "root"})
+	in := r.wait(id)
+	if in.State != store.Completed || !strings.Contains(in.Report, "cut to large") || in.Turns != 5 {
+		t.Fatalf("root %s %q after %d turns\n%s", in.State, in.Report, in.Turns, transcriptText(t, r.st, id))
+	}
+	if k := kids(t, r.st, id); len(k) != 1 || k[0].State != store.Completed || k[0].Turns != 2 {
+		t.Fatalf("child %+v", k)
+	}
+}
+
+const relayAtTurnScenario = `
+rules:
+  - match: {system: "subagent working"}
+    text: "quick child report"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: general-purpose, task: "be quick", background: true}}]
+  - match: {turn: 2}
+    tool_calls: [{name: gate, input: {}}]
+  - match: {turn: 3, last_user: "quick child report"}
+    text: "read it at my next turn"
+  - match: {turn: 3}
+    text: "never told"
+`
+
+// A background child that ends while its parent works reaches it as a
+// message at the parent's next turn, without a wait.
+func TestBackgroundRelayArrivesAtTheNextTurn(t *testing.T) {
+	t.Parallel()
+	g := gate{open: make(chan struct{})}
+	r := newRig(t, relayAtTurnScenario, nil, g)
+	ctx := context.Background()
+	id := r.start(durable.Spec{System: "root"})
+	// The parent waits at its gate; the child ends and its relay waits in
+	// the parent's mailbox.
+	waitFor(t, func() bool {
+		p, _ := r.st.Pending(ctx, id)
+		return len(p) == 1 && p[0].Kind == "relay"
+	})
+	close(g.open)
+	in := r.wait(id)
+	if in.State != store.Completed || in.Report != "read it at my next turn" {
+		t.Fatalf("root %+v", in)
+	}
+	if p, _ := r.st.Pending(ctx, id); len(p) != 0 {
+		t.Errorf("mail left: %+v", p)
+	}
+}
