@@ -44,6 +44,10 @@ func TestAskPauseAnswerResumeThroughTheCLI(t *testing.T) {
 		}
 		return errOut
 	}
+	out, _, _ = deputy(t, ws, nil, "show", id)
+	if !strings.Contains(out, "question (deputy answer "+id+" TEXT)\nWhich file?") {
+		t.Errorf("show does not give the question:\n%s", out)
+	}
 	step("paused "+id+" (now paused)", "pause", id)
 	// Answered while paused: the answer waits for the resume.
 	step("answered "+id+" (now paused)", "answer", id, "b.txt")

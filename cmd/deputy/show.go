@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
@@ -38,14 +39,28 @@ func newShowCmd() *cobra.Command {
 			if err != nil {
 				return readErr(where, err)
 			}
+			question := ""
+			if in.State == store.Asking || in.State == store.Paused {
+				q, err := (durable.Control{Store: st}).Question(ctx, in.ID)
+				if err != nil {
+					return readErr(where, err)
+				}
+				if q != nil {
+					question = q.Body
+				}
+			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), struct {
 					instanceJSON
+					Question    string             `json:"question,omitempty"`
 					Transcript  []llm.Message      `json:"transcript"`
 					Transitions []store.Transition `json:"transitions"`
-				}{toJSON(in), msgs, trs})
+				}{toJSON(in), question, msgs, trs})
 			}
 			showText(cmd.OutOrStdout(), in, msgs, trs)
+			if question != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "\nquestion (deputy answer %s TEXT)\n%s\n", in.ID, question)
+			}
 			return nil
 		},
 	}
