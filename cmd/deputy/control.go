@@ -62,21 +62,17 @@ func (s controlCmd) command() *cobra.Command {
 		Args:  cobra.ExactArgs(nargs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, where, err := openExisting(ctx, db)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
 			id, text := args[0], ""
 			if s.text {
 				if text = strings.TrimSpace(args[1]); text == "" {
 					return usageErr("the text is empty")
 				}
 			}
-			in, err := st.GetInstance(ctx, id)
+			st, where, in, err := openInstance(ctx, db, id)
 			if err != nil {
-				return notFound(where, id, err)
+				return err
 			}
+			defer st.Close()
 			if s.toChild && in.Parent != "" && !asParent {
 				return usageErr("%s is a subagent of %s: its parent talks to it; add --as-parent to speak as its parent "+
 					"(recorded as coming from the operator)", id, in.Parent)
@@ -157,15 +153,11 @@ func newTreeCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, where, err := openExisting(ctx, db)
+			st, where, in, err := openInstance(ctx, db, args[0])
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			in, err := st.GetInstance(ctx, args[0])
-			if err != nil {
-				return notFound(where, args[0], err)
-			}
 			all, err := st.ListInstances(ctx, store.Filter{Root: in.Root})
 			if err != nil {
 				return readErr(where, err)
@@ -252,15 +244,12 @@ func newLogsCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, where, err := openExisting(ctx, db)
+			id := args[0]
+			st, where, _, err := openInstance(ctx, db, id)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			id := args[0]
-			if _, err := st.GetInstance(ctx, id); err != nil {
-				return notFound(where, id, err)
-			}
 			w := cmd.OutOrStdout()
 			seen := 0
 			tick := time.NewTicker(poll)

@@ -128,6 +128,21 @@ func workspaceTools(s durable.Spec) (*tool.Set, error) {
 	return tool.NewSet(tools...)
 }
 
+// openInstance opens an existing database and reads instance id from it;
+// the caller closes the store.
+func openInstance(ctx context.Context, db, id string) (*store.Store, string, *store.Instance, error) {
+	st, where, err := openExisting(ctx, db)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	in, err := st.GetInstance(ctx, id)
+	if err != nil {
+		st.Close()
+		return nil, "", nil, notFound(where, id, err)
+	}
+	return st, where, in, nil
+}
+
 // notFound turns the store's ErrNotFound into a clear usage error, and
 // any other failure to read into readErr.
 func notFound(where, id string, err error) error {

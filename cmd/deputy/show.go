@@ -22,15 +22,11 @@ func newShowCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, where, err := openExisting(ctx, db)
+			st, where, in, err := openInstance(ctx, db, args[0])
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			in, err := st.GetInstance(ctx, args[0])
-			if err != nil {
-				return notFound(where, args[0], err)
-			}
 			msgs, err := st.Transcript(ctx, in.ID)
 			if err != nil {
 				return readErr(where, err)
