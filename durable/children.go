@@ -148,6 +148,11 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 		if ld, err = e.startRun(ctx, id, wf, "child:", false); err != nil {
 			return agent.ChildEnd{}, err
 		}
+		leave, err := e.takeParentSlot(ctx, ld)
+		if err != nil {
+			return agent.ChildEnd{}, err
+		}
+		defer leave()
 		runCtx, cancel := context.WithCancelCause(slotCtx)
 		defer cancel(nil)
 		stop := context.AfterFunc(x.parent, func() { cancel(context.Cause(x.parent)) })
@@ -163,6 +168,11 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 		if ld.Instance.State.Terminal() {
 			return recordedEnd(ld.Instance), nil // its parent ended it meanwhile
 		}
+		leave, err := e.takeParentSlot(ctx, ld)
+		if err != nil {
+			return agent.ChildEnd{}, err
+		}
+		defer leave()
 		runCtx, cancel := context.WithCancelCause(slotCtx)
 		defer cancel(nil)
 		e.running.Store(id, cancel)

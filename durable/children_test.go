@@ -393,3 +393,69 @@ func TestBackgroundRelayArrivesAtTheNextTurn(t *testing.T) {
 		t.Errorf("mail left: %+v", p)
 	}
 }
+
+const resumedCapScenario = `
+rules:
+  - match: {system: "subagent working", turn: 1}
+    tool_calls: [{name: ask_parent, input: {question: "go?"}}]
+  - match: {system: "subagent working", turn: 2}
+    tool_calls: [{name: probe, input: {}}]
+  - match: {system: "subagent working"}
+    text: "went"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, repeat: 2, input: {subagent_type: general-purpose, task: "part {{.I}}", background: true}}]
+  - match: {turn: 2}
+    tool_calls: [{name: gate, input: {}}]
+default:
+  text: "ok"
+`
+
+// A parent's max_parallel also holds for its children's later runs, which
+// an answer starts each in a tree of its own: two children answered at
+// once under max_parallel 1 run one at a time.
+func TestMaxParallelHoldsForResumedChildren(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := gate{open: make(chan struct{})}
+	p := &probe{entered: make(chan struct{}, 4), release: make(chan struct{})}
+	var queued sync.Map
+	r := newRigWith(t, &rig{scenario: resumedCapScenario, tools: []tool.Tool{g, p}, onEvent: func(ev agent.Event) {
+		if ev.Kind == agent.EventQueued {
+			queued.Store(ev.Instance, true)
+		}
+	}})
+	id := r.start(durable.Spec{System: "root", MaxParallel: 1})
+	waitFor(t, func() bool {
+		k := kids(t, r.st, id)
+		return len(k) == 2 && k[0].State == store.Asking && k[1].State == store.Asking
+	})
+	queued.Clear() // the second spawn waited for the first: not this test's wait
+	for _, k := range kids(t, r.st, id) {
+		if err := r.ctl.Answer(ctx, k.ID, "yes"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-p.entered
+	waitFor(t, func() bool {
+		_, ok := queued.Load(kids(t, r.st, id)[1].ID)
+		_, ok0 := queued.Load(kids(t, r.st, id)[0].ID)
+		return ok || ok0
+	})
+	p.mu.Lock()
+	inside := p.cur
+	p.mu.Unlock()
+	if inside != 1 {
+		t.Fatalf("%d resumed children inside at once under max_parallel 1", inside)
+	}
+	close(p.release)
+	<-p.entered
+	close(g.open)
+	if in := r.wait(id); in.State != store.Completed {
+		t.Fatalf("root %+v", in)
+	}
+	for _, k := range kids(t, r.st, id) {
+		if k.State != store.Completed || k.Report != "went" {
+			t.Errorf("child %+v", k)
+		}
+	}
+}

@@ -121,6 +121,7 @@ type Engine struct {
 	launches launches // children's work, on its way to their workflows
 	running  sync.Map // instance id → context.CancelCauseFunc of its run here
 	slots    slots    // the cap on runs at once
+	parents  parentCaps
 
 	chMu sync.Mutex
 	ch   chan struct{} // closed and replaced when an instance moves (changed)

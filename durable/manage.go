@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -91,6 +92,75 @@ func (s *slots) yield(ctx context.Context) (resume func()) {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// parentCaps hold each parent's max_parallel across all its children's
+// runs: a child's first run also holds its parent's slot in the tree that
+// spawned it, but a later run (an answer, a resume) is built in a tree of
+// its own, so only the engine sees all of them.
+type parentCaps struct {
+	mu sync.Mutex
+	m  map[string]*parentCap
+}
+
+type parentCap struct {
+	ch    chan struct{}
+	users int
+}
+
+// take waits for one of parent's n places (queued first if it must).
+func (p *parentCaps) take(ctx context.Context, parent string, n int, queued func()) (func(), error) {
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = map[string]*parentCap{}
+	}
+	c := p.m[parent]
+	if c == nil {
+		c = &parentCap{ch: make(chan struct{}, n)}
+		p.m[parent] = c
+	}
+	c.users++
+	p.mu.Unlock()
+	done := func() {
+		p.mu.Lock()
+		if c.users--; c.users == 0 {
+			delete(p.m, parent)
+		}
+		p.mu.Unlock()
+	}
+	select {
+	case c.ch <- struct{}{}:
+	default:
+		queued()
+		select {
+		case c.ch <- struct{}{}:
+		case <-ctx.Done():
+			done()
+			return nil, context.Cause(ctx)
+		}
+	}
+	return func() { <-c.ch; done() }, nil
+}
+
+// takeParentSlot waits for a place among the running children of ld's
+// parent (its tree's max_parallel).
+func (e *Engine) takeParentSlot(ctx context.Context, ld loaded) (func(), error) {
+	in := ld.Instance
+	root, err := e.st.GetInstance(ctx, in.Root)
+	if err != nil {
+		return nil, err
+	}
+	var spec Spec
+	_ = json.Unmarshal(root.Definition, &spec) // a bad spec fails the run elsewhere
+	n := spec.MaxParallel
+	if n <= 0 {
+		n = agent.DefaultMaxParallel
+	}
+	return e.parents.take(ctx, in.Parent, n, func() {
+		if h := e.opts.OnEvent; h != nil {
+			h(agent.Event{Kind: agent.EventQueued, Instance: in.ID, Parent: in.Parent, Waiting: "a slot (max_parallel)"})
+		}
+	})
 }
 
 // takeSlot waits for a place for a run of instance id under MaxRuns.
