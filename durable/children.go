@@ -139,7 +139,7 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 	// The run's own steps are named like a root's; their failpoints carry
 	// "child:" so a test can tell them apart.
 	env := agent.ChildEnv{Steps: &steps{wf: ctx, e: e, nonce: agent.NewID(), label: "child:"},
-		Inbox: e.inbox(ctx, id), Hold: e.hold(ctx, id)}
+		Inbox: e.inbox(ctx, id, "child:"), Hold: e.hold(ctx, id, "child:")}
 	var end agent.ChildEnd
 	var ld loaded
 	if x != nil {

@@ -314,9 +314,9 @@ type inboxed struct {
 // inbox is a root's loop.Config.Inbox: a step per turn boundary reads its
 // mailbox. What it read is consumed after the step is checkpointed: from
 // then on the checkpoint holds it.
-func (e *Engine) inbox(wf dbos.Context, id string) func(context.Context, int) ([]string, loop.StopReason, error) {
+func (e *Engine) inbox(wf dbos.Context, id, label string) func(context.Context, int) ([]string, loop.StopReason, error) {
 	return func(ctx context.Context, turn int) ([]string, loop.StopReason, error) {
-		got, err := runStep(e, dbos.From(wf, ctx), "", fmt.Sprintf("turn-%d/inbox", turn), func(c context.Context) (inboxed, error) {
+		got, err := runStep(e, dbos.From(wf, ctx), label, fmt.Sprintf("turn-%d/inbox", turn), func(c context.Context) (inboxed, error) {
 			mail, err := e.st.Pending(c, id)
 			var in inboxed
 			for _, m := range mail {
@@ -358,8 +358,9 @@ func noteText(m store.Mail) string {
 // results (or, after a crash cut the calls, Interrupted for each), with
 // the answer in ask_parent's place, and the notes that came meanwhile. A
 // transcript that ends with a user message gets only the notes, as a
-// message of their own. It returns the mail the message delivers.
-func continuation(msgs []llm.Message, mail []store.Mail) (*llm.Message, []int64) {
+// message of their own. It returns the mail the message delivers. A
+// child's answer from the operator (deputy answer --as-parent) says so.
+func continuation(in *store.Instance, msgs []llm.Message, mail []store.Mail) (*llm.Message, []int64) {
 	var pending *llm.Message
 	var answer *store.Mail
 	var notes []llm.Block
@@ -404,7 +405,12 @@ func continuation(msgs []llm.Message, mail []store.Mail) (*llm.Message, []int64)
 			continue
 		}
 		if answer != nil {
-			content[i] = llm.ToolResult(b.ToolUseID, answer.Body, false)
+			text := answer.Body
+			if in.Parent != "" && answer.Sender == Operator {
+				// A person answered in its parent's place (--as-parent).
+				text = "[deputy] Answered by the operator, speaking for your parent: " + text
+			}
+			content[i] = llm.ToolResult(b.ToolUseID, text, false)
 		} else {
 			content[i] = llm.ToolResult(b.ToolUseID, "[deputy] No answer came: you were paused, then resumed. "+
 				"Ask again if you still need to know, or go on without it.", true)

@@ -205,9 +205,9 @@ func (e *Engine) await(ctx context.Context, timeout <-chan struct{}) error {
 // hold is a run's loop.Config.Hold: when its model has answered, a step
 // waits for the background children it still has running and hands their
 // reports to the model; with none, the run completes.
-func (e *Engine) hold(wf dbos.Context, id string) func(context.Context, int) ([]string, error) {
+func (e *Engine) hold(wf dbos.Context, id, label string) func(context.Context, int) ([]string, error) {
 	return func(ctx context.Context, turn int) ([]string, error) {
-		got, err := runStep(e, dbos.From(wf, ctx), "", fmt.Sprintf("turn-%d/hold", turn), func(c context.Context) (inboxed, error) {
+		got, err := runStep(e, dbos.From(wf, ctx), label, fmt.Sprintf("turn-%d/hold", turn), func(c context.Context) (inboxed, error) {
 			for {
 				mail, err := e.st.Pending(c, id)
 				if err != nil {

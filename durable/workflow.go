@@ -82,7 +82,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 		// asking or paused between them) is taken off.
 		task.Limits.WallTime = max(task.Limits.WallTime-ld.Active, time.Nanosecond)
 	}
-	task.Messages, task.Inbox, task.Hold = ld.Messages, e.inbox(ctx, id), e.hold(ctx, id)
+	task.Messages, task.Inbox, task.Hold = ld.Messages, e.inbox(ctx, id, ""), e.hold(ctx, id, "")
 	slotCtx, release, err := e.takeSlot(ctx, id)
 	if err != nil {
 		return "", err
@@ -232,7 +232,7 @@ func (e *Engine) load(ctx context.Context, id string, deliver bool) (loaded, err
 		if err != nil {
 			return loaded{}, err
 		}
-		if m, ids := continuation(msgs, mail); m != nil || len(ids) > 0 {
+		if m, ids := continuation(in, msgs, mail); m != nil || len(ids) > 0 {
 			add := []llm.Message{}
 			if m != nil {
 				add = append(add, *m)
