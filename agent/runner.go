@@ -96,6 +96,9 @@ type Task struct {
 	// Budget bounds the whole tree; spent, it stops further spawns and
 	// every instance's next turn.
 	Budget TreeBudget
+	// Spent is what the tree spent in earlier runs (a run after an answer,
+	// a resume or a crash), charged to Budget before this run starts.
+	Spent TreeBudget
 	// Volatile definitions exist for this run only, above every other
 	// source; they are checked like files.
 	Volatile []*Definition
@@ -359,7 +362,7 @@ func (r *Runner) newTree(t Task) (*tree, error) {
 		tr.maxDepth = 0
 	}
 	if t.Budget.Tokens > 0 || t.Budget.USD > 0 {
-		tr.budget = &treeBudget{limit: t.Budget, prices: r.prices()}
+		tr.budget = &treeBudget{limit: t.Budget, prices: r.prices(), tokens: t.Spent.Tokens, usd: t.Spent.USD}
 	}
 	var err error
 	if tr.spawnSet, err = tool.NewSet(&spawnTool{tree: tr}); err != nil {

@@ -366,3 +366,22 @@ func TestWallTimeStopsWhileAsking(t *testing.T) {
 		t.Fatalf("second run: %+v", in)
 	}
 }
+
+// The tree budget counts what earlier runs spent: a root that spent its
+// budget before asking stops at once when the answer resumes it.
+func TestTreeBudgetSpansRuns(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, askScenario, nil)
+	ctx := context.Background()
+	id := r.start(durable.Spec{System: "root", Budget: agent.TreeBudget{Tokens: 1}})
+	if in := r.wait(id); in.State != store.Asking || in.Usage.Total() <= 1 {
+		t.Fatalf("first run: %+v", in)
+	}
+	if err := r.ctl.Answer(ctx, id, "b.txt"); err != nil {
+		t.Fatal(err)
+	}
+	in := r.wait(id)
+	if in.StopReason != "budget" || in.Turns != 1 || !in.Incomplete {
+		t.Fatalf("the answered run spent past the budget: %s %s after %d turns", in.State, in.StopReason, in.Turns)
+	}
+}

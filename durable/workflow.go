@@ -153,8 +153,23 @@ func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder,
 	}
 	runner.Children, runner.Questions, runner.Manager = e, e, manager{e}
 	runner.OnEvent = rec.event
-	return runner, agent.Task{ID: root.ID, Task: root.Task, System: spec.System, Model: model, ModelName: name,
-		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget}, nil
+	task := agent.Task{ID: root.ID, Task: root.Task, System: spec.System, Model: model, ModelName: name,
+		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget}
+	if spec.Budget != (agent.TreeBudget{}) {
+		// What the tree's earlier runs spent, as recorded (an instance's
+		// totals are written when its run ends or waits).
+		tree, err := e.st.ListInstances(ctx, store.Filter{Root: root.ID})
+		if err != nil {
+			return agent.Runner{}, agent.Task{}, err
+		}
+		for _, in := range tree {
+			task.Spent.Tokens += in.Usage.Total()
+			if in.Cost != nil {
+				task.Spent.USD += *in.Cost
+			}
+		}
+	}
+	return runner, task, nil
 }
 
 // suspend ends a run that stopped to wait: its unsent results are kept in
