@@ -67,6 +67,17 @@ func (a askTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	if q == "" {
 		return "", errors.New("the question is empty")
 	}
+	// One question at a time: its answer takes the one placeholder.
+	if t := call.Transcript; len(t) > 0 {
+		for _, u := range t[len(t)-1].ToolUses() {
+			if u.Name == AskTool {
+				if u.ID != call.ID {
+					return "", errors.New("not asked: ask one question at a time (an earlier ask_parent call of this turn was sent)")
+				}
+				break
+			}
+		}
+	}
 	if err := a.tree.r.Questions.Ask(ctx, n.inst.ID, call.ID, q); err != nil {
 		return "", err
 	}

@@ -22,6 +22,10 @@ const ChildWorkflowName = "deputy.child"
 // subagent_wait, or at its next turn.
 const mailRelay = "relay"
 
+// mailAsked tells a parent that a child it is not waiting for asks it a
+// question; like a relay, subagent_wait takes it, or the inbox.
+const mailAsked = "asked"
+
 // A child's run is a workflow of its own. Its first run is started by its
 // parent's spawn call, with the child's id as its workflow id; the child's
 // id derives from the spawn call, so the parent's replay after a crash
@@ -37,7 +41,8 @@ const mailRelay = "relay"
 // and the definitions its ancestors were spawned with (agent.Continue).
 
 // launch is a child's work, handed by the spawn call of this process to
-// the workflow it starts.
+// the workflow it starts; launches are keyed by workflow id, so only the
+// run the spawn call starts (run 1) takes it.
 type launch struct {
 	parent     context.Context
 	work       func(context.Context, agent.ChildEnv) agent.ChildEnd
@@ -52,39 +57,43 @@ type launches struct {
 	m  map[string]*launch
 }
 
-func (l *launches) put(id string, x *launch) {
+func (l *launches) put(wf string, x *launch) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
 		l.m = map[string]*launch{}
 	}
-	l.m[id] = x
+	l.m[wf] = x
 }
 
-// take removes and returns id's launch, nil if none waits.
-func (l *launches) take(id string) *launch {
+// take removes and returns wf's launch, nil if none waits.
+func (l *launches) take(wf string) *launch {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	x := l.m[id]
-	delete(l.m, id)
+	x := l.m[wf]
+	delete(l.m, wf)
 	return x
 }
 
-func (l *launches) drop(id string, x *launch) {
+// drop removes x unless taken, reporting whether it was still there.
+func (l *launches) drop(wf string, x *launch) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.m[id] == x {
-		delete(l.m, id)
+	if l.m[wf] == x {
+		delete(l.m, wf)
+		return true
 	}
+	return false
 }
 
 // RunChild implements agent.ChildRunner: it starts (or finds) the child's
 // workflow, hands it the work, and waits for its end.
 func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) (agent.ChildEnd, error) {
+	wf := workflowID(id)
 	x := &launch{parent: ctx, work: work, foreground: true}
-	e.launches.put(id, x)
-	defer e.launches.drop(id, x)
-	h, err := dbos.RunWorkflow(e.dbos, e.runChild, id, dbos.WithWorkflowID(workflowID(id)))
+	e.launches.put(wf, x)
+	defer e.launches.drop(wf, x)
+	h, err := dbos.RunWorkflow(e.dbos, e.runChild, id, dbos.WithWorkflowID(wf))
 	if err != nil {
 		return agent.ChildEnd{}, fmt.Errorf("start child %s: %w", id, err)
 	}
@@ -107,76 +116,90 @@ func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Cont
 	}
 	// It ran in an earlier execution, or was built again after a crash:
 	// this call delivers its relay, so the copy in the mailbox is done.
-	if err := e.consumeRelay(context.WithoutCancel(ctx), id); err != nil {
+	if err := e.consumeFrom(context.WithoutCancel(ctx), id, mailRelay); err != nil {
 		return agent.ChildEnd{}, err
 	}
 	return end, nil
 }
 
-// StartChild implements agent.ChildRunner for a background child.
+// StartChild implements agent.ChildRunner for a background child. When
+// the child's workflow exists already (a replayed spawn), nothing takes
+// the work: once that workflow ends, the work is called on a cancelled
+// context, so what it holds in its parent's tree (its slot, its turn to
+// write) is let go.
 func (e *Engine) StartChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) error {
+	wf := workflowID(id)
 	x := &launch{parent: ctx, work: work}
-	e.launches.put(id, x)
-	if _, err := dbos.RunWorkflow(e.dbos, e.runChild, id, dbos.WithWorkflowID(workflowID(id))); err != nil {
-		e.launches.drop(id, x)
+	e.launches.put(wf, x)
+	h, err := dbos.RunWorkflow(e.dbos, e.runChild, id, dbos.WithWorkflowID(wf))
+	if err != nil {
+		e.launches.drop(wf, x)
 		return fmt.Errorf("start child %s: %w", id, err)
 	}
+	go func() {
+		_, _ = h.GetResult(dbos.WithHandlePollingInterval(e.opts.PollInterval))
+		if e.launches.drop(wf, x) {
+			x.skip()
+		}
+	}()
 	return nil
 }
 
-// runChild is a child's run. Steps: start, then the loop's, then end.
+// skip lets a launch's work go without running: a cancelled context ends
+// its loop before any step.
+func (x *launch) skip() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("its run was carried elsewhere"))
+	x.work(ctx, agent.ChildEnv{})
+}
+
+// runChild is a child's run. Steps: load, start, then the loop's, then end.
 func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
-	x := e.launches.take(id)
+	wf, err := dbos.GetWorkflowID(ctx)
+	if err != nil {
+		return agent.ChildEnd{}, err
+	}
+	x := e.launches.take(wf)
+	// Its first run's first messages come with the work; what came for it
+	// since it was listed reaches it at its first turn boundary.
+	ld, err := e.startRun(ctx, id, wf, "child:", x == nil)
+	if err != nil {
+		return agent.ChildEnd{}, err
+	}
+	if ld.Instance.State.Terminal() {
+		// Ended meanwhile (cancelled while it waited for a slot, or by its
+		// tree's end): nothing to run.
+		if x != nil {
+			x.skip()
+		}
+		return recordedEnd(ld.Instance), nil
+	}
+	// Its parent's cap first, then a place under the engine's: a run
+	// waiting for its parent's cap holds no place others need.
+	leave, err := e.takeParentSlot(ctx, ld)
+	if err != nil {
+		return agent.ChildEnd{}, err
+	}
+	defer leave()
 	slotCtx, release, err := e.takeSlot(ctx, id)
 	if err != nil {
 		return agent.ChildEnd{}, err
 	}
 	defer release()
-	wf, err := dbos.GetWorkflowID(ctx)
-	if err != nil {
-		return agent.ChildEnd{}, err
-	}
+	runCtx, cancel := context.WithCancelCause(slotCtx)
+	defer cancel(nil)
+	e.running.Store(id, cancel)
+	defer e.running.Delete(id)
 	// The run's own steps are named like a root's; their failpoints carry
 	// "child:" so a test can tell them apart.
 	env := agent.ChildEnv{Steps: &steps{wf: ctx, e: e, nonce: agent.NewID(), label: "child:"},
 		Inbox: e.inbox(ctx, id, "child:"), Hold: e.hold(ctx, id, "child:")}
 	var end agent.ChildEnd
-	var ld loaded
 	if x != nil {
-		// Its first messages come with the work; what came for it since
-		// it was listed reaches it at its first turn boundary.
-		if ld, err = e.startRun(ctx, id, wf, "child:", false); err != nil {
-			return agent.ChildEnd{}, err
-		}
-		leave, err := e.takeParentSlot(ctx, ld)
-		if err != nil {
-			return agent.ChildEnd{}, err
-		}
-		defer leave()
-		runCtx, cancel := context.WithCancelCause(slotCtx)
-		defer cancel(nil)
 		stop := context.AfterFunc(x.parent, func() { cancel(context.Cause(x.parent)) })
 		defer stop()
-		e.running.Store(id, cancel)
-		defer e.running.Delete(id)
 		end = x.work(runCtx, env)
 	} else {
-		ld, err = e.startRun(ctx, id, wf, "child:", true)
-		if err != nil {
-			return agent.ChildEnd{}, err
-		}
-		if ld.Instance.State.Terminal() {
-			return recordedEnd(ld.Instance), nil // its parent ended it meanwhile
-		}
-		leave, err := e.takeParentSlot(ctx, ld)
-		if err != nil {
-			return agent.ChildEnd{}, err
-		}
-		defer leave()
-		runCtx, cancel := context.WithCancelCause(slotCtx)
-		defer cancel(nil)
-		e.running.Store(id, cancel)
-		defer e.running.Delete(id)
 		end, err = e.continueChild(ctx, runCtx, ld, env)
 		if err != nil && ctx.Err() == nil {
 			end = agent.ChildEnd{Instance: agent.Instance{ID: id, State: agent.StateFailed, StopReason: string(loop.StopStepError),
@@ -245,7 +268,7 @@ func (e *Engine) continueChild(ctx dbos.Context, runCtx context.Context, ld load
 		if at.Parent == "" {
 			root := at
 			rec := &recorder{e: e, root: root.ID, seq: map[string]int{in.ID: len(ld.Messages)}}
-			runner, task, err := e.setup(ctx, root, rec, "")
+			runner, task, err := e.setup(ctx, root, rec, "", ld.Spent)
 			if err != nil {
 				return agent.ChildEnd{}, err
 			}
@@ -268,16 +291,29 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 	if end.Instance.State == agent.StateSuspended {
 		totals := ld.Instance.Usage
 		totals.Add(end.Instance.Usage)
-		state, err := e.suspend(ctx, id, ld.Run.ID, end.Pending, ld.Instance.Turns+end.Instance.Turns,
-			ld.Instance.ToolCalls+end.Instance.ToolCalls, totals, addCost(ld.Instance.Cost, end.Instance.Cost))
+		s := stop{run: ld.Run.ID, pending: end.Pending, turns: ld.Instance.Turns + end.Instance.Turns,
+			calls: ld.Instance.ToolCalls + end.Instance.ToolCalls, usage: totals,
+			cost: addCost(ld.Instance.Cost, end.Instance.Cost)}
+		if !waited {
+			s.notify = ld.Instance.Parent
+		}
+		state, err := e.suspend(ctx, id, s)
 		if err != nil {
 			return end, err
 		}
 		end.Relay.State = state
-		if q, err := openQuestion(ctx, e.st, id); err == nil && q != nil {
-			end.Relay.Question = q.Body
+		if state != string(store.Cancelled) {
+			if q, err := openQuestion(ctx, e.st, id); err == nil && q != nil {
+				end.Relay.Question = q.Body
+			}
+			e.changed()
+			return end, nil
 		}
-		return end, nil
+		// Cancelled while it stopped to wait: it has ended.
+		end.Relay.Incomplete, end.Relay.StopReason = true, string(loop.StopCancelled)
+	}
+	if err := e.endChildren(ctx, id); err != nil {
+		return end, err
 	}
 	_, err := runStep(e, ctx, "child:", "end", func(c context.Context) (bool, error) {
 		// The relay before the run's end: a parent holding for its
@@ -300,8 +336,24 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 	return end, err
 }
 
-// consumeRelay marks child id's relay in its parent's mailbox delivered.
-func (e *Engine) consumeRelay(ctx context.Context, id string) error {
+// endChildren cancels the children an ended instance leaves waiting
+// (asking or paused: nobody will answer or resume them now) or running.
+func (e *Engine) endChildren(ctx context.Context, id string) error {
+	kids, err := e.st.ListInstances(ctx, store.Filter{Parent: id, Active: true})
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := e.control().Cancel(ctx, k.ID); err != nil && !errors.Is(err, store.ErrIllegalTransition) {
+			return err
+		}
+	}
+	return nil
+}
+
+// consumeFrom marks the mail of one kind that child id left in its
+// parent's mailbox delivered (its relay, or notice of its question).
+func (e *Engine) consumeFrom(ctx context.Context, id, kind string) error {
 	in, err := e.st.GetInstance(ctx, id)
 	if err != nil || in.Parent == "" {
 		return err
@@ -311,7 +363,7 @@ func (e *Engine) consumeRelay(ctx context.Context, id string) error {
 		return err
 	}
 	for _, m := range mail {
-		if m.Kind == mailRelay && m.Sender == id {
+		if m.Kind == kind && m.Sender == id {
 			if err := e.st.Consume(ctx, m.ID); err != nil && !errors.Is(err, store.ErrAlreadyConsumed) {
 				return err
 			}

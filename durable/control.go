@@ -142,22 +142,31 @@ func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
 		}
 		return nil
 	}
-	err := c.Store.Finish(ctx, in.ID, store.Result{State: store.Cancelled, StopReason: string(loop.StopCancelled),
-		Incomplete: true, Report: in.Report, Error: "cancelled by request while " + string(in.State), Usage: in.Usage,
-		Cost: in.Cost, Turns: in.Turns, ToolCalls: in.ToolCalls})
+	return cancelNow(ctx, c.Store, in, "cancelled by request while "+string(in.State))
+}
+
+// cancelNow ends an instance that no run carries as cancelled, keeping
+// what it recorded, and tells its parent through its mailbox (nothing
+// runs it to relay its end).
+func cancelNow(ctx context.Context, st *store.Store, in *store.Instance, why string) error {
+	err := st.Finish(ctx, in.ID, store.Result{State: store.Cancelled, StopReason: string(loop.StopCancelled),
+		Incomplete: true, Report: in.Report, Error: why, Usage: in.Usage, Cost: in.Cost, Turns: in.Turns,
+		ToolCalls: in.ToolCalls})
 	if errors.Is(err, store.ErrTerminal) || err == nil && in.Parent == "" {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	// Nothing runs it to relay its end: the parent hears it here.
-	ended, err := c.Store.GetInstance(ctx, in.ID)
+	ended, err := st.GetInstance(ctx, in.ID)
 	if err != nil {
 		return err
 	}
 	text, _ := recordedEnd(ended).Relay.ToolResult()
-	_, err = c.Store.Post(ctx, store.Mail{InstanceID: in.Parent, Sender: in.ID, Kind: mailRelay, Body: text, Key: "relay-" + in.ID})
+	_, err = st.Post(ctx, store.Mail{InstanceID: in.Parent, Sender: in.ID, Kind: mailRelay, Body: text, Key: "relay-" + in.ID})
+	if errors.Is(err, store.ErrConflict) {
+		err = nil // relayed already
+	}
 	return err
 }
 
@@ -183,6 +192,12 @@ func descends(tree []*store.Instance, in *store.Instance, ancestor string) bool 
 // Send leaves a note for an active instance: the model reads it at its
 // next turn (or when its next run starts).
 func (c Control) Send(ctx context.Context, id, from, text string) error {
+	return c.send(ctx, id, from, text, "")
+}
+
+// send posts the note, once per key when key is set (a tool call run
+// again after a crash sends it once).
+func (c Control) send(ctx context.Context, id, from, text, key string) error {
 	if text == "" {
 		return errors.New("the message is empty")
 	}
@@ -193,7 +208,7 @@ func (c Control) Send(ctx context.Context, id, from, text string) error {
 	if !in.State.Active() {
 		return refused(in, "sent a message")
 	}
-	_, err = c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: from, Kind: MailNote, Body: text})
+	_, err = c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: from, Kind: MailNote, Body: text, Key: key})
 	return err
 }
 
@@ -331,6 +346,8 @@ func (e *Engine) inbox(wf dbos.Context, id, label string) func(context.Context, 
 					}
 				case mailRelay:
 					in.Notes = append(in.Notes, relayNote(m))
+				case mailAsked:
+					in.Notes = append(in.Notes, m.Body)
 				default:
 					continue
 				}

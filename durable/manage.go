@@ -12,6 +12,7 @@ import (
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
 )
 
@@ -85,8 +86,10 @@ func (s *slots) yield(ctx context.Context) (resume func()) {
 		}
 		s.ch <- struct{}{}
 		h.mu.Lock()
-		if h.waiting > 0 {
-			<-s.ch // another wait began meanwhile: it gives the place up
+		if h.waiting > 0 || h.have {
+			// Another wait began meanwhile (it gives the place up), or
+			// another resume took one first.
+			<-s.ch
 		} else {
 			h.have = true
 		}
@@ -215,8 +218,11 @@ func (e *Engine) hold(wf dbos.Context, id, label string) func(context.Context, i
 				}
 				var in inboxed
 				for _, m := range mail {
-					if m.Kind == mailRelay {
+					switch m.Kind {
+					case mailRelay:
 						in.Notes, in.Mail = append(in.Notes, relayNote(m)), append(in.Mail, m.ID)
+					case mailAsked:
+						in.Notes, in.Mail = append(in.Notes, m.Body), append(in.Mail, m.ID)
 					}
 				}
 				if len(in.Notes) > 0 {
@@ -240,29 +246,36 @@ func (e *Engine) hold(wf dbos.Context, id, label string) func(context.Context, i
 	}
 }
 
-// childrenAtWork reports whether a child of id is still at work: created
-// or running, or ended but its run not yet (its relay is on its way to
-// the mailbox).
+// childrenAtWork reports whether a child of id is still at work (not
+// settled).
 func (e *Engine) childrenAtWork(ctx context.Context, id string) (bool, error) {
 	kids, err := e.st.ListInstances(ctx, store.Filter{Parent: id})
 	if err != nil {
 		return false, err
 	}
 	for _, k := range kids {
-		switch {
-		case k.State == store.Created || k.State == store.Running:
-			return true, nil
-		case k.State.Terminal():
-			runs, err := e.st.Runs(ctx, k.ID)
-			if err != nil {
-				return false, err
-			}
-			if n := len(runs); n > 0 && runs[n-1].EndedAt.IsZero() {
-				return true, nil
-			}
+		if done, err := e.settled(ctx, k); err != nil || !done {
+			return !done, err
 		}
 	}
 	return false, nil
+}
+
+// settled reports whether a child needs nothing more of its own to reach
+// its parent: it asks or is paused, or it ended and its run has too (an
+// ended run has posted its relay; before that, it is on its way).
+func (e *Engine) settled(ctx context.Context, in *store.Instance) (bool, error) {
+	switch {
+	case in.State == store.Asking || in.State == store.Paused:
+		return true, nil
+	case !in.State.Terminal():
+		return false, nil
+	}
+	runs, err := e.st.Runs(ctx, in.ID)
+	if err != nil {
+		return false, err
+	}
+	return len(runs) == 0 || !runs[len(runs)-1].EndedAt.IsZero(), nil
 }
 
 // consume marks mail a checkpointed step has taken as delivered.
@@ -363,7 +376,9 @@ func (m manager) Wait(ctx context.Context, parent string, ids []string, all bool
 			if err != nil {
 				return nil, err
 			}
-			if in.State.Terminal() || in.State == store.Asking || in.State == store.Paused {
+			if done, err := m.e.settled(ctx, in); err != nil {
+				return nil, err
+			} else if done {
 				ready++
 			}
 			out = append(out, s)
@@ -375,10 +390,12 @@ func (m manager) Wait(ctx context.Context, parent string, ids []string, all bool
 		}
 		if ready == len(ids) || !all && ready > 0 {
 			for _, s := range out {
-				if s.Relay != "" {
-					if err := m.e.consumeRelay(ctx, s.ID); err != nil {
-						return nil, err
-					}
+				kind := mailRelay
+				if s.Question != "" {
+					kind = mailAsked
+				}
+				if err := m.e.consumeFrom(ctx, s.ID, kind); err != nil {
+					return nil, err
 				}
 			}
 			return out, nil
@@ -394,7 +411,11 @@ func (m manager) Wait(ctx context.Context, parent string, ids []string, all bool
 
 // Send implements agent.Manager.
 func (m manager) Send(ctx context.Context, parent, id, text string) error {
-	return m.act(ctx, parent, id, func(c Control) error { return c.Send(ctx, id, parent, text) })
+	key := ""
+	if call, ok := loop.CallFrom(ctx); ok {
+		key = "send-" + call.ID
+	}
+	return m.act(ctx, parent, id, func(c Control) error { return c.send(ctx, id, parent, text, key) })
 }
 
 // Pause implements agent.Manager.

@@ -24,7 +24,11 @@ type loaded struct {
 	Instance *store.Instance
 	Messages []llm.Message
 	Active   time.Duration
-	Run      store.Run // set by the start step
+	// Spent is what the instance's tree recorded spending before this run
+	// (instances' totals are written when a run ends or waits), charged to
+	// the tree budget: read in the step, so a replay is charged the same.
+	Spent agent.TreeBudget
+	Run   store.Run // set by the start step
 }
 
 // runInstance is the workflow that carries a root instance from where it
@@ -65,7 +69,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	rec := &recorder{e: e, root: id, seq: map[string]int{id: len(ld.Messages)}}
 	// A fresh nonce per execution: a side-effecting call whose start marker
 	// carries another execution's nonce had started before a crash.
-	runner, task, err := e.setup(ctx, ld.Instance, rec, agent.NewID())
+	runner, task, err := e.setup(ctx, ld.Instance, rec, agent.NewID(), ld.Spent)
 	if err != nil {
 		return e.fail(ctx, id, err)
 	}
@@ -108,7 +112,8 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	cost := addCost(ld.Instance.Cost, root.Cost)
 	turns, calls := ld.Instance.Turns+root.Turns, ld.Instance.ToolCalls+root.ToolCalls
 	if out.Result.StopReason == loop.StopSuspended {
-		return e.suspend(ctx, id, ld.Run.ID, out.Result.Pending, turns, calls, usage, cost)
+		return e.suspend(ctx, id, stop{run: ld.Run.ID, pending: out.Result.Pending, turns: turns, calls: calls,
+			usage: usage, cost: cost, answer: out.Result.Answer})
 	}
 	res := store.Result{
 		State: store.State(root.State), StopReason: root.StopReason, Incomplete: root.Incomplete,
@@ -127,8 +132,9 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 // setup makes the runner and the root's task of a run in the tree of
 // root, from root's spec: its model, tools, catalog and limits, with this
 // engine for checkpointed steps, children, questions and control. nonce
-// marks the root's side-effecting calls of this execution.
-func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder, nonce string) (agent.Runner, agent.Task, error) {
+// marks the root's side-effecting calls of this execution; spent is what
+// the tree spent before (loaded.Spent).
+func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder, nonce string, spent agent.TreeBudget) (agent.Runner, agent.Task, error) {
 	var spec Spec
 	if err := json.Unmarshal(root.Definition, &spec); err != nil {
 		return agent.Runner{}, agent.Task{}, fmt.Errorf("instance %s: its spec does not decode: %w", root.ID, err)
@@ -153,50 +159,78 @@ func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder,
 	}
 	runner.Children, runner.Questions, runner.Manager = e, e, manager{e}
 	runner.OnEvent = rec.event
-	task := agent.Task{ID: root.ID, Task: root.Task, System: spec.System, Model: model, ModelName: name,
-		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget}
-	if spec.Budget != (agent.TreeBudget{}) {
-		// What the tree's earlier runs spent, as recorded (an instance's
-		// totals are written when its run ends or waits).
-		tree, err := e.st.ListInstances(ctx, store.Filter{Root: root.ID})
-		if err != nil {
-			return agent.Runner{}, agent.Task{}, err
-		}
-		for _, in := range tree {
-			task.Spent.Tokens += in.Usage.Total()
-			if in.Cost != nil {
-				task.Spent.USD += *in.Cost
-			}
-		}
-	}
-	return runner, task, nil
+	return runner, agent.Task{ID: root.ID, Task: root.Task, System: spec.System, Model: model, ModelName: name,
+		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget, Spent: spent}, nil
+}
+
+// stop is how a run that stopped to wait left its instance: what suspend
+// records.
+type stop struct {
+	run          int64
+	pending      *llm.Message // the unsent user message
+	turns, calls int          // the instance's totals, this run's included
+	usage        llm.Usage
+	cost         *float64
+	answer       string // its last text, kept if it is cancelled instead
+	// notify is the parent to tell of the instance's question ("" for a
+	// root, or a child whose spawn call returns the question itself).
+	notify string
 }
 
 // suspend ends a run that stopped to wait: its unsent results are kept in
 // the mailbox for the next run, and the instance waits asking (it has an
-// open question) or paused.
-func (e *Engine) suspend(ctx dbos.Context, id string, run int64, pending *llm.Message, turns, calls int, usage llm.Usage, cost *float64) (string, error) {
+// open question) or paused. A cancel that came while it ran, and that its
+// inbox did not see, ends it cancelled instead: nobody must answer or
+// resume it first.
+func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (string, error) {
 	return runStep(e, ctx, "", "suspend", func(c context.Context) (string, error) {
-		if pending != nil {
-			b, err := json.Marshal(pending)
+		mail, err := e.st.Pending(c, id)
+		if err != nil {
+			return "", err
+		}
+		for _, m := range mail {
+			if m.Kind == MailCancel {
+				err := e.st.Finish(c, id, store.Result{State: store.Cancelled, StopReason: string(loop.StopCancelled),
+					Incomplete: true, Report: s.answer, Usage: s.usage, Cost: s.cost, Turns: s.turns, ToolCalls: s.calls,
+					Error: errCancelled.Error()})
+				if err != nil && !errors.Is(err, store.ErrTerminal) {
+					return "", err
+				}
+				if err := e.st.EndRun(c, s.run, string(store.Cancelled)); err != nil {
+					return "", err
+				}
+				return string(store.Cancelled), nil
+			}
+		}
+		if s.pending != nil {
+			b, err := json.Marshal(s.pending)
 			if err != nil {
 				return "", err
 			}
 			if _, err := e.st.Post(c, store.Mail{InstanceID: id, Sender: id, Kind: mailPending, Body: string(b),
-				Key: fmt.Sprintf("pending-%d", run)}); err != nil {
+				Key: fmt.Sprintf("pending-%d", s.run)}); err != nil {
 				return "", err
 			}
 		}
-		if err := e.st.UpdateProgress(c, id, turns, calls, usage, cost); err != nil {
+		if err := e.st.UpdateProgress(c, id, s.turns, s.calls, s.usage, s.cost); err != nil {
 			return "", err
 		}
 		to, why := store.Paused, "paused by request"
-		if q, err := openQuestion(c, e.st, id); err != nil {
+		q, err := openQuestion(c, e.st, id)
+		if err != nil {
 			return "", err
-		} else if q != nil {
-			to, why = store.Asking, "asked: "+oneLine(q.Body, 200)
 		}
-		err := e.st.Transition(c, id, to, why)
+		if q != nil {
+			to, why = store.Asking, "asked: "+oneLine(q.Body, 200)
+			if s.notify != "" {
+				if _, err := e.st.Post(c, store.Mail{InstanceID: s.notify, Sender: id, Kind: mailAsked,
+					Body: fmt.Sprintf("[deputy] Your subagent %s asks: %s\n(Answer with subagent_answer, then collect its report with subagent_wait.)", id, q.Body),
+					Key: fmt.Sprintf("asked-%d", q.ID)}); err != nil {
+					return "", err
+				}
+			}
+		}
+		err = e.st.Transition(c, id, to, why)
 		var te *store.TransitionError
 		if errors.As(err, &te) && te.From == to {
 			err = nil // a repeat after a crash
@@ -204,7 +238,7 @@ func (e *Engine) suspend(ctx dbos.Context, id string, run int64, pending *llm.Me
 		if err != nil {
 			return "", err
 		}
-		if err := e.st.EndRun(c, run, string(to)); err != nil {
+		if err := e.st.EndRun(c, s.run, string(to)); err != nil {
 			return "", err
 		}
 		return string(to), nil
@@ -247,6 +281,17 @@ func (e *Engine) load(ctx context.Context, id string, deliver bool) (loaded, err
 		if err != nil {
 			return loaded{}, err
 		}
+		for _, m := range mail {
+			if m.Kind == MailCancel {
+				// Cancelled while it waited or while its next run was
+				// queued: it ends here, before doing anything more.
+				if err := cancelNow(ctx, e.st, in, "cancelled by request"); err != nil {
+					return loaded{}, err
+				}
+				in, err = e.st.GetInstance(ctx, id)
+				return loaded{Instance: in, Messages: msgs}, err
+			}
+		}
 		if m, ids := continuation(in, msgs, mail); m != nil || len(ids) > 0 {
 			add := []llm.Message{}
 			if m != nil {
@@ -268,28 +313,27 @@ func (e *Engine) load(ctx context.Context, id string, deliver bool) (loaded, err
 			active += r.EndedAt.Sub(r.StartedAt)
 		}
 	}
-	return loaded{Instance: in, Messages: msgs, Active: active}, nil
+	tree, err := e.st.ListInstances(ctx, store.Filter{Root: in.Root})
+	if err != nil {
+		return loaded{}, err
+	}
+	var spent agent.TreeBudget
+	for _, t := range tree {
+		spent.Tokens += t.Usage.Total()
+		if t.Cost != nil {
+			spent.USD += *t.Cost
+		}
+	}
+	return loaded{Instance: in, Messages: msgs, Active: active, Spent: spent}, nil
 }
 
-// finish records the root's end, and cancels any instance of its tree
-// still waiting (asking or paused, nobody answered or resumed it): with
-// the root ended, nothing would.
+// finish records the root's end, and cancels any child it leaves waiting
+// (asking or paused, nobody answered or resumed it) or running, and their
+// children: with the root ended, nothing would carry them on.
 func (e *Engine) finish(ctx dbos.Context, id string, res store.Result) (string, error) {
 	_, err := runStep(e, ctx, "", "finish", func(c context.Context) (bool, error) {
-		kids, err := e.st.ListInstances(c, store.Filter{Root: id, Active: true})
-		if err != nil {
+		if err := e.endChildren(c, id); err != nil {
 			return false, err
-		}
-		for _, k := range kids {
-			if k.ID == id {
-				continue
-			}
-			if err := e.st.Finish(c, k.ID, store.Result{State: store.Cancelled, Incomplete: true,
-				StopReason: string(loop.StopCancelled), Report: k.Report, Usage: k.Usage, Cost: k.Cost, Turns: k.Turns,
-				ToolCalls: k.ToolCalls, Error: "cancelled: the run of its tree ended while it still waited (" +
-					string(k.State) + ")"}); err != nil && !errors.Is(err, store.ErrTerminal) {
-				return false, err
-			}
 		}
 		return true, e.st.Finish(c, id, res)
 	})
