@@ -225,7 +225,7 @@ func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (string, error) {
 			if s.notify != "" {
 				if _, err := e.st.Post(c, store.Mail{InstanceID: s.notify, Sender: id, Kind: mailAsked,
 					Body: fmt.Sprintf("[deputy] Your subagent %s asks: %s\n(Answer with subagent_answer, then collect its report with subagent_wait.)", id, q.Body),
-					Key: fmt.Sprintf("asked-%d", q.ID)}); err != nil {
+					Key:  fmt.Sprintf("asked-%d", q.ID)}); err != nil {
 					return "", err
 				}
 			}
