@@ -460,3 +460,63 @@ func TestMaxParallelHoldsForResumedChildren(t *testing.T) {
 		}
 	}
 }
+
+const unwaitedAskScenario = `
+rules:
+  - match: {system: "subagent working", turn: 1}
+    tool_calls: [{name: ask_parent, input: {question: "Which size?"}}]
+  - match: {system: "subagent working"}
+    text: "cut to {{index .ToolResults 0}}"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: general-purpose, task: "cut it", background: true}}]
+  - match: {turn: 2}
+    text: "nothing else to do"
+  - match: {turn: 3, last_user: "asks: Which size"}
+    tool_calls: [{name: subagent_answer, input: {id: "{{find \"i-[0-9a-f]+\" .LastUser}}", answer: "small"}}]
+  - match: {turn: 4}
+    tool_calls: [{name: subagent_wait, input: {ids: ["{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}"]}}]
+  - match: {turn: 5}
+    text: "{{index .ToolResults 0}}"
+`
+
+// A background child's question reaches a parent that does not wait for
+// it: the parent holds at its end, reads the question, answers it.
+func TestUnwaitedQuestionReachesTheParent(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, unwaitedAskScenario, nil)
+	id := r.start(durable.Spec{System: "root"})
+	in := r.wait(id)
+	if in.State != store.Completed || !strings.Contains(in.Report, "cut to small") {
+		t.Fatalf("root %s %q\n%s", in.State, in.Report, transcriptText(t, r.st, id))
+	}
+	if p, _ := r.st.Pending(context.Background(), id); len(p) != 0 {
+		t.Errorf("mail left: %+v", p)
+	}
+}
+
+const ignoredAskScenario = `
+rules:
+  - match: {system: "subagent working"}
+    tool_calls: [{name: ask_parent, input: {question: "Which size?"}}]
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: general-purpose, task: "cut it", background: true}}]
+default:
+  text: "not answering"
+`
+
+// A parent that ends without answering its child's question cancels it:
+// nothing would answer it any more.
+func TestIgnoredQuestionIsCancelledWithItsTree(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, ignoredAskScenario, nil)
+	id := r.start(durable.Spec{System: "root"})
+	if in := r.wait(id); in.State != store.Completed {
+		t.Fatalf("root %+v", in)
+	}
+	if k := kids(t, r.st, id); len(k) != 1 || k[0].State != store.Cancelled {
+		t.Fatalf("child %+v", k[0])
+	}
+	if !strings.Contains(transcriptText(t, r.st, id), "asks: Which size?") {
+		t.Errorf("the parent was never told of the question")
+	}
+}
