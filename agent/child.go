@@ -37,6 +37,9 @@ type ChildEnv struct {
 	Inbox func(ctx context.Context, turn int) ([]string, loop.StopReason, error)
 	Hold  func(ctx context.Context, turn int) ([]string, error)
 	Spent time.Duration
+	// Skip: the child's run is carried elsewhere (an earlier execution's
+	// workflow); work only lets go of what it holds in this tree.
+	Skip bool
 }
 
 // ChildEnd is how a child ended: the relay its parent gets (usage and cost
@@ -109,6 +112,9 @@ func (tr *tree) startChild(ctx context.Context, c *node, msgs []llm.Message) (st
 // stopped to wait (it asked, or was paused) is not an end: its ChildEnd
 // says StateSuspended, and its usage so far rolls up like an end's.
 func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env ChildEnv) ChildEnd {
+	if env.Skip {
+		return ChildEnd{}
+	}
 	if env.Steps != nil {
 		n.cfg.Steps = env.Steps
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
@@ -116,7 +117,7 @@ func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Cont
 	}
 	// It ran in an earlier execution, or was built again after a crash:
 	// this call delivers its relay, so the copy in the mailbox is done.
-	if err := e.consumeFrom(context.WithoutCancel(ctx), id, mailRelay); err != nil {
+	if err := consumeFrom(context.WithoutCancel(ctx), e.st, id, mailRelay, mailAsked); err != nil {
 		return agent.ChildEnd{}, err
 	}
 	return end, nil
@@ -145,13 +146,8 @@ func (e *Engine) StartChild(ctx context.Context, id string, work func(context.Co
 	return nil
 }
 
-// skip lets a launch's work go without running: a cancelled context ends
-// its loop before any step.
-func (x *launch) skip() {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(errors.New("its run was carried elsewhere"))
-	x.work(ctx, agent.ChildEnv{})
-}
+// skip lets a launch's work go without running (agent.ChildEnv.Skip).
+func (x *launch) skip() { x.work(context.Background(), agent.ChildEnv{Skip: true}) }
 
 // runChild is a child's run. Steps: load, start, then the loop's, then end.
 func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
@@ -172,32 +168,39 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 		if x != nil {
 			x.skip()
 		}
+		e.changed()
 		return recordedEnd(ld.Instance), nil
 	}
-	// Its parent's cap first, then a place under the engine's: a run
-	// waiting for its parent's cap holds no place others need.
-	leave, err := e.takeParentSlot(ctx, ld)
-	if err != nil {
-		return agent.ChildEnd{}, err
-	}
-	defer leave()
-	slotCtx, release, err := e.takeSlot(ctx, id)
-	if err != nil {
-		return agent.ChildEnd{}, err
-	}
-	defer release()
-	runCtx, cancel := context.WithCancelCause(slotCtx)
+	// Cancellable from here on, slot waits included: a cancel that comes
+	// while it waits ends it before its first step.
+	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	e.running.Store(id, cancel)
 	defer e.running.Delete(id)
+	if x != nil {
+		stop := context.AfterFunc(x.parent, func() { cancel(context.Cause(x.parent)) })
+		defer stop()
+	}
+	// Its parent's cap first, then a place under the engine's: a run
+	// waiting for its parent's cap holds no place others need. A wait
+	// cut by a cancel goes on without a place: the run ends at once.
+	if leave, err := e.takeParentSlot(runCtx, ld); err == nil {
+		defer leave()
+	} else if ctx.Err() != nil || runCtx.Err() == nil {
+		return agent.ChildEnd{}, err
+	}
+	if slotCtx, release, err := e.takeSlot(runCtx, id); err == nil {
+		defer release()
+		runCtx = slotCtx
+	} else if ctx.Err() != nil || runCtx.Err() == nil {
+		return agent.ChildEnd{}, err
+	}
 	// The run's own steps are named like a root's; their failpoints carry
 	// "child:" so a test can tell them apart.
 	env := agent.ChildEnv{Steps: &steps{wf: ctx, e: e, nonce: agent.NewID(), label: "child:"},
 		Inbox: e.inbox(ctx, id, "child:"), Hold: e.hold(ctx, id, "child:")}
 	var end agent.ChildEnd
 	if x != nil {
-		stop := context.AfterFunc(x.parent, func() { cancel(context.Cause(x.parent)) })
-		defer stop()
 		end = x.work(runCtx, env)
 	} else {
 		end, err = e.continueChild(ctx, runCtx, ld, env)
@@ -288,6 +291,7 @@ func (e *Engine) continueChild(ctx dbos.Context, runCtx context.Context, ld load
 // to its parent's mailbox unless a spawn call waits for it.
 func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, waited bool) (agent.ChildEnd, error) {
 	id := ld.Instance.ID
+	var cancelled *store.Result // set when a cancel met the run stopping to wait
 	if end.Instance.State == agent.StateSuspended {
 		totals := ld.Instance.Usage
 		totals.Add(end.Instance.Usage)
@@ -309,13 +313,22 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 			e.changed()
 			return end, nil
 		}
-		// Cancelled while it stopped to wait: it has ended.
+		// A cancel came as it stopped to wait: it ends here, with what it
+		// did (recorded by the end step).
+		end.Instance.State, end.Instance.StopReason, end.Instance.Incomplete = agent.StateCancelled, string(loop.StopCancelled), true
 		end.Relay.Incomplete, end.Relay.StopReason = true, string(loop.StopCancelled)
+		cancelled = &store.Result{State: store.Cancelled, StopReason: string(loop.StopCancelled), Incomplete: true,
+			Error: errCancelled.Error(), Usage: s.usage, Cost: s.cost, Turns: s.turns, ToolCalls: s.calls}
 	}
 	if err := e.endChildren(ctx, id); err != nil {
 		return end, err
 	}
 	_, err := runStep(e, ctx, "child:", "end", func(c context.Context) (bool, error) {
+		if cancelled != nil {
+			if err := e.st.Finish(c, id, *cancelled); err != nil && !errors.Is(err, store.ErrTerminal) {
+				return false, err
+			}
+		}
 		// The relay before the run's end: a parent holding for its
 		// children takes an ended run as a relay already posted.
 		if !waited {
@@ -351,20 +364,20 @@ func (e *Engine) endChildren(ctx context.Context, id string) error {
 	return nil
 }
 
-// consumeFrom marks the mail of one kind that child id left in its
-// parent's mailbox delivered (its relay, or notice of its question).
-func (e *Engine) consumeFrom(ctx context.Context, id, kind string) error {
-	in, err := e.st.GetInstance(ctx, id)
+// consumeFrom marks the mail of the given kinds that child id left in its
+// parent's mailbox delivered (its relay, notice of its question).
+func consumeFrom(ctx context.Context, st *store.Store, id string, kinds ...string) error {
+	in, err := st.GetInstance(ctx, id)
 	if err != nil || in.Parent == "" {
 		return err
 	}
-	mail, err := e.st.Pending(ctx, in.Parent)
+	mail, err := st.Pending(ctx, in.Parent)
 	if err != nil {
 		return err
 	}
 	for _, m := range mail {
-		if m.Kind == kind && m.Sender == id {
-			if err := e.st.Consume(ctx, m.ID); err != nil && !errors.Is(err, store.ErrAlreadyConsumed) {
+		if m.Sender == id && slices.Contains(kinds, m.Kind) {
+			if err := st.Consume(ctx, m.ID); err != nil && !errors.Is(err, store.ErrAlreadyConsumed) {
 				return err
 			}
 		}

@@ -520,3 +520,54 @@ func TestIgnoredQuestionIsCancelledWithItsTree(t *testing.T) {
 		t.Errorf("the parent was never told of the question")
 	}
 }
+
+const slotCancelScenario = `
+rules:
+  - match: {system: "subagent working", turn: 1}
+    tool_calls: [{name: gate, input: {}}]
+  - match: {system: "subagent working"}
+    text: "done"
+  - match: {turn: 1}
+    tool_calls:
+      - {name: spawn_subagent, input: {subagent_type: general-purpose, task: "one"}}
+      - {name: spawn_subagent, input: {subagent_type: general-purpose, task: "two"}}
+  - match: {turn: 2}
+    text: "{{index .ToolResults 1}}"
+`
+
+// A cancel that reaches a child while it waits for a place ends it there,
+// before its first model call.
+func TestCancelWhileWaitingForAPlace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := gate{open: make(chan struct{})}
+	var queued sync.Map
+	r := newRigWith(t, &rig{scenario: slotCancelScenario, tools: []tool.Tool{g}, maxRuns: 1,
+		onEvent: func(ev agent.Event) {
+			if ev.Kind == agent.EventQueued {
+				queued.Store(ev.Instance, true)
+			}
+		}})
+	id := r.start(durable.Spec{System: "root"})
+	// Whichever child did not get the one place waits for it.
+	var waiting string
+	waitFor(t, func() bool {
+		for _, k := range kids(t, r.st, id) {
+			if _, ok := queued.Load(k.ID); ok {
+				waiting = k.ID
+			}
+		}
+		return waiting != ""
+	})
+	if err := r.ctl.Cancel(ctx, waiting); err != nil {
+		t.Fatal(err)
+	}
+	close(g.open)
+	if in := r.wait(id); in.State != store.Completed {
+		t.Fatalf("root %s %q", in.State, in.Report)
+	}
+	in, _ := r.st.GetInstance(ctx, waiting)
+	if in.State != store.Cancelled || in.Turns != 0 || in.Usage.Total() != 0 {
+		t.Fatalf("the cancelled child ran: %+v", in)
+	}
+}

@@ -140,7 +140,12 @@ func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
 		if c.Engine != nil {
 			c.Engine.cancelRun(in.ID)
 		}
-		return nil
+		// Its run may have stopped to wait just before the mail landed.
+		now, err := c.Store.GetInstance(ctx, in.ID)
+		if err != nil || now.State == store.Running || now.State.Terminal() {
+			return err
+		}
+		in = now
 	}
 	return cancelNow(ctx, c.Store, in, "cancelled by request while "+string(in.State))
 }
@@ -152,15 +157,20 @@ func cancelNow(ctx context.Context, st *store.Store, in *store.Instance, why str
 	err := st.Finish(ctx, in.ID, store.Result{State: store.Cancelled, StopReason: string(loop.StopCancelled),
 		Incomplete: true, Report: in.Report, Error: why, Usage: in.Usage, Cost: in.Cost, Turns: in.Turns,
 		ToolCalls: in.ToolCalls})
-	if errors.Is(err, store.ErrTerminal) || err == nil && in.Parent == "" {
-		return nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrTerminal) {
 		return err
 	}
+	if in.Parent == "" {
+		return nil
+	}
+	// Posted even when it had ended already: a repeat after a crash
+	// between the two posts the relay once (its key).
 	ended, err := st.GetInstance(ctx, in.ID)
 	if err != nil {
 		return err
+	}
+	if ended.State != store.Cancelled {
+		return nil // it ended otherwise; its run relays that
 	}
 	text, _ := recordedEnd(ended).Relay.ToolResult()
 	_, err = st.Post(ctx, store.Mail{InstanceID: in.Parent, Sender: in.ID, Kind: mailRelay, Body: text, Key: "relay-" + in.ID})
@@ -240,6 +250,10 @@ func (c Control) answerAs(ctx context.Context, id, sender, text string) error {
 		if errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("instance %s: its question was answered already", id)
 		}
+		return err
+	}
+	// The parent's notice of the question is done with.
+	if err := consumeFrom(ctx, c.Store, id, mailAsked); err != nil {
 		return err
 	}
 	if in.State == store.Paused {

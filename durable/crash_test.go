@@ -62,11 +62,11 @@ var boundaries = []string{
 	"turn-2/generate", "turn-2/call-1-spawn_subagent", "turn-2/call-2-spawn_subagent", // resumable: no start markers
 	"turn-3/inbox", "turn-3/generate", "turn-3/call-1-bash/start", "turn-3/call-1-bash",
 	"turn-3/call-2-write_file/start", "turn-3/call-2-write_file",
-	"turn-4/generate", "turn-4/hold", "finish",
+	"turn-4/generate", "turn-5/hold", "finish", // hold: before a turn 5 that never comes
 	// A child's own steps, in its own workflow (the first child to reach
 	// the step dies there).
 	"child:load", "child:start", "child:turn-1/generate", "child:turn-1/call-1-glob", "child:turn-2/generate",
-	"child:turn-2/hold", "child:end",
+	"child:turn-3/hold", "child:end",
 }
 
 func TestCrashRecovery(t *testing.T) {

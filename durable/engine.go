@@ -414,8 +414,11 @@ func (e *Engine) Idle(ctx context.Context) (bool, error) {
 	if err != nil || len(busy) > 0 {
 		return false, err
 	}
+	// Only this version's runs: another version's pending workflows are
+	// not this engine's to carry, and would keep it from ever idling.
 	wfs, err := dbos.ListWorkflows(e.dbos, dbos.WithFilterStatus(dbos.WorkflowStatusEnqueued, dbos.WorkflowStatusPending),
-		dbos.WithFilterLimit(1), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+		dbos.WithFilterAppVersion(AppVersion), dbos.WithFilterLimit(1), dbos.WithFilterLoadInput(false),
+		dbos.WithFilterLoadOutput(false))
 	if err != nil {
 		return false, fmt.Errorf("list runs: %w", err)
 	}

@@ -389,12 +389,16 @@ func (m manager) Wait(ctx context.Context, parent string, ids []string, all bool
 		default:
 		}
 		if ready == len(ids) || !all && ready > 0 {
+			// What it reports is delivered: relays, and notices of the
+			// questions it shows. Nothing else.
 			for _, s := range out {
-				kind := mailRelay
-				if s.Question != "" {
-					kind = mailAsked
+				var kinds []string
+				if s.Relay != "" {
+					kinds = append(kinds, mailRelay, mailAsked)
+				} else if s.Question != "" {
+					kinds = append(kinds, mailAsked)
 				}
-				if err := m.e.consumeFrom(ctx, s.ID, kind); err != nil {
+				if err := consumeFrom(ctx, m.e.st, s.ID, kinds...); err != nil {
 					return nil, err
 				}
 			}

@@ -111,22 +111,27 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	usage.Add(root.Usage)
 	cost := addCost(ld.Instance.Cost, root.Cost)
 	turns, calls := ld.Instance.Turns+root.Turns, ld.Instance.ToolCalls+root.ToolCalls
-	if out.Result.StopReason == loop.StopSuspended {
-		return e.suspend(ctx, id, stop{run: ld.Run.ID, pending: out.Result.Pending, turns: turns, calls: calls,
-			usage: usage, cost: cost, answer: out.Result.Answer})
-	}
 	res := store.Result{
 		State: store.State(root.State), StopReason: root.StopReason, Incomplete: root.Incomplete,
 		Report: out.Result.Answer, Error: root.Error, Usage: usage, Cost: cost,
 		Turns: turns, ToolCalls: calls, Artifacts: artifacts(root.Artifacts),
 	}
-	if errors.Is(context.Cause(runCtx), errCancelled) {
+	if out.Result.StopReason == loop.StopSuspended {
+		state, err := e.suspend(ctx, id, stop{run: ld.Run.ID, pending: out.Result.Pending, turns: turns, calls: calls,
+			usage: usage, cost: cost})
+		if err != nil || state != string(store.Cancelled) {
+			return state, err
+		}
+		// A cancel came as it stopped to wait: it ends here.
+		res.State, res.StopReason, res.Incomplete = store.Cancelled, string(loop.StopCancelled), true
+	}
+	if errors.Is(context.Cause(runCtx), errCancelled) || res.State == store.Cancelled {
 		res.State, res.Error = store.Cancelled, errCancelled.Error()
 	}
 	if err := rec.failed(); err != nil && res.State != store.Failed {
 		res.State, res.Error = store.Failed, "recording the run failed: "+err.Error()
 	}
-	return e.finish(ctx, id, res)
+	return e.finish(ctx, id, ld.Run.ID, res)
 }
 
 // setup makes the runner and the root's task of a run in the tree of
@@ -171,7 +176,6 @@ type stop struct {
 	turns, calls int          // the instance's totals, this run's included
 	usage        llm.Usage
 	cost         *float64
-	answer       string // its last text, kept if it is cancelled instead
 	// notify is the parent to tell of the instance's question ("" for a
 	// root, or a child whose spawn call returns the question itself).
 	notify string
@@ -179,9 +183,10 @@ type stop struct {
 
 // suspend ends a run that stopped to wait: its unsent results are kept in
 // the mailbox for the next run, and the instance waits asking (it has an
-// open question) or paused. A cancel that came while it ran, and that its
-// inbox did not see, ends it cancelled instead: nobody must answer or
-// resume it first.
+// open question) or paused. If a cancel came while it ran, which its
+// inbox did not see, it records nothing and says "cancelled": the caller
+// ends the instance as any ended run (nobody must answer or resume it
+// first).
 func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (string, error) {
 	return runStep(e, ctx, "", "suspend", func(c context.Context) (string, error) {
 		mail, err := e.st.Pending(c, id)
@@ -190,15 +195,8 @@ func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (string, error) {
 		}
 		for _, m := range mail {
 			if m.Kind == MailCancel {
-				err := e.st.Finish(c, id, store.Result{State: store.Cancelled, StopReason: string(loop.StopCancelled),
-					Incomplete: true, Report: s.answer, Usage: s.usage, Cost: s.cost, Turns: s.turns, ToolCalls: s.calls,
-					Error: errCancelled.Error()})
-				if err != nil && !errors.Is(err, store.ErrTerminal) {
-					return "", err
-				}
-				if err := e.st.EndRun(c, s.run, string(store.Cancelled)); err != nil {
-					return "", err
-				}
+				// Ended by the caller, as any run that ends (the step's
+				// answer holds the decision on a replay).
 				return string(store.Cancelled), nil
 			}
 		}
@@ -330,22 +328,31 @@ func (e *Engine) load(ctx context.Context, id string, deliver bool) (loaded, err
 // finish records the root's end, and cancels any child it leaves waiting
 // (asking or paused, nobody answered or resumed it) or running, and their
 // children: with the root ended, nothing would carry them on.
-func (e *Engine) finish(ctx dbos.Context, id string, res store.Result) (string, error) {
+func (e *Engine) finish(ctx dbos.Context, id string, run int64, res store.Result) (string, error) {
 	_, err := runStep(e, ctx, "", "finish", func(c context.Context) (bool, error) {
 		if err := e.endChildren(c, id); err != nil {
 			return false, err
 		}
-		return true, e.st.Finish(c, id, res)
+		if err := e.st.Finish(c, id, res); err != nil {
+			return false, err
+		}
+		if run != 0 {
+			if err := e.st.EndRun(c, run, string(res.State)); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
 		return "", err
 	}
+	e.changed()
 	return string(res.State), nil
 }
 
 // fail ends a run that could not go on.
 func (e *Engine) fail(ctx dbos.Context, id string, cause error) (string, error) {
-	return e.finish(ctx, id, store.Result{State: store.Failed, StopReason: string(loop.StopModelError), Error: cause.Error()})
+	return e.finish(ctx, id, 0, store.Result{State: store.Failed, StopReason: string(loop.StopModelError), Error: cause.Error()})
 }
 
 func artifacts(paths []string) json.RawMessage {
