@@ -156,6 +156,12 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 		return agent.ChildEnd{}, err
 	}
 	x := e.launches.take(wf)
+	ran := false
+	defer func() {
+		if x != nil && !ran {
+			x.skip() // what the work holds in its parent's tree is let go
+		}
+	}()
 	// Its first run's first messages come with the work; what came for it
 	// since it was listed reaches it at its first turn boundary.
 	ld, err := e.startRun(ctx, id, wf, "child:", x == nil)
@@ -163,11 +169,8 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 		return agent.ChildEnd{}, err
 	}
 	if ld.Instance.State.Terminal() {
-		// Ended meanwhile (cancelled while it waited for a slot, or by its
-		// tree's end): nothing to run.
-		if x != nil {
-			x.skip()
-		}
+		// Ended before it started (cancelled, or by its tree's end):
+		// nothing to run.
 		e.changed()
 		return recordedEnd(ld.Instance), nil
 	}
@@ -201,6 +204,7 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 		Inbox: e.inbox(ctx, id, "child:"), Hold: e.hold(ctx, id, "child:")}
 	var end agent.ChildEnd
 	if x != nil {
+		ran = true
 		end = x.work(runCtx, env)
 	} else {
 		end, err = e.continueChild(ctx, runCtx, ld, env)
