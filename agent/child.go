@@ -147,7 +147,7 @@ func (tr *tree) list(ctx context.Context, c *node, msgs []llm.Message) (parent, 
 	if call != nil {
 		c.order[len(c.order)-2], c.order[len(c.order)-1] = call.Turn, call.Index
 	}
-	c.inst.ID = tr.childID(parent, call)
+	c.inst.ID = tr.childID(parent, call, c.sub)
 	n = tr.add(parent, c)
 	tr.emit(n, Event{Kind: EventCreated, Spawned: &Spawned{Definition: n.def, Task: n.task, Mode: n.inst.Mode,
 		Model: n.inst.Model, Messages: msgs}})
@@ -158,11 +158,15 @@ func (tr *tree) list(ctx context.Context, c *node, msgs []llm.Message) (parent, 
 // and the spawn call (whose id the model chose, and a replay repeats), so
 // a parent's run replayed after a crash names, and finds, the child it
 // started the first time.
-func (tr *tree) childID(parent *node, call *loop.Call) string {
+func (tr *tree) childID(parent *node, call *loop.Call, sub string) string {
 	if tr.r.NewID != nil || tr.r.Children == nil || call == nil {
 		return tr.newID()
 	}
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d/%d/%s", parent.inst.ID, call.Turn, call.Index, call.ID))
+	key := fmt.Appendf(nil, "%s/%d/%d/%s", parent.inst.ID, call.Turn, call.Index, call.ID)
+	if sub != "" {
+		key = fmt.Appendf(key, "/%s", sub) // one of a fan-out's tasks
+	}
+	sum := sha256.Sum256(key)
 	return "i-" + hex.EncodeToString(sum[:6])
 }
 

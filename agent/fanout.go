@@ -1,11 +1,17 @@
 package agent
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // FanTask is one task of a fan-out: a subagent type and its task, with
@@ -188,4 +194,146 @@ func MergeVote(results []FanResult) Vote {
 		v.Answer, v.Tie = v.Tie[0], nil
 	}
 	return v
+}
+
+// FanOutTool is the tool a parent model runs a planned batch of subagents
+// with: tasks, their dependencies, and how to merge their reports.
+const FanOutTool = "fan_out"
+
+var fanOutSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"tasks":{"type":"array","minItems":1,"items":{"type":"object","properties":{` +
+	`"id":{"type":"string","minLength":1,"description":"A short name, unique in this call, that depends_on refers to."},` +
+	`"subagent_type":{"type":"string","description":"One of the types spawn_subagent lists."},` +
+	`"task":{"type":"string","minLength":1,"description":"The complete task, as for spawn_subagent."},` +
+	`"context":{"type":"string","description":"Facts the subagent needs, put before the task."},` +
+	`"tools":{"type":"array","items":{"type":"string"},"description":"Only these of the type's tools."},` +
+	`"timeout_seconds":{"type":"number","exclusiveMinimum":0,"description":"Stop it after this long; its partial report comes back marked incomplete."},` +
+	`"depends_on":{"type":"array","items":{"type":"string"},"description":"Ids of tasks that must end first; their reports are given to this one."},` +
+	`"run_anyway":{"type":"boolean","description":"Run even if a task it depends on did not complete."}` +
+	`},"required":["id","subagent_type","task"],"additionalProperties":false}},` +
+	`"merge":{"type":"string","enum":["concat","vote"],"description":"concat (default): every report under its task's heading. vote: the majority answer among the completed tasks, ties reported."}` +
+	`},"required":["tasks"],"additionalProperties":false}`)
+
+type fanOutInput struct {
+	Tasks []struct {
+		FanTask
+		TimeoutSeconds float64 `json:"timeout_seconds"`
+	} `json:"tasks"`
+	Merge string `json:"merge"`
+}
+
+// fanOutTool is fan_out: one call runs a planned set of subagents, each
+// as spawn_subagent would (same caps, depth and budgets), each task once
+// the tasks it depends on have ended, and merges their reports.
+type fanOutTool struct{ tree *tree }
+
+func (f fanOutTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: FanOutTool, InputSchema: fanOutSchema, Description: "Run several subagents as one " +
+		"planned batch: independent tasks at the same time (up to the same limit as spawn_subagent), a task " +
+		"with depends_on after those it names, receiving their reports. Returns every task's report, merged " +
+		"as asked; one task's failure or timeout never loses the others' results. Use it for broad work " +
+		"split in parts, or comparisons; not for a single lookup."}
+}
+
+// ReadOnly is false: its subagents may change the workspace.
+func (fanOutTool) ReadOnly() bool { return false }
+
+// Concurrent: it bounds and orders its own subagents.
+func (fanOutTool) Concurrent() bool { return true }
+
+// Resumable as spawn_subagent is: its children are named after the call
+// and their task ids.
+func (f fanOutTool) Resumable() bool { return f.tree.r.Children != nil }
+
+func (f fanOutTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
+	parent := nodeFrom(ctx)
+	if parent == nil {
+		return "", errors.New("fan_out runs only inside a deputy agent run")
+	}
+	in, err := tool.Decode[fanOutInput](raw)
+	if err != nil {
+		return "", err
+	}
+	tasks := make([]FanTask, len(in.Tasks))
+	for i, t := range in.Tasks {
+		tasks[i] = t.FanTask
+		tasks[i].Timeout = time.Duration(t.TimeoutSeconds * float64(time.Second))
+	}
+	if _, err := PlanFanOut(tasks); err != nil {
+		return "", fmt.Errorf("fan_out refused: %w", err)
+	}
+	results := f.tree.fanOut(ctx, parent, tasks)
+	if in.Merge == "vote" {
+		v := MergeVote(results)
+		var b strings.Builder
+		switch {
+		case v.Answer != "":
+			fmt.Fprintf(&b, "vote: %q with %d of %d answers", v.Answer, v.Votes, v.Counted)
+		case len(v.Tie) > 0:
+			fmt.Fprintf(&b, "vote: a tie at %d of %d answers between %q", v.Votes, v.Counted, v.Tie)
+		default:
+			b.WriteString("vote: no task completed with an answer")
+		}
+		return b.String() + "\n\n" + MergeConcat(results), nil
+	}
+	return MergeConcat(results), nil
+}
+
+// fanOut runs tasks (planned: no cycle, every dependency present) as
+// children of parent, each when its dependencies have ended, and returns
+// their results in task order. A task whose dependency did not complete
+// is skipped, unless it runs anyway.
+func (tr *tree) fanOut(ctx context.Context, parent *node, tasks []FanTask) []FanResult {
+	results := make([]FanResult, len(tasks))
+	ended := make(map[string]chan struct{}, len(tasks))
+	at := make(map[string]int, len(tasks))
+	for i, t := range tasks {
+		ended[t.ID], at[t.ID] = make(chan struct{}), i
+	}
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(ended[t.ID])
+			var deps []FanResult
+			for _, d := range t.DependsOn {
+				<-ended[d]
+				deps = append(deps, results[at[d]])
+			}
+			for _, d := range deps {
+				if (d.State != StateCompleted || d.Incomplete) && !t.RunAnyway {
+					results[i] = FanResult{ID: t.ID, State: StateSkipped,
+						Skipped: fmt.Sprintf("task %s it depends on ended %s", d.ID, d.State)}
+					return
+				}
+			}
+			results[i] = tr.fanTask(ctx, parent, t, deps)
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// fanTask runs one task of a fan-out as a foreground child.
+func (tr *tree) fanTask(ctx context.Context, parent *node, t FanTask, deps []FanResult) FanResult {
+	var b strings.Builder
+	if c := strings.TrimSpace(t.Context); c != "" {
+		b.WriteString("Context:\n" + c + "\n\n")
+	}
+	if len(deps) > 0 {
+		b.WriteString("Reports of the tasks this one builds on:\n\n" + MergeConcat(deps) + "\n\n")
+	}
+	b.WriteString(t.Task)
+	child, msgs, err := tr.prepare(ctx, parent, spawnInput{Type: t.Type, Task: b.String(), Description: t.ID,
+		tools: t.Tools, timeout: t.Timeout, sub: t.ID})
+	if err != nil {
+		return FanResult{ID: t.ID, State: StateFailed, Report: err.Error()}
+	}
+	r := tr.runChild(ctx, child, msgs)
+	res := FanResult{ID: t.ID, State: r.State, Report: r.Report, Incomplete: r.Incomplete, Artifacts: r.Artifacts}
+	if r.Failed() && r.Error != "" {
+		res.Report = strings.TrimSpace(r.Error + "\n" + r.Report)
+	}
+	return res
 }

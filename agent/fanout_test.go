@@ -1,11 +1,17 @@
 package agent_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/llm"
 )
 
 func ids(ts []agent.FanTask) []string {
@@ -89,3 +95,175 @@ func TestMergeVote(t *testing.T) {
 		t.Fatalf("no answers %+v", none)
 	}
 }
+
+const fanOutToolScenario = `
+rules:
+  - match: {system: "read-only explorer", last_user: "count a"}
+    text: "a has 3"
+  - match: {system: "read-only explorer", last_user: "count b"}
+    text: "b has 4"
+  - match: {system: "read-only explorer", last_user: "(?s)## a\na has 3.*## b\nb has 4.*add them"}
+    text: "total 7"
+  - match: {system: "read-only explorer"}
+    text: "unexpected: {{.LastUser}}"
+  - match: {turn: 1}
+    tool_calls:
+      - name: fan_out
+        input:
+          tasks:
+            - {id: sum, subagent_type: explorer, task: "add them", depends_on: [a, b]}
+            - {id: a, subagent_type: explorer, task: "count a"}
+            - {id: b, subagent_type: explorer, task: "count b", context: "b lives in b.txt"}
+            - {id: bad, subagent_type: nosuch, task: "x"}
+            - {id: after-bad, subagent_type: explorer, task: "count a", depends_on: [bad]}
+            - {id: anyway, subagent_type: explorer, task: "count b", depends_on: [bad], run_anyway: true}
+  - match: {turn: 2}
+    text: "{{index .ToolResults 0}}"
+`
+
+// fan_out runs independent tasks, then the one that depends on them with
+// their reports in its task; a failed task's dependents are skipped unless
+// they run anyway; the reports come back in task order under headings.
+func TestFanOutTool(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, fanOutToolScenario)
+	o := l.run(t)
+	got := o.Result.Answer
+	for _, want := range []string{"## sum\ntotal 7", "## a\na has 3", "## b\nb has 4", "## bad (failed)",
+		"unknown subagent_type", "## after-bad (skipped: task bad it depends on ended failed)", "## anyway\nb has 4"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the merged reports lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Index(got, "## sum") > strings.Index(got, "## a\n") {
+		t.Errorf("reports not in task order:\n%s", got)
+	}
+	// sum, a, b, anyway ran; bad never started; after-bad was skipped.
+	if len(o.Instances) != 5 {
+		t.Errorf("%d instances, want the root and 4 children", len(o.Instances))
+	}
+	for _, in := range o.Instances[1:] {
+		if m, _ := o.Transcript(in.ID); in.Description == "b" && !strings.Contains(m[0].Text(), "b lives in b.txt") {
+			t.Errorf("task b's context is not in its task: %q", m[0].Text())
+		}
+	}
+}
+
+const fanVoteScenario = `
+rules:
+  - match: {system: "read-only explorer", last_user: "q1"}
+    text: "Paris"
+  - match: {system: "read-only explorer", last_user: "q2"}
+    text: " paris "
+  - match: {system: "read-only explorer"}
+    text: "Lyon"
+  - match: {turn: 1}
+    tool_calls:
+      - name: fan_out
+        input:
+          merge: vote
+          tasks:
+            - {id: q1, subagent_type: explorer, task: "q1"}
+            - {id: q2, subagent_type: explorer, task: "q2"}
+            - {id: q3, subagent_type: explorer, task: "q3"}
+  - match: {turn: 2}
+    text: "{{index .ToolResults 0}}"
+`
+
+func TestFanOutVote(t *testing.T) {
+	t.Parallel()
+	o := newLocal(t, fanVoteScenario).run(t)
+	if !strings.HasPrefix(o.Result.Answer, `vote: "Paris" with 2 of 3 answers`) {
+		t.Fatalf("vote result %q", o.Result.Answer)
+	}
+}
+
+const fanCapScenario = `
+rules:
+  - match: {system: "subagent working", turn: 1}
+    tool_calls: [{name: pair, input: {}}]
+  - match: {system: "subagent working"}
+    text: "done"
+  - match: {turn: 1}
+    tool_calls:
+      - name: fan_out
+        input:
+          tasks:
+            - {id: t1, subagent_type: general-purpose, task: "1"}
+            - {id: t2, subagent_type: general-purpose, task: "2"}
+            - {id: t3, subagent_type: general-purpose, task: "3"}
+            - {id: t4, subagent_type: general-purpose, task: "4"}
+            - {id: t5, subagent_type: general-purpose, task: "5"}
+  - match: {turn: 2}
+    text: "ok"
+`
+
+// fan_out's children take the same slots as spawns: max_parallel holds.
+func TestFanOutHoldsMaxParallel(t *testing.T) {
+	t.Parallel()
+	// The children inside hold until the three others have said they wait
+	// for a slot: then at most two ran at once, the others queued.
+	all := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	queued := map[string]bool{}
+	pair := fnTool{name: "pair", run: func(ctx context.Context) (string, error) {
+		select {
+		case <-all:
+			return "paired", nil
+		case <-time.After(20 * time.Second): // a guard, not a wait: fails a broken cap instead of hanging
+			return "", errors.New("the others never queued")
+		}
+	}}
+	l := newLocal(t, fanCapScenario, pair)
+	l.runner.MaxParallel = 2
+	record := l.runner.OnEvent
+	l.runner.OnEvent = func(e agent.Event) {
+		record(e)
+		if e.Kind == agent.EventQueued {
+			mu.Lock()
+			queued[e.Instance] = true
+			if len(queued) == 3 {
+				once.Do(func() { close(all) })
+			}
+			mu.Unlock()
+		}
+	}
+	o := l.run(t)
+	if len(o.Instances) != 6 || !strings.Contains(o.Result.Answer, "ok") {
+		t.Fatalf("%d instances, answer %q", len(o.Instances), o.Result.Answer)
+	}
+	running, most := 0, 0
+	for _, e := range l.events {
+		if e.Depth == 0 {
+			continue
+		}
+		switch e.Kind {
+		case agent.EventSpawned:
+			running++
+			most = max(most, running)
+		case agent.EventEnded:
+			running--
+		}
+	}
+	if most != 2 {
+		t.Fatalf("at most %d children at once, want 2", most)
+	}
+	for _, in := range o.Instances[1:] {
+		if in.State != agent.StateCompleted {
+			t.Errorf("child %s: %s %s", in.Description, in.State, in.Error)
+		}
+	}
+}
+
+// fnTool is a read-only test tool made of a function.
+type fnTool struct {
+	name string
+	run  func(context.Context) (string, error)
+}
+
+func (f fnTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: f.name, Description: f.name, InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+func (fnTool) ReadOnly() bool                                               { return true }
+func (f fnTool) Run(ctx context.Context, _ json.RawMessage) (string, error) { return f.run(ctx) }

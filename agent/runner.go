@@ -294,7 +294,7 @@ type tree struct {
 	maxPar   int
 	maxDepth int
 	budget   *treeBudget // nil: no tree budget
-	spawnSet *tool.Set   // the spawn tool, its schema compiled once per tree
+	spawnSet *tool.Set   // spawn_subagent and fan_out, their schemas compiled once per tree
 	skillSet *tool.Set   // the skill tool
 	askSet   *tool.Set   // ask_parent
 	// manageSet is the subagent_* tools; nil without a Manager.
@@ -316,6 +316,7 @@ type node struct {
 	skills []*Skill
 	def    *Definition // nil for the root
 	task   string      // as the parent wrote it
+	sub    string      // a fan-out task's id, "" for a spawn
 	// order places the instance in the list: its parent's order, then
 	// the turn and the index of the spawn call, so children list in the
 	// order their parent asked for them, under it, however they ran.
@@ -365,7 +366,7 @@ func (r *Runner) newTree(t Task) (*tree, error) {
 		tr.budget = &treeBudget{limit: t.Budget, prices: r.prices(), tokens: t.Spent.Tokens, usd: t.Spent.USD}
 	}
 	var err error
-	if tr.spawnSet, err = tool.NewSet(&spawnTool{tree: tr}); err != nil {
+	if tr.spawnSet, err = tool.NewSet(&spawnTool{tree: tr}, fanOutTool{tree: tr}); err != nil {
 		return nil, err
 	}
 	if tr.skillSet, err = tool.NewSet(skillTool{}); err != nil {

@@ -22,6 +22,11 @@ type spawnInput struct {
 	Mode        Mode   `json:"mode"`
 	Model       string `json:"model"`
 	Background  bool   `json:"background"`
+
+	// Set by fan_out for each of its tasks.
+	tools   []string      // narrows the type's allowlist
+	timeout time.Duration // bounds its wall time
+	sub     string        // the task's id: names the child apart from its siblings of one call
 }
 
 var spawnSchema = json.RawMessage(`{"type":"object","properties":{` +
@@ -166,12 +171,18 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 	if tr.budget != nil && tr.budget.Spent() {
 		return nil, nil, fmt.Errorf("spawn refused: the tree budget is spent (%s)", tr.budget)
 	}
+	if in.tools != nil {
+		def.Tools = def.EffectiveTools(in.tools)
+	}
+	if w := &def.Budgets.WallTime; in.timeout > 0 && (*w == 0 || in.timeout < *w) {
+		*w = in.timeout
+	}
 
 	c, err := tr.build(parent, def, mode, in.Task)
 	if err != nil {
 		return nil, nil, err
 	}
-	c.inst.Description = in.Description
+	c.inst.Description, c.sub = in.Description, in.sub
 	if !tr.budget.priced(c.inst.Model) {
 		return nil, nil, fmt.Errorf("spawn refused: the tree has a USD budget and %s has no price, so its spending could not be counted", c.inst.Model)
 	}
@@ -272,7 +283,7 @@ func (tr *tree) forkChild(parent, c *node, def *Definition, cfg *loop.Config) {
 	names := p.Tools.Names()
 	allowed := def.EffectiveTools(names)
 	if parent.inst.Depth+1 >= tr.maxDepth || def.Tools == nil {
-		allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == SpawnTool })
+		allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == SpawnTool || n == FanOutTool })
 	}
 	allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == SkillTool })
 	c.avail = parent.avail.Filter(allowed, nil)

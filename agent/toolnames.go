@@ -16,7 +16,7 @@ const SkillTool = "skill"
 // deputyTools are the names deputy serves, so a file may also use them.
 var deputyTools = []string{
 	"read_file", "write_file", "edit_file", "glob", "grep", "bash",
-	"web_fetch", "web_search", SpawnTool, SkillTool, AskTool,
+	"web_fetch", "web_search", SpawnTool, SkillTool, AskTool, FanOutTool,
 }
 
 // claudeTools maps Claude Code's tool names to deputy's. LS maps to glob:
@@ -126,7 +126,7 @@ func (d *Definition) EffectiveTools(available []string) []string {
 	for _, t := range available {
 		ok := false
 		if d.Tools == nil {
-			ok = t != SpawnTool
+			ok = t != SpawnTool && t != FanOutTool // all but spawning
 		} else {
 			for _, e := range d.Tools {
 				if allows(e, t) {

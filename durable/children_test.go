@@ -571,3 +571,42 @@ func TestCancelWhileWaitingForAPlace(t *testing.T) {
 		t.Fatalf("the cancelled child ran: %+v", in)
 	}
 }
+
+const durableFanOutScenario = `
+rules:
+  - match: {system: "read-only explorer", last_user: "^count"}
+    text: "counted"
+  - match: {system: "read-only explorer"}
+    text: "summed: {{.LastUser}}"
+  - match: {turn: 1}
+    tool_calls:
+      - name: fan_out
+        input:
+          tasks:
+            - {id: a, subagent_type: explorer, task: "count a"}
+            - {id: b, subagent_type: explorer, task: "count b"}
+            - {id: sum, subagent_type: explorer, task: "sum up", depends_on: [a, b]}
+  - match: {turn: 2}
+    text: "{{index .ToolResults 0}}"
+`
+
+// fan_out's tasks are children of their own, each a workflow named after
+// the call and its task id, recorded like any spawn's.
+func TestFanOutUnderTheEngine(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, durableFanOutScenario, nil)
+	id := r.start(durable.Spec{System: "root"})
+	in := r.wait(id)
+	if in.State != store.Completed || !strings.Contains(in.Report, "## sum\nsummed:") || strings.Count(in.Report, "counted") < 3 {
+		t.Fatalf("root %s %q", in.State, in.Report)
+	}
+	k := kids(t, r.st, id)
+	if len(k) != 3 {
+		t.Fatalf("%d children", len(k))
+	}
+	for _, c := range k {
+		if c.State != store.Completed || c.WorkflowID != "deputy-"+c.ID {
+			t.Errorf("child %+v", c)
+		}
+	}
+}
