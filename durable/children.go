@@ -275,7 +275,7 @@ func (e *Engine) continueChild(ctx dbos.Context, runCtx context.Context, ld load
 		if at.Parent == "" {
 			root := at
 			rec := &recorder{e: e, root: root.ID, seq: map[string]int{in.ID: len(ld.Messages)}}
-			runner, task, err := e.setup(ctx, root, rec, "", ld.Spent)
+			runner, task, _, err := e.setup(ctx, root, rec, "", ld.Spent)
 			if err != nil {
 				return agent.ChildEnd{}, err
 			}

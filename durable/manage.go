@@ -41,15 +41,8 @@ type held struct {
 // take waits for a place, calling queued first if it has to; the context
 // it returns carries it.
 func (s *slots) take(ctx context.Context, queued func()) (context.Context, func(), error) {
-	select {
-	case s.ch <- struct{}{}:
-	default:
-		queued()
-		select {
-		case s.ch <- struct{}{}:
-		case <-ctx.Done():
-			return ctx, nil, context.Cause(ctx)
-		}
+	if err := acquire(ctx, s.ch, queued); err != nil {
+		return ctx, nil, err
 	}
 	h := &held{s: s, have: true}
 	return context.WithValue(ctx, slotKey{}, h), func() {
@@ -131,18 +124,28 @@ func (p *parentCaps) take(ctx context.Context, parent string, n int, queued func
 		}
 		p.mu.Unlock()
 	}
-	select {
-	case c.ch <- struct{}{}:
-	default:
-		queued()
-		select {
-		case c.ch <- struct{}{}:
-		case <-ctx.Done():
-			done()
-			return nil, context.Cause(ctx)
-		}
+	if err := acquire(ctx, c.ch, queued); err != nil {
+		done()
+		return nil, err
 	}
 	return func() { <-c.ch; done() }, nil
+}
+
+// acquire puts a token into ch, calling queued first when it has to wait
+// for one; waiting ends with ctx.
+func acquire(ctx context.Context, ch chan struct{}, queued func()) error {
+	select {
+	case ch <- struct{}{}:
+		return nil
+	default:
+	}
+	queued()
+	select {
+	case ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // takeParentSlot waits for a place among the running children of ld's
@@ -159,20 +162,21 @@ func (e *Engine) takeParentSlot(ctx context.Context, ld loaded) (func(), error) 
 	if n <= 0 {
 		n = agent.DefaultMaxParallel
 	}
-	return e.parents.take(ctx, in.Parent, n, func() {
-		if h := e.opts.OnEvent; h != nil {
-			h(agent.Event{Kind: agent.EventQueued, Instance: in.ID, Parent: in.Parent, Waiting: "a slot (max_parallel)"})
-		}
-	})
+	return e.parents.take(ctx, in.Parent, n, e.queued(in.ID, in.Parent, "a slot (max_parallel)"))
 }
 
 // takeSlot waits for a place for a run of instance id under MaxRuns.
 func (e *Engine) takeSlot(ctx context.Context, id string) (context.Context, func(), error) {
-	return e.slots.take(ctx, func() {
+	return e.slots.take(ctx, e.queued(id, "", "a place under the engine's cap (MaxRuns)"))
+}
+
+// queued announces that instance id waits for why (EventQueued).
+func (e *Engine) queued(id, parent, why string) func() {
+	return func() {
 		if h := e.opts.OnEvent; h != nil {
-			h(agent.Event{Kind: agent.EventQueued, Instance: id, Waiting: "a place under the engine's cap (MaxRuns)"})
+			h(agent.Event{Kind: agent.EventQueued, Instance: id, Parent: parent, Waiting: why})
 		}
-	})
+	}
 }
 
 // changed wakes everyone waiting for an instance of this engine to move

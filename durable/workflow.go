@@ -69,12 +69,10 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	rec := &recorder{e: e, root: id, seq: map[string]int{id: len(ld.Messages)}}
 	// A fresh nonce per execution: a side-effecting call whose start marker
 	// carries another execution's nonce had started before a crash.
-	runner, task, err := e.setup(ctx, ld.Instance, rec, agent.NewID(), ld.Spent)
+	runner, task, spec, err := e.setup(ctx, ld.Instance, rec, agent.NewID(), ld.Spent)
 	if err != nil {
 		return e.fail(ctx, id, err)
 	}
-	var spec Spec
-	_ = json.Unmarshal(ld.Instance.Definition, &spec) // setup decoded it
 	task.Limits = loop.Limits{WallTime: spec.WallTime}
 	if spec.MaxTurns > 0 {
 		// Turns count over the instance's runs; a resumed run always gets
@@ -139,18 +137,18 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 // engine for checkpointed steps, children, questions and control. nonce
 // marks the root's side-effecting calls of this execution; spent is what
 // the tree spent before (loaded.Spent).
-func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder, nonce string, spent agent.TreeBudget) (agent.Runner, agent.Task, error) {
+func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder, nonce string, spent agent.TreeBudget) (agent.Runner, agent.Task, Spec, error) {
 	var spec Spec
 	if err := json.Unmarshal(root.Definition, &spec); err != nil {
-		return agent.Runner{}, agent.Task{}, fmt.Errorf("instance %s: its spec does not decode: %w", root.ID, err)
+		return agent.Runner{}, agent.Task{}, spec, fmt.Errorf("instance %s: its spec does not decode: %w", root.ID, err)
 	}
 	model, name, err := e.opts.Models(spec.Model)
 	if err != nil {
-		return agent.Runner{}, agent.Task{}, err
+		return agent.Runner{}, agent.Task{}, spec, err
 	}
 	tools, err := e.opts.Tools(spec)
 	if err != nil {
-		return agent.Runner{}, agent.Task{}, err
+		return agent.Runner{}, agent.Task{}, spec, err
 	}
 	runner := e.opts.Runner
 	runner.Catalog = e.Catalog()
@@ -165,7 +163,7 @@ func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder,
 	runner.Children, runner.Questions, runner.Manager = e, e, manager{e}
 	runner.OnEvent = rec.event
 	return runner, agent.Task{ID: root.ID, Task: root.Task, System: spec.System, Model: model, ModelName: name,
-		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget, Spent: spent}, nil
+		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget, Spent: spent}, spec, nil
 }
 
 // stop is how a run that stopped to wait left its instance: what suspend
