@@ -469,18 +469,20 @@ rules:
     text: "cut to {{index .ToolResults 0}}"
   - match: {turn: 1}
     tool_calls: [{name: spawn_subagent, input: {subagent_type: general-purpose, task: "cut it", background: true}}]
+  - match: {tool_result: "cut to"}
+    text: "{{index .ToolResults 0}}"
+  - match: {tool_result: "^answered"}
+    tool_calls: [{name: subagent_wait, input: {ids: ["{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}"]}}]
+  - match: {last_user: "asks: Which size"}
+    tool_calls: [{name: subagent_answer, input: {id: "{{find \"i-[0-9a-f]+\" .LastUser}}", answer: "small"}}]
   - match: {turn: 2}
     text: "nothing else to do"
-  - match: {turn: 3, last_user: "asks: Which size"}
-    tool_calls: [{name: subagent_answer, input: {id: "{{find \"i-[0-9a-f]+\" .LastUser}}", answer: "small"}}]
-  - match: {turn: 4}
-    tool_calls: [{name: subagent_wait, input: {ids: ["{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}"]}}]
-  - match: {turn: 5}
-    text: "{{index .ToolResults 0}}"
 `
 
 // A background child's question reaches a parent that does not wait for
-// it: the parent holds at its end, reads the question, answers it.
+// it: at the parent's next turn boundary, or, when the parent has ended
+// its turn first, as it holds at its end. Either way it reads the
+// question and answers it.
 func TestUnwaitedQuestionReachesTheParent(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, unwaitedAskScenario, nil)

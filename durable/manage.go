@@ -216,6 +216,13 @@ func (e *Engine) hold(wf dbos.Context, id, label string) func(context.Context, i
 	return func(ctx context.Context, turn int) ([]string, error) {
 		got, err := runStep(e, dbos.From(wf, ctx), label, fmt.Sprintf("turn-%d/hold", turn), func(c context.Context) (inboxed, error) {
 			for {
+				// Who is at work first, then the mail: a child that had
+				// settled by the first read had posted its relay by the
+				// second, so no relay falls between the two.
+				busy, err := e.childrenAtWork(c, id)
+				if err != nil {
+					return inboxed{}, err
+				}
 				mail, err := e.st.Pending(c, id)
 				if err != nil {
 					return inboxed{}, err
@@ -232,8 +239,8 @@ func (e *Engine) hold(wf dbos.Context, id, label string) func(context.Context, i
 				if len(in.Notes) > 0 {
 					return in, nil
 				}
-				if busy, err := e.childrenAtWork(c, id); err != nil || !busy {
-					return inboxed{}, err
+				if !busy {
+					return inboxed{}, nil
 				}
 				resume := e.slots.yield(ctx)
 				err = e.await(c, nil)
