@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +47,8 @@ func PlanFanOut(tasks []FanTask) ([]FanTask, error) {
 			errs = append(errs, fmt.Errorf("task %d has no id", i+1))
 		case dup:
 			errs = append(errs, fmt.Errorf("task id %q is used twice", t.ID))
+		case strings.HasPrefix(t.ID, reservedPrefix):
+			errs = append(errs, fmt.Errorf("task id %q: ids starting with %q are deputy's own (its merge step)", t.ID, reservedPrefix))
 		default:
 			index[t.ID] = i
 		}
@@ -103,6 +108,7 @@ func PlanFanOut(tasks []FanTask) ([]FanTask, error) {
 // FanResult is how one task of a fan-out ended.
 type FanResult struct {
 	ID     string `json:"id"`
+	Type   string `json:"subagent_type,omitempty"`
 	State  string `json:"state"` // a relay's state, or "skipped"
 	Report string `json:"report"`
 	// Skipped says why a task did not run (a dependency that did not
@@ -110,6 +116,11 @@ type FanResult struct {
 	Skipped    string   `json:"skipped,omitempty"`
 	Incomplete bool     `json:"incomplete,omitempty"`
 	Artifacts  []string `json:"artifacts,omitempty"`
+	// Instance is the child that ran it (its transcript), Usage what it
+	// and its own children spent, Elapsed how long it ran.
+	Instance string        `json:"instance,omitempty"`
+	Usage    llm.Usage     `json:"usage"`
+	Elapsed  time.Duration `json:"elapsed_ns,omitempty"`
 }
 
 // StateSkipped is the state of a fan-out task that never ran.
@@ -152,7 +163,38 @@ type Vote struct {
 	Tie []string `json:"tie,omitempty"`
 	// Counted is how many answers were counted: completed tasks only.
 	Counted int `json:"counted"`
+	// Judge is the instance that picked Answer when a judge decided (its
+	// reasons in JudgeReport); Votes then counts the answers equal to it.
+	Judge       string `json:"judge,omitempty"`
+	JudgeReport string `json:"judge_report,omitempty"`
 }
+
+// String says how the vote ended, in a line.
+func (v Vote) String() string {
+	switch {
+	case v.Judge != "" && v.Answer != "":
+		return fmt.Sprintf("vote: judge %s picked %q (%d of %d answers agree)", v.Judge, v.Answer, v.Votes, v.Counted)
+	case v.Judge != "":
+		return fmt.Sprintf("vote: judge %s picked no answer (%s)", v.Judge, oneLineReport(v.JudgeReport))
+	case v.Answer != "":
+		return fmt.Sprintf("vote: %q with %d of %d answers", v.Answer, v.Votes, v.Counted)
+	case len(v.Tie) > 0:
+		return fmt.Sprintf("vote: a tie at %d of %d answers between %q", v.Votes, v.Counted, v.Tie)
+	}
+	return "vote: no task completed with an answer"
+}
+
+func oneLineReport(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}
+
+// normalized is an answer as votes compare it: trimmed, case-folded,
+// whitespace collapsed.
+func normalized(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
 
 // MergeVote is the majority vote over the completed tasks' answers,
 // normalized (trimmed, case-folded, whitespace collapsed) before they are
@@ -165,14 +207,8 @@ func MergeVote(results []FanResult) Vote {
 	var order []string
 	counts := map[string]*tally{}
 	v := Vote{}
-	for _, r := range results {
-		if r.State != StateCompleted || r.Incomplete {
-			continue
-		}
-		key := strings.ToLower(strings.Join(strings.Fields(r.Report), " "))
-		if key == "" {
-			continue
-		}
+	for _, r := range voters(results) {
+		key := normalized(r.Report)
 		v.Counted++
 		t, ok := counts[key]
 		if !ok {
@@ -200,6 +236,17 @@ func MergeVote(results []FanResult) Vote {
 // with: tasks, their dependencies, and how to merge their reports.
 const FanOutTool = "fan_out"
 
+// Merge strategies of fan_out.
+const (
+	MergeConcatName    = "concat"
+	MergeSummarizeName = "summarize"
+	MergeVoteName      = "vote"
+)
+
+// reservedPrefix starts the ids of deputy's own tasks in a fan-out (its
+// merge step), so no task of the plan can take their child's name.
+const reservedPrefix = "@"
+
 var fanOutSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"tasks":{"type":"array","minItems":1,"items":{"type":"object","properties":{` +
 	`"id":{"type":"string","minLength":1,"description":"A short name, unique in this call, that depends_on refers to."},` +
@@ -211,15 +258,38 @@ var fanOutSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"depends_on":{"type":"array","items":{"type":"string"},"description":"Ids of tasks that must end first; their reports are given to this one."},` +
 	`"run_anyway":{"type":"boolean","description":"Run even if a task it depends on did not complete."}` +
 	`},"required":["id","subagent_type","task"],"additionalProperties":false}},` +
-	`"merge":{"type":"string","enum":["concat","vote"],"description":"concat (default): every report under its task's heading. vote: the majority answer among the completed tasks, ties reported."}` +
+	`"merge":{"type":"string","enum":["concat","summarize","vote"],"description":"concat (default): every report under its task's heading. summarize: one more model call merges the reports into one within limit characters. vote: the majority answer among the completed tasks, ties reported; with judge, that subagent type picks the answer instead."},` +
+	`"limit":{"type":"integer","minimum":200,"description":"summarize: the merged report's size in characters (default 3000)."},` +
+	`"judge":{"type":"string","description":"vote: a subagent type that reads the answers and picks one."},` +
+	`"format":{"type":"string","enum":["text","json"],"description":"text (default), or json: every task's result as data."}` +
 	`},"required":["tasks"],"additionalProperties":false}`)
 
-type fanOutInput struct {
-	Tasks []struct {
-		FanTask
-		TimeoutSeconds float64 `json:"timeout_seconds"`
-	} `json:"tasks"`
+// FanOutInput is fan_out's input: the library's FanOut sends the same.
+type FanOutInput struct {
+	Tasks  []FanTaskInput `json:"tasks"`
+	Merge  string         `json:"merge,omitempty"`
+	Limit  int            `json:"limit,omitempty"`
+	Judge  string         `json:"judge,omitempty"`
+	Format string         `json:"format,omitempty"`
+}
+
+// FanTaskInput is a FanTask as the tool's JSON has it: its timeout in
+// seconds.
+type FanTaskInput struct {
+	FanTask
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+}
+
+// FanOutput is fan_out's result with format json.
+type FanOutput struct {
 	Merge string `json:"merge"`
+	// Merged is the merge's text: every report (concat), the summary, or
+	// the vote's outcome.
+	Merged string `json:"merged"`
+	Vote   *Vote  `json:"vote,omitempty"`
+	// Merger is the child that summarized or judged, when one did.
+	Merger  *FanResult  `json:"merger,omitempty"`
+	Results []FanResult `json:"results"`
 }
 
 // fanOutTool is fan_out: one call runs a planned set of subagents, each
@@ -250,7 +320,7 @@ func (f fanOutTool) Run(ctx context.Context, raw json.RawMessage) (string, error
 	if parent == nil {
 		return "", errors.New("fan_out runs only inside a deputy agent run")
 	}
-	in, err := tool.Decode[fanOutInput](raw)
+	in, err := tool.Decode[FanOutInput](raw)
 	if err != nil {
 		return "", err
 	}
@@ -262,21 +332,132 @@ func (f fanOutTool) Run(ctx context.Context, raw json.RawMessage) (string, error
 	if _, err := PlanFanOut(tasks); err != nil {
 		return "", fmt.Errorf("fan_out refused: %w", err)
 	}
-	results := f.tree.fanOut(ctx, parent, tasks)
-	if in.Merge == "vote" {
-		v := MergeVote(results)
-		var b strings.Builder
-		switch {
-		case v.Answer != "":
-			fmt.Fprintf(&b, "vote: %q with %d of %d answers", v.Answer, v.Votes, v.Counted)
-		case len(v.Tie) > 0:
-			fmt.Fprintf(&b, "vote: a tie at %d of %d answers between %q", v.Votes, v.Counted, v.Tie)
-		default:
-			b.WriteString("vote: no task completed with an answer")
-		}
-		return b.String() + "\n\n" + MergeConcat(results), nil
+	if in.Judge != "" && in.Merge != MergeVoteName {
+		return "", errors.New("fan_out refused: judge goes with merge vote")
 	}
-	return MergeConcat(results), nil
+	if in.Judge != "" {
+		if _, ok := f.tree.catalog.Lookup(in.Judge); !ok {
+			return "", fmt.Errorf("fan_out refused: judge %q is not a subagent type (spawn_subagent lists them)", in.Judge)
+		}
+	}
+	out := f.tree.merge(ctx, parent, in, f.tree.fanOut(ctx, parent, tasks))
+	if in.Format == "json" {
+		b, err := json.Marshal(out)
+		return string(b), err
+	}
+	return out.text(), nil
+}
+
+// merge merges a fan-out's results as in asks.
+func (tr *tree) merge(ctx context.Context, parent *node, in FanOutInput, results []FanResult) FanOutput {
+	out := FanOutput{Merge: cmp.Or(in.Merge, MergeConcatName), Results: results}
+	switch out.Merge {
+	case MergeSummarizeName:
+		limit := cmp.Or(in.Limit, DefaultReportCap)
+		m := tr.fanChild(ctx, parent, reservedPrefix+"summary", spawnInput{def: summarizer(limit), Task: fmt.Sprintf(
+			summarizeTask, len(results), limit, MergeConcat(results))})
+		out.Merger = &m
+		if m.State == StateCompleted && !m.Incomplete {
+			out.Merged, _ = CapReport(m.Report, limit)
+		}
+	case MergeVoteName:
+		v := MergeVote(results)
+		if in.Judge != "" && v.Counted > 0 {
+			m := tr.fanChild(ctx, parent, reservedPrefix+"judge", spawnInput{Type: in.Judge, Task: judgeTask(results)})
+			out.Merger = &m
+			v = judged(v, m, results)
+		}
+		out.Vote = &v
+		out.Merged = v.String()
+	default:
+		out.Merged = MergeConcat(results)
+	}
+	return out
+}
+
+// text is fan_out's result for a model: a summary with a line per task
+// (where each one's whole report is), a vote's outcome then every
+// report, or every report.
+func (o FanOutput) text() string {
+	var b strings.Builder
+	switch {
+	case o.Merge == MergeSummarizeName && o.Merged != "":
+		b.WriteString(o.Merged + "\n\nTasks:")
+		for _, r := range o.Results {
+			fmt.Fprintf(&b, "\n- %s: %s", r.ID, r.State)
+			if r.Instance != "" {
+				b.WriteString(" (" + r.Instance + ")")
+			}
+		}
+		return b.String()
+	case o.Merge == MergeSummarizeName:
+		// The summary failed: the reports themselves, so nothing is lost.
+		fmt.Fprintf(&b, "summarize: the merge did not complete (%s: %s); the reports follow.\n\n", o.Merger.State,
+			oneLineReport(o.Merger.Report))
+	case o.Vote != nil:
+		b.WriteString(o.Merged + "\n\n")
+	}
+	return b.String() + MergeConcat(o.Results)
+}
+
+// summarizer is the definition of the summarize merge's child: no tools,
+// one turn, its report bounded by the limit.
+func summarizer(limit int) *Definition {
+	return &Definition{Name: "fan-out-summary", Description: "Merges the reports of a fan-out into one.",
+		SystemPrompt: "You merge the reports of several subagents into one report. Keep every conclusion and " +
+			"fact they found, say where they disagree, and drop repetition. Reply with the merged report only.",
+		Tools: []string{}, MaxTurns: 1, ReportCap: limit, Mode: ModeIsolated, Isolation: IsolationNone,
+		Source: Source{Level: LevelVolatile}}
+}
+
+const summarizeTask = "Merge these %d reports into one report of at most %d characters.\n\n%s"
+
+// judgeTask asks a judge to pick one of the completed tasks' answers.
+func judgeTask(results []FanResult) string {
+	var b strings.Builder
+	b.WriteString("Several subagents answered the same question. Pick the best answer. Reply with its number " +
+		"alone on the first line, then, briefly, why.\n")
+	for i, r := range voters(results) {
+		fmt.Fprintf(&b, "\nAnswer %d:\n%s\n", i+1, strings.TrimSpace(r.Report))
+	}
+	return b.String()
+}
+
+// voters are the results a vote counts: completed, with an answer.
+func voters(results []FanResult) []FanResult {
+	var out []FanResult
+	for _, r := range results {
+		if r.State == StateCompleted && !r.Incomplete && normalized(r.Report) != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+var leadingNumber = regexp.MustCompile(`^\D{0,20}?(\d+)`)
+
+// judged is the vote as the judge decided it: the answer whose number it
+// gave first, or, when it gave none in range, no answer (the tally stays).
+func judged(v Vote, m FanResult, results []FanResult) Vote {
+	v.Judge = m.Instance
+	v.JudgeReport = m.Report
+	vs := voters(results)
+	match := leadingNumber.FindStringSubmatch(strings.TrimSpace(m.Report))
+	if m.State != StateCompleted || match == nil {
+		return v
+	}
+	n, err := strconv.Atoi(match[1])
+	if err != nil || n < 1 || n > len(vs) {
+		return v
+	}
+	pick := normalized(vs[n-1].Report)
+	v.Answer, v.Tie, v.Votes = strings.TrimSpace(vs[n-1].Report), nil, 0
+	for _, r := range vs {
+		if normalized(r.Report) == pick {
+			v.Votes++
+		}
+	}
+	return v
 }
 
 // fanOut runs tasks (planned: no cycle, every dependency present) as
@@ -303,7 +484,7 @@ func (tr *tree) fanOut(ctx context.Context, parent *node, tasks []FanTask) []Fan
 			}
 			for _, d := range deps {
 				if (d.State != StateCompleted || d.Incomplete) && !t.RunAnyway {
-					results[i] = FanResult{ID: t.ID, State: StateSkipped,
+					results[i] = FanResult{ID: t.ID, Type: t.Type, State: StateSkipped,
 						Skipped: fmt.Sprintf("task %s it depends on ended %s", d.ID, d.State)}
 					return
 				}
@@ -325,13 +506,25 @@ func (tr *tree) fanTask(ctx context.Context, parent *node, t FanTask, deps []Fan
 		b.WriteString("Reports of the tasks this one builds on:\n\n" + MergeConcat(deps) + "\n\n")
 	}
 	b.WriteString(t.Task)
-	child, msgs, err := tr.prepare(ctx, parent, spawnInput{Type: t.Type, Task: b.String(), Description: t.ID,
-		tools: t.Tools, timeout: t.Timeout, sub: t.ID})
+	return tr.fanChild(ctx, parent, t.ID, spawnInput{Type: t.Type, Task: b.String(), tools: t.Tools, timeout: t.Timeout})
+}
+
+// fanChild runs one child of a fan-out (a task, or the merge's) in the
+// foreground, named after the call and id.
+func (tr *tree) fanChild(ctx context.Context, parent *node, id string, in spawnInput) FanResult {
+	in.Description, in.sub = id, id
+	res := FanResult{ID: id, Type: in.Type}
+	if in.def != nil {
+		res.Type = in.def.Name
+	}
+	child, msgs, err := tr.prepare(ctx, parent, in)
 	if err != nil {
-		return FanResult{ID: t.ID, State: StateFailed, Report: err.Error()}
+		res.State, res.Report = StateFailed, err.Error()
+		return res
 	}
 	r := tr.runChild(ctx, child, msgs)
-	res := FanResult{ID: t.ID, State: r.State, Report: r.Report, Incomplete: r.Incomplete, Artifacts: r.Artifacts}
+	res.State, res.Report, res.Incomplete, res.Artifacts = r.State, r.Report, r.Incomplete, r.Artifacts
+	res.Instance, res.Usage, res.Elapsed = r.ID, r.Usage, r.Duration
 	if r.Failed() && r.Error != "" {
 		res.Report = strings.TrimSpace(r.Error + "\n" + r.Report)
 	}

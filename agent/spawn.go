@@ -27,6 +27,7 @@ type spawnInput struct {
 	tools   []string      // narrows the type's allowlist
 	timeout time.Duration // bounds its wall time
 	sub     string        // the task's id: names the child apart from its siblings of one call
+	def     *Definition   // a definition of deputy's own (a merge's), not from the catalog
 }
 
 var spawnSchema = json.RawMessage(`{"type":"object","properties":{` +
@@ -137,6 +138,9 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 		return nil, nil, errors.New("spawn refused: the task is empty")
 	}
 	def, ok := tr.catalog.Lookup(in.Type)
+	if in.def != nil {
+		def, ok = in.def.Clone(), true
+	}
 	if !ok {
 		names := make([]string, 0)
 		for _, d := range tr.catalog.List() {
