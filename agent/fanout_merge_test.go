@@ -166,3 +166,25 @@ func TestFanOutJudgeRefusals(t *testing.T) {
 		}
 	}
 }
+
+// The delegation guidance ends the system prompt of an instance offered
+// spawning, and only of one.
+func TestDelegationGuidance(t *testing.T) {
+	t.Parallel()
+	const scenario = `
+rules:
+  - match: {system: "Delegating: match the number"}
+    text: "guided"
+  - match: {}
+    text: "unguided"
+`
+	l := newLocal(t, scenario)
+	if got := l.run(t).Result.Answer; got != "guided" {
+		t.Errorf("a root that may spawn answered %q", got)
+	}
+	l = newLocal(t, scenario)
+	l.runner.MaxDepth = -1
+	if got := l.run(t).Result.Answer; got != "unguided" {
+		t.Errorf("a root that may not spawn answered %q", got)
+	}
+}

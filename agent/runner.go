@@ -26,6 +26,17 @@ const (
 	SoftTimeoutShare = 0.8
 )
 
+// DelegationGuidance ends the system prompt of every instance offered
+// spawn_subagent: how much to delegate. Spawning costs a context, a
+// prompt and a report; it pays for context isolation and parallel work,
+// so the effort scales with the breadth of the task, not with roles.
+const DelegationGuidance = `Delegating: match the number of subagents to the task. A simple lookup or a ` +
+	`small change: none, do it yourself. A comparison of a few things: one subagent per thing, in parallel. ` +
+	`Broad research or many independent parts: many, in one fan_out. Spawn for two reasons only: to keep ` +
+	`bulky reading out of your context, and to do independent work at the same time. Never spawn to play ` +
+	`a role (a "manager" or a "tester" that does what you could do); a reviewer is worth it because it ` +
+	`starts without your reasoning.`
+
 // Runner runs a root agent that can delegate to subagents. It keeps the
 // instances of a run in memory, for as long as the run; the durable
 // runtime persists them and builds on the same pieces. A Runner is
@@ -270,10 +281,14 @@ func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 			return nil, nil, fmt.Errorf("root tools: %w", err)
 		}
 	}
+	system := t.System
+	if tr.maxDepth > 0 {
+		system += "\n\n" + DelegationGuidance
+	}
 	root.cfg = loop.Config{
 		Model:      t.Model,
 		ModelName:  t.ModelName,
-		System:     t.System,
+		System:     system,
 		Tools:      offered,
 		Limits:     t.Limits,
 		Compaction: t.Compaction,

@@ -270,6 +270,9 @@ func (tr *tree) isolatedChild(parent, c *node, def *Definition, cfg *loop.Config
 	cfg.Tools = offered
 	cfg.ToolChoice = toolChoiceOf(def.ToolChoice)
 	cfg.System = childSystem(def, c.skills)
+	if _, ok := offered.Lookup(SpawnTool); ok {
+		cfg.System += "\n\n" + DelegationGuidance
+	}
 	c.writes = writes(c.avail)
 	return nil
 }

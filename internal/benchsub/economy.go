@@ -134,7 +134,7 @@ func Economy(ctx context.Context, wire string, c EconomyConfig) (*EconomyResult,
 		if q == nil {
 			return nil, fmt.Errorf("economy: logged request %d did not decode", lr.N)
 		}
-		if q.System == economySystem {
+		if strings.HasPrefix(q.System, economySystem) { // the root's prompt, then the delegation guidance
 			parent = append(parent, q)
 			res.ParentTokens += int64(llm.EstimateRequest(q))
 			continue

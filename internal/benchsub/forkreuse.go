@@ -158,7 +158,7 @@ func ForkReuse(ctx context.Context, wire string, c ForkConfig) (*ForkResult, err
 	log := srv.srv.Requests()
 	res := &ForkResult{Wire: wire, MinPrefixShare: 1, MinCacheShare: 1}
 	isRoot := func(q *llm.Request) bool {
-		if q.System != forkSystem {
+		if !strings.HasPrefix(q.System, forkSystem) {
 			return false
 		}
 		for _, m := range q.Messages {
