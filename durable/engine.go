@@ -58,6 +58,10 @@ type Spec struct {
 	// WallTime bounds the time the root spends running, over all its
 	// runs: time asking, paused or down after a crash does not count.
 	WallTime time.Duration `json:"wall_time,omitempty"`
+	// MaxOutputTokens caps each of the root's model calls (default
+	// loop.DefaultMaxOutputTokens): a root planning a large fan_out writes
+	// every task into one call.
+	MaxOutputTokens int `json:"max_output_tokens,omitempty"`
 	// Config is deputy.yaml as the run started (tiers and prices), so a
 	// worker in another directory runs it the same way; nil: the
 	// runner's.

@@ -73,7 +73,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	if err != nil {
 		return e.fail(ctx, id, err)
 	}
-	task.Limits = loop.Limits{WallTime: spec.WallTime}
+	task.Limits = loop.Limits{WallTime: spec.WallTime, MaxOutputTokens: spec.MaxOutputTokens}
 	if spec.MaxTurns > 0 {
 		// Turns count over the instance's runs; a resumed run always gets
 		// one, to take in its answer.
