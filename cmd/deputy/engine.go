@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -13,9 +12,8 @@ import (
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/store"
-	"github.com/deputy-run/deputy/tool"
-	"github.com/deputy-run/deputy/tool/builtin"
 )
 
 // dbFlagHelp documents --db for every command that opens the store.
@@ -92,7 +90,7 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 		st.Close()
 		return nil, nil, nil, err
 	}
-	ms := &models{scenario: c.scenario}
+	ms := &setup.Models{Scenario: c.scenario}
 	runner, err := newRunner(c.workspace, runOptions{config: c.config, quiet: c.quiet}, rootSpec, ms, c.loaded, stderr)
 	if err != nil {
 		return fail(err)
@@ -104,8 +102,8 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 	eng, err := durable.Open(ctx, durable.Options{
 		Store:     st,
 		URL:       pgURL,
-		Models:    ms.open,
-		Tools:     workspaceTools,
+		Models:    ms.Open,
+		Tools:     setup.Tools(),
 		Runner:    *runner,
 		OnEvent:   onEvent,
 		Failpoint: c.failpoint,
@@ -114,18 +112,6 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 		return fail(usageErr("%v", err))
 	}
 	return eng, st, func() { eng.Close(10 * time.Second); unlock(); st.Close() }, nil
-}
-
-// workspaceTools are the built-in tools of a root's workspace.
-func workspaceTools(s durable.Spec) (*tool.Set, error) {
-	if st, err := os.Stat(s.Workspace); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("workspace %s is not a directory", s.Workspace)
-	}
-	tools, err := builtin.Tools(builtin.Config{Workspace: s.Workspace, SearchURL: s.SearchURL})
-	if err != nil {
-		return nil, fmt.Errorf("tools: %w", err)
-	}
-	return tool.NewSet(tools...)
 }
 
 // openInstance opens an existing database and reads instance id from it;

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/llm/fake"
 )
 
@@ -28,11 +29,11 @@ scenario it answers every request with a short text.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := fake.Options{APIKey: apiKey}
-			s, err := loadScenario(scenario)
-			if err != nil {
-				return err
-			}
-			if s != nil {
+			if scenario != "" {
+				s, err := setup.LoadScenario(scenario)
+				if err != nil {
+					return usageErr("%v", err)
+				}
 				opts.Responder = s
 			}
 			ln, err := net.Listen("tcp", addr)

@@ -20,8 +20,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deputy-run/deputy/agent"
-	"github.com/deputy-run/deputy/cost"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
@@ -116,7 +116,7 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	}
 	// Open the root's model now, so a bad spec or a missing key is one
 	// line before anything is recorded.
-	if _, _, err := (&models{scenario: o.scenario}).open(spec); err != nil {
+	if _, _, err := openModel(&setup.Models{Scenario: o.scenario}, spec); err != nil {
 		return err
 	}
 	ws, err := filepath.Abs(o.workspace)
@@ -126,10 +126,9 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 		return usageErr("workspace %s is not a directory", ws)
 	}
-	home, _ := os.UserHomeDir()
-	cfg, err := loadConfig(ws, o.config, home, spec)
+	cfg, err := setup.LoadConfig(ws, o.config, spec)
 	if err != nil {
-		return err
+		return usageErr("%v", err)
 	}
 	maxDepth := o.maxDepth
 	if maxDepth == 0 {
@@ -243,87 +242,25 @@ func writeJSONLine(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// newRunner loads what a run's subagents need: the catalog (built-ins,
-// ~/.deputy/agents, the workspace's .deputy/agents and .claude/agents),
-// skills, and deputy.yaml. A bad definition or skill file is a warning
-// naming it; it never stops the run.
-func newRunner(ws string, o runOptions, rootSpec string, ms *models, cfg *agent.Config, stderr io.Writer) (*agent.Runner, error) {
-	home, _ := os.UserHomeDir()
-	lo := agent.LoadOptions{ProjectDir: ws}
-	skillDirs := agent.ProjectSkillDirs(ws)
-	if home != "" {
-		lo.UserDir = filepath.Join(home, ".deputy", "agents")
-		skillDirs = append(skillDirs, filepath.Join(home, ".deputy", "skills"))
+// newRunner is setup.Runner with its problems printed as warnings: a bad
+// definition or skill file never stops the run.
+func newRunner(ws string, o runOptions, rootSpec string, ms *setup.Models, cfg *agent.Config, stderr io.Writer) (*agent.Runner, error) {
+	if cfg == nil {
+		var err error
+		if cfg, err = setup.LoadConfig(ws, o.config, rootSpec); err != nil {
+			return nil, usageErr("%v", err)
+		}
 	}
-	cat, loaded := agent.Load(lo)
-	errs, _ := loaded.Issues()
-	skills, serrs, _ := agent.LoadSkills(skillDirs...)
+	r, issues, err := setup.Runner(ws, cfg, ms, nil)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
 	if !o.quiet {
-		for _, e := range append(errs, serrs...) {
+		for _, e := range issues {
 			fmt.Fprintf(stderr, "deputy: skipped: %v\n", e)
 		}
 	}
-	if cfg == nil {
-		var err error
-		if cfg, err = loadConfig(ws, o.config, home, rootSpec); err != nil {
-			return nil, err
-		}
-	}
-	// MaxDepth and MaxParallel come with each run's spec (durable.Spec).
-	return &agent.Runner{
-		Catalog: cat,
-		Skills:  skills,
-		Config:  cfg,
-		Models: func(spec string) (llm.Model, error) {
-			m, _, err := ms.open(spec)
-			return m, err
-		},
-	}, nil
-}
-
-// demoConfig is the configuration of the offline demo when no deputy.yaml
-// exists: the haiku tier on a second scripted model, and illustrative
-// prices so the cost table has figures (the rates of Claude Sonnet 4.5 and
-// Haiku 4.5 as Anthropic lists them per million tokens; a scripted model
-// costs nothing, and the table says the prices are illustrative).
-func demoConfig() *agent.Config {
-	return &agent.Config{
-		Tiers: map[string]string{agent.TierHaiku: "fake:haiku"},
-		Prices: cost.Table{
-			"fake":       {Input: 3, Output: 15, CacheWrite: 3.75, CacheRead: 0.30},
-			"fake:haiku": {Input: 1, Output: 5, CacheWrite: 1.25, CacheRead: 0.10},
-		},
-	}
-}
-
-// loadConfig reads --config, or the first deputy.yaml found in the
-// workspace and then ~/.deputy. With none and a fake root model, the demo's
-// configuration applies.
-func loadConfig(ws, flag, home, rootSpec string) (*agent.Config, error) {
-	paths := []string{flag}
-	if flag == "" {
-		paths = []string{filepath.Join(ws, "deputy.yaml")}
-		if home != "" {
-			paths = append(paths, filepath.Join(home, ".deputy", "deputy.yaml"))
-		}
-	}
-	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
-			if flag != "" {
-				return nil, usageErr("config %s: %v", p, err)
-			}
-			continue
-		}
-		c, err := agent.LoadConfig(p)
-		if err != nil {
-			return nil, usageErr("%v", err)
-		}
-		return c, nil
-	}
-	if rootSpec == "fake" || strings.HasPrefix(rootSpec, "fake:") {
-		return demoConfig(), nil
-	}
-	return &agent.Config{}, nil
+	return r, nil
 }
 
 // isConfigMessage tells, from a run's recorded error, a failure of the

@@ -1,0 +1,199 @@
+// Package setup is what the CLI and the library both do to run instances
+// on a workspace: open models by spec (the offline fake included), load
+// the catalog, skills and deputy.yaml, build a workspace's tools, and hold
+// the one-engine-per-database lock.
+package setup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/cost"
+	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/llm/fake"
+	"github.com/deputy-run/deputy/llm/provider"
+	"github.com/deputy-run/deputy/tool"
+	"github.com/deputy-run/deputy/tool/builtin"
+)
+
+// ErrScenarioNotFake is returned when a scenario is given for a model
+// that is not the fake one.
+var ErrScenarioNotFake = errors.New("a scenario applies only to the fake model")
+
+// Models opens the models of one process: the root's, and any other a
+// definition or a tier names for a child. Fake specs ("fake",
+// "fake:NAME") all play the same scenario, so a scripted parent and its
+// scripted children are one story. The zero value plays the built-in
+// demo.
+type Models struct {
+	// Scenario is the fake model's script: a file, "demo", or "" (the demo).
+	Scenario string
+	// Script, when set, is the fake model's script, already parsed.
+	Script *fake.Scenario
+	// NoLatency turns the fake's simulated latency off (scripts and tests
+	// that want speed, not realism; also $DEPUTY_FAKE_LATENCY=off).
+	NoLatency bool
+
+	mu     sync.Mutex // children open models concurrently
+	opened map[string]opened
+}
+
+type opened struct {
+	model llm.Model
+	name  string
+}
+
+// IsFake reports whether spec names the built-in scripted model.
+func IsFake(spec string) bool { return spec == "fake" || strings.HasPrefix(spec, "fake:") }
+
+// Open returns the model a spec names and the model name its requests
+// carry: the provider's own name (claude-sonnet-4-5, not
+// anthropic:claude-sonnet-4-5). One client per spec, so one connection pool.
+func (ms *Models) Open(spec string) (llm.Model, string, error) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if o, ok := ms.opened[spec]; ok {
+		return o.model, o.name, nil
+	}
+	m, name, err := ms.open(spec)
+	if err != nil {
+		return nil, "", err
+	}
+	if ms.opened == nil {
+		ms.opened = map[string]opened{}
+	}
+	ms.opened[spec] = opened{m, name}
+	return m, name, nil
+}
+
+func (ms *Models) open(spec string) (llm.Model, string, error) {
+	if IsFake(spec) {
+		if ms.Script == nil {
+			s, err := LoadScenario(ms.Scenario)
+			if err != nil {
+				return nil, "", err
+			}
+			ms.Script = s
+		}
+		var opts []fake.ModelOption
+		if ms.NoLatency || os.Getenv("DEPUTY_FAKE_LATENCY") == "off" {
+			opts = append(opts, fake.WithoutLatency())
+		}
+		return fake.NewModel(ms.Script, opts...), spec, nil
+	}
+	if ms.Scenario != "" || ms.Script != nil {
+		return nil, "", ErrScenarioNotFake
+	}
+	_, name, err := provider.Parse(spec)
+	if err != nil {
+		return nil, "", err
+	}
+	m, err := provider.New(spec, provider.Options{})
+	if err != nil {
+		return nil, "", err
+	}
+	return m, name, nil
+}
+
+// LoadScenario reads a scenario file; "demo" and "" name the built-in demo.
+func LoadScenario(path string) (*fake.Scenario, error) {
+	if path == "" || path == "demo" {
+		return fake.DemoScenario(), nil
+	}
+	return fake.LoadScenario(path)
+}
+
+// Runner loads what a workspace's subagents need: the catalog (built-ins,
+// ~/.deputy/agents, the workspace's .deputy/agents and .claude/agents,
+// then defs, the program's own, at the project's level and winning over
+// its files), skills, and cfg. A bad definition or skill file is returned
+// as a problem naming it (it never stops the run); an invalid one of defs
+// is an error, since the program can fix it.
+func Runner(ws string, cfg *agent.Config, ms *Models, defs []*agent.Definition) (*agent.Runner, []agent.Issue, error) {
+	home, _ := os.UserHomeDir()
+	lo := agent.LoadOptions{ProjectDir: ws}
+	skillDirs := agent.ProjectSkillDirs(ws)
+	if home != "" {
+		lo.UserDir = filepath.Join(home, ".deputy", "agents")
+		skillDirs = append(skillDirs, filepath.Join(home, ".deputy", "skills"))
+	}
+	cat, loaded := agent.Load(lo)
+	cat, bad := cat.Merge(agent.LevelProject, defs)
+	if len(bad) > 0 {
+		return nil, nil, errors.Join(bad...)
+	}
+	issues, _ := loaded.Issues()
+	skills, serrs, _ := agent.LoadSkills(skillDirs...)
+	// MaxDepth and MaxParallel come with each run's spec (durable.Spec).
+	return &agent.Runner{
+		Catalog: cat,
+		Skills:  skills,
+		Config:  cfg,
+		Models: func(spec string) (llm.Model, error) {
+			m, _, err := ms.Open(spec)
+			return m, err
+		},
+	}, append(issues, serrs...), nil
+}
+
+// DemoConfig is the configuration of the offline demo when no deputy.yaml
+// exists: the haiku tier on a second scripted model, and illustrative
+// prices so the cost table has figures (the rates of Claude Sonnet 4.5 and
+// Haiku 4.5 as Anthropic lists them per million tokens; a scripted model
+// costs nothing, and the table says the prices are illustrative).
+func DemoConfig() *agent.Config {
+	return &agent.Config{
+		Tiers: map[string]string{agent.TierHaiku: "fake:haiku"},
+		Prices: cost.Table{
+			"fake":       {Input: 3, Output: 15, CacheWrite: 3.75, CacheRead: 0.30},
+			"fake:haiku": {Input: 1, Output: 5, CacheWrite: 1.25, CacheRead: 0.10},
+		},
+	}
+}
+
+// LoadConfig reads path, or, when it is empty, the first deputy.yaml found
+// in the workspace and then ~/.deputy. With none and a fake root model,
+// the demo's configuration applies; with none otherwise, an empty one.
+func LoadConfig(ws, path, rootSpec string) (*agent.Config, error) {
+	paths := []string{path}
+	if path == "" {
+		paths = []string{filepath.Join(ws, "deputy.yaml")}
+		if home, _ := os.UserHomeDir(); home != "" {
+			paths = append(paths, filepath.Join(home, ".deputy", "deputy.yaml"))
+		}
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			if path != "" {
+				return nil, fmt.Errorf("config %s: %w", p, err)
+			}
+			continue
+		}
+		return agent.LoadConfig(p)
+	}
+	if IsFake(rootSpec) {
+		return DemoConfig(), nil
+	}
+	return &agent.Config{}, nil
+}
+
+// Tools returns the durable engine's Options.Tools: a root's workspace's
+// built-in tools, and extra.
+func Tools(extra ...tool.Tool) func(durable.Spec) (*tool.Set, error) {
+	return func(s durable.Spec) (*tool.Set, error) {
+		if st, err := os.Stat(s.Workspace); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("workspace %s is not a directory", s.Workspace)
+		}
+		tools, err := builtin.Tools(builtin.Config{Workspace: s.Workspace, SearchURL: s.SearchURL})
+		if err != nil {
+			return nil, fmt.Errorf("tools: %w", err)
+		}
+		return tool.NewSet(append(tools, extra...)...)
+	}
+}
