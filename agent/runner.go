@@ -121,6 +121,18 @@ type Task struct {
 	Inbox func(ctx context.Context, turn int) ([]string, loop.StopReason, error)
 	// Hold is the root's loop.Config.Hold (its background children).
 	Hold func(ctx context.Context, turn int) ([]string, error)
+	// Inherited, when set, is the model the root's children run on when
+	// their type inherits one, instead of the root's own: for a root whose
+	// model is no provider's (the library's fan-out planner). Such a root
+	// has no conversation worth forking, so its children run isolated.
+	Inherited *ModelRef
+}
+
+// ModelRef is an open model with its names: the one requests carry and
+// deputy's provider:model (for prices and the instance list).
+type ModelRef struct {
+	Model      llm.Model
+	Name, Spec string
 }
 
 // Outcome is a finished run of a tree.
@@ -261,7 +273,7 @@ func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 		return nil, nil, fmt.Errorf("agent: a USD tree budget needs a price for %s (deputy.yaml prices)", t.ModelSpec)
 	}
 	root := tr.add(nil, &node{inst: Instance{ID: t.ID, Type: t.Type, Model: t.ModelSpec}, avail: t.Tools,
-		writes: true}) // its writing children take turns under it
+		writes: true, heir: t.Inherited}) // its writing children take turns under it
 	offered := t.Tools
 	if tr.maxDepth > 0 {
 		if offered, err = t.Tools.Join(tr.spawnSet); err == nil {
@@ -330,8 +342,11 @@ type node struct {
 	avail  *tool.Set
 	skills []*Skill
 	def    *Definition // nil for the root
-	task   string      // as the parent wrote it
-	sub    string      // a fan-out task's id, "" for a spawn
+	// heir is what its children that inherit run on when that is not its
+	// own model (Task.Inherited); nil otherwise.
+	heir *ModelRef
+	task string // as the parent wrote it
+	sub  string // a fan-out task's id, "" for a spawn
 	// order places the instance in the list: its parent's order, then
 	// the turn and the index of the spawn call, so children list in the
 	// order their parent asked for them, under it, however they ran.

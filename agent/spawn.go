@@ -158,6 +158,9 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 	if mode != ModeIsolated && mode != ModeFork {
 		return nil, nil, fmt.Errorf("spawn refused: mode %q does not exist (isolated or fork)", mode)
 	}
+	if parent.heir != nil {
+		mode = ModeIsolated // Task.Inherited: no conversation to fork
+	}
 	if in.Model != "" {
 		if mode == ModeFork {
 			return nil, nil, fmt.Errorf("spawn refused: a fork child runs on the parent's model (to reuse its prompt cache); model %q cannot be set", in.Model)
@@ -344,7 +347,10 @@ func childSystem(def *Definition, skills []*Skill) string {
 // provider:model through Runner.Models, and the parent's otherwise.
 func (tr *tree) resolveModel(parent *node, want string) (llm.Model, string, string, error) {
 	pm, inherit := tr.r.Config.ResolveModel(want)
-	if inherit {
+	switch {
+	case inherit && parent.heir != nil:
+		return parent.heir.Model, parent.heir.Name, parent.heir.Spec, nil
+	case inherit:
 		return parent.cfg.Model, parent.cfg.ModelName, parent.inst.Model, nil
 	}
 	if tr.r.Models == nil {

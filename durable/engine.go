@@ -62,6 +62,10 @@ type Spec struct {
 	// loop.DefaultMaxOutputTokens): a root planning a large fan_out writes
 	// every task into one call.
 	MaxOutputTokens int `json:"max_output_tokens,omitempty"`
+	// ChildModel, when set, is the model (provider:model) the root's
+	// children run on when their type inherits one, instead of the root's
+	// (agent.Task.Inherited).
+	ChildModel string `json:"child_model,omitempty"`
 	// Config is deputy.yaml as the run started (tiers and prices), so a
 	// worker in another directory runs it the same way; nil: the
 	// runner's.
@@ -405,6 +409,25 @@ func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
 		}
 	}
 	return e.st.GetInstance(ctx, id)
+}
+
+// Settle blocks until instance id needs nothing more of this engine: it
+// ended (and its last run too), it asks, or it is paused. Unlike Wait it
+// follows the instance over its runs (an answer or a resume starts the
+// next one), so it suits callers that answered or resumed it.
+func (e *Engine) Settle(ctx context.Context, id string) (*store.Instance, error) {
+	for {
+		in, err := e.st.GetInstance(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if done, err := e.settled(ctx, in); err != nil || done {
+			return in, err
+		}
+		if err := e.await(ctx, nil); err != nil {
+			return nil, err
+		}
+	}
 }
 
 func workflowID(instance string) string { return "deputy-" + instance }

@@ -118,6 +118,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 		state, err := e.suspend(ctx, id, stop{run: ld.Run.ID, pending: out.Result.Pending, turns: turns, calls: calls,
 			usage: usage, cost: cost})
 		if err != nil || state != string(store.Cancelled) {
+			e.changed() // those waiting for it to settle (Settle)
 			return state, err
 		}
 		// A cancel came as it stopped to wait: it ends here.
@@ -162,8 +163,16 @@ func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder,
 	}
 	runner.Children, runner.Questions, runner.Manager = e, e, manager{e}
 	runner.OnEvent = rec.event
-	return runner, agent.Task{ID: root.ID, Task: root.Task, System: spec.System, Model: model, ModelName: name,
-		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget, Spent: spent}, spec, nil
+	task := agent.Task{ID: root.ID, Task: root.Task, System: spec.System, Model: model, ModelName: name,
+		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget, Spent: spent}
+	if spec.ChildModel != "" {
+		m, name, err := e.opts.Models(spec.ChildModel)
+		if err != nil {
+			return agent.Runner{}, agent.Task{}, spec, err
+		}
+		task.Inherited = &agent.ModelRef{Model: m, Name: name, Spec: spec.ChildModel}
+	}
+	return runner, task, spec, nil
 }
 
 // stop is how a run that stopped to wait left its instance: what suspend

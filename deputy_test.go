@@ -1,0 +1,278 @@
+package deputy_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/deputy-run/deputy"
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// open opens a runtime on a fresh SQLite file and workspace.
+func open(t *testing.T, scenario string, o deputy.Options) *deputy.Runtime {
+	t.Helper()
+	dir := t.TempDir()
+	o.Model, o.Scenario = "fake", []byte(scenario)
+	o.DB, o.Workspace = filepath.Join(dir, "deputy.db"), dir
+	rt, err := deputy.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return rt
+}
+
+const askScenario = `
+rules:
+  - match: {turn: 1}
+    tool_calls: [{name: ask_parent, input: {question: "Which branch?"}}]
+  - match: {turn: 2}
+    text: "merged into {{index .ToolResults 0}}"
+`
+
+// A root that asks settles as Asking with its question; the answer starts
+// its next run, which Wait follows to the end.
+func TestAskAnswerWait(t *testing.T) {
+	t.Parallel()
+	rt := open(t, askScenario, deputy.Options{})
+	ctx := context.Background()
+	in, err := rt.Run(ctx, deputy.Task{Text: "merge it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.State != deputy.Asking {
+		t.Fatalf("state %s, want asking", in.State)
+	}
+	if q, err := rt.Question(ctx, in.ID); err != nil || q != "Which branch?" {
+		t.Fatalf("question %q, %v", q, err)
+	}
+	if err := rt.Answer(ctx, in.ID, "main"); err != nil {
+		t.Fatal(err)
+	}
+	in, err = rt.Wait(ctx, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.State != deputy.Completed || in.Report != "merged into main" {
+		t.Fatalf("%s %q", in.State, in.Report)
+	}
+	if err := rt.Answer(ctx, in.ID, "again"); !errors.Is(err, store.ErrIllegalTransition) {
+		t.Errorf("a second answer: %v", err)
+	}
+}
+
+const spawnScenario = `
+rules:
+  - match: {system: "read-only explorer"}
+    text: "found it"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: explorer, task: "look"}}]
+  - match: {turn: 2}
+    text: "done"
+`
+
+// Subscribers hear every instance's events, children's included, until
+// they unsubscribe; only a root's person answers or steers it.
+func TestSubscribeAndChildren(t *testing.T) {
+	t.Parallel()
+	rt := open(t, spawnScenario, deputy.Options{})
+	ctx := context.Background()
+	var mu sync.Mutex
+	seen := map[agent.EventKind]int{}
+	stop := rt.Subscribe(func(e deputy.Event) {
+		mu.Lock()
+		seen[e.Kind]++
+		mu.Unlock()
+	})
+	in, err := rt.Run(ctx, deputy.Task{Text: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	mu.Lock()
+	spawned, ended := seen[agent.EventSpawned], seen[agent.EventEnded]
+	mu.Unlock()
+	if in.State != deputy.Completed || spawned != 2 || ended < 1 { // the root and its child
+		t.Fatalf("%s; events %v", in.State, seen)
+	}
+	kids, err := rt.Children(ctx, in.ID)
+	if err != nil || len(kids) != 1 || kids[0].Report != "found it" {
+		t.Fatalf("children %+v %v", kids, err)
+	}
+	if err := rt.Send(ctx, kids[0].ID, "hi"); err == nil || !strings.Contains(err.Error(), "only its parent") {
+		t.Errorf("send to a child: %v", err)
+	}
+	if _, err := rt.Run(ctx, deputy.Task{Text: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen[agent.EventSpawned] != 2 {
+		t.Errorf("an unsubscribed function still hears events: %v", seen)
+	}
+}
+
+const fanScenario = `
+rules:
+  - match: {system: "merge the reports"}
+    text: "a and b agree"
+  - match: {system: "read-only explorer", last_user: "task a"}
+    text: "yes"
+  - match: {system: "read-only explorer", last_user: "task b"}
+    text: "Yes "
+  - match: {system: "read-only explorer", last_user: "task c"}
+    text: "no"
+`
+
+// A program's fan-out: each merge, its results as data, usage summed,
+// the merge's call included.
+func TestFanOutMerges(t *testing.T) {
+	t.Parallel()
+	rt := open(t, fanScenario, deputy.Options{})
+	ctx := context.Background()
+	tasks := []deputy.FanTask{
+		{ID: "a", Type: "explorer", Task: "task a"},
+		{ID: "b", Type: "explorer", Task: "task b"},
+		{ID: "c", Type: "explorer", Task: "task c"},
+	}
+	res, err := rt.FanOut(ctx, deputy.FanOut{Tasks: tasks, Merge: deputy.MergeVote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Vote == nil || res.Vote.Answer != "yes" || res.Vote.Votes != 2 || len(res.Results) != 3 {
+		t.Fatalf("vote %+v results %+v", res.Vote, res.Results)
+	}
+	var sum llm.Usage
+	for _, r := range res.Results {
+		if r.State != agent.StateCompleted || r.Instance == "" || r.Usage.Total() == 0 {
+			t.Errorf("result %+v", r)
+		}
+		sum.Add(r.Usage)
+	}
+	if res.Usage != sum {
+		t.Errorf("fan-out usage %+v, want its tasks' %+v (the planner calls no model)", res.Usage, sum)
+	}
+
+	res, err = rt.FanOut(ctx, deputy.FanOut{Tasks: tasks[:2], Merge: deputy.MergeSummarize, Limit: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Merged != "a and b agree" || res.Merger == nil || res.Merger.Usage.Total() == 0 {
+		t.Fatalf("summary %q by %+v", res.Merged, res.Merger)
+	}
+	sum = res.Merger.Usage
+	for _, r := range res.Results {
+		sum.Add(r.Usage)
+	}
+	if res.Usage != sum {
+		t.Errorf("fan-out usage %+v, want the tasks' and the summary's %+v", res.Usage, sum)
+	}
+}
+
+// A bad plan is refused before anything starts.
+func TestFanOutRejectsBadPlans(t *testing.T) {
+	t.Parallel()
+	rt := open(t, fanScenario, deputy.Options{})
+	ctx := context.Background()
+	_, err := rt.FanOut(ctx, deputy.FanOut{Tasks: []deputy.FanTask{
+		{ID: "a", Type: "explorer", Task: "x", DependsOn: []string{"b"}},
+		{ID: "b", Type: "explorer", Task: "y", DependsOn: []string{"a"}},
+	}})
+	if err == nil || !strings.Contains(err.Error(), "cycle: a -> b -> a") {
+		t.Fatalf("cycle: %v", err)
+	}
+	_, err = rt.FanOut(ctx, deputy.FanOut{Tasks: []deputy.FanTask{{ID: "a", Type: "explorer", Task: "x", DependsOn: []string{"zz"}}}})
+	if err == nil || !strings.Contains(err.Error(), `depends on "zz"`) {
+		t.Fatalf("missing dependency: %v", err)
+	}
+	_, err = rt.FanOut(ctx, deputy.FanOut{Tasks: []deputy.FanTask{{ID: "a", Type: "explorer", Task: "x"}},
+		MergeFunc: func([]deputy.FanResult) (string, error) { return "", errors.New("no merge today") }})
+	if err == nil || !strings.Contains(err.Error(), "no merge today") {
+		t.Fatalf("a failing merge function: %v", err)
+	}
+}
+
+// A program's tools and definitions reach its agents; a bad definition
+// or a second runtime on the same database is a clear error at Open.
+func TestOpenRegistersAndRefuses(t *testing.T) {
+	t.Parallel()
+	const scenario = `
+rules:
+  - match: {system: "You count words", turn: 1}
+    tool_calls: [{name: wordcount, input: {text: "one two three"}}]
+    text: "counting"
+  - match: {system: "You count words"}
+    text: "{{index .ToolResults 0}} words"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: counter, task: "count"}}]
+  - match: {turn: 2}
+    text: '{{find "[0-9]+ words" (index .ToolResults 0)}}'
+`
+	counter := &deputy.Definition{Name: "counter", Description: "Counts words.", SystemPrompt: "You count words.",
+		Tools: []string{"wordcount"}}
+	dir := t.TempDir()
+	o := deputy.Options{Model: "fake", Scenario: []byte(scenario), DB: filepath.Join(dir, "d.db"), Workspace: dir,
+		Tools: []deputy.Tool{wordCount{}}, Definitions: []*deputy.Definition{counter}}
+	ctx := context.Background()
+	rt, err := deputy.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	in, err := rt.Run(ctx, deputy.Task{Text: "how many?"})
+	if err != nil || in.Report != "3 words" {
+		t.Fatalf("%v %+v", err, in)
+	}
+	if _, err := deputy.Open(ctx, o); err == nil || !strings.Contains(err.Error(), "another deputy process") {
+		t.Errorf("a second runtime on one database: %v", err)
+	}
+	bad := o
+	bad.DB = filepath.Join(dir, "other.db")
+	bad.Definitions = []*deputy.Definition{{Name: "x", Description: "d", Mode: "sideways"}}
+	if _, err := deputy.Open(ctx, bad); err == nil || !strings.Contains(err.Error(), "sideways") {
+		t.Errorf("a bad definition: %v", err)
+	}
+	bad = o
+	bad.Workspace = filepath.Join(dir, "nope")
+	if _, err := deputy.Open(ctx, bad); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a missing workspace: %v", err)
+	}
+	if _, err := deputy.Open(ctx, deputy.Options{DB: o.DB}); err == nil || !strings.Contains(err.Error(), "Model is empty") {
+		t.Errorf("no model: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "other.db")); err == nil {
+		t.Errorf("a refused Open left a database behind")
+	}
+}
+
+type wordCount struct{}
+
+func (wordCount) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "wordcount", Description: "Counts the words of a text.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)}
+}
+func (wordCount) ReadOnly() bool { return true }
+func (wordCount) Run(_ context.Context, in json.RawMessage) (string, error) {
+	var v struct{ Text string }
+	if err := json.Unmarshal(in, &v); err != nil {
+		return "", err
+	}
+	return strconv.Itoa(len(strings.Fields(v.Text))), nil
+}

@@ -1,0 +1,170 @@
+package deputy
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/llm"
+)
+
+// Fan-out types, from package agent.
+type (
+	// FanTask is one task of a fan-out: a subagent type, its task, the
+	// tasks it depends on, its own tools and timeout.
+	FanTask = agent.FanTask
+	// FanResult is how one task ended: its report (partial and marked
+	// incomplete after a timeout), artifacts, usage and time.
+	FanResult = agent.FanResult
+	// Vote is the outcome of the vote merge.
+	Vote = agent.Vote
+)
+
+// Merge strategies.
+const (
+	MergeConcat    = agent.MergeConcatName
+	MergeSummarize = agent.MergeSummarizeName
+	MergeVote      = agent.MergeVoteName
+)
+
+// FanOut is a planned batch of subagents: tasks run at most MaxParallel at
+// once, each after the tasks it depends on (with their reports), and
+// their reports merged.
+type FanOut struct {
+	Tasks       []FanTask
+	MaxParallel int // default 8
+	// Merge is MergeConcat (the default), MergeSummarize (one model call
+	// within Limit characters) or MergeVote (majority; with Judge, a
+	// subagent of that type picks).
+	Merge string
+	Limit int
+	Judge string
+	// MergeFunc, when set, merges the results itself: FanOutResult.Merged
+	// is what it returns.
+	MergeFunc func([]FanResult) (string, error)
+	// Model runs the subagents whose type inherits it; default
+	// Options.Model.
+	Model string
+}
+
+// FanOutResult is a fan-out's outcome.
+type FanOutResult struct {
+	// ID is the instance that ran the fan-out: its tasks are its children.
+	ID      string
+	Merged  string
+	Vote    *Vote
+	Merger  *FanResult // the subagent that summarized or judged, if any
+	Results []FanResult
+	// Usage is the whole fan-out's, merge included.
+	Usage llm.Usage
+}
+
+// plannerModel is the model of a fan-out's root: instead of asking a
+// provider, it calls fan_out with the plan its task holds, then answers
+// with the tool's result. The fan-out thus runs as any model's would, in
+// a durable instance that survives the process.
+const plannerModel = "deputy:fan-out"
+
+// FanOut runs a fan-out and waits for it. Its instance is durable: if the
+// process dies, the next Open resumes it, and WaitFanOut with the id
+// StartFanOut returned collects it.
+func (rt *Runtime) FanOut(ctx context.Context, f FanOut) (*FanOutResult, error) {
+	id, err := rt.StartFanOut(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	res, err := rt.WaitFanOut(ctx, id)
+	if err != nil || f.MergeFunc == nil {
+		return res, err
+	}
+	if res.Merged, err = f.MergeFunc(res.Results); err != nil {
+		return res, fmt.Errorf("deputy: merge: %w", err)
+	}
+	return res, nil
+}
+
+// StartFanOut checks a fan-out (a cycle or a missing dependency is an
+// error before anything starts) and starts it in the background.
+func (rt *Runtime) StartFanOut(ctx context.Context, f FanOut) (string, error) {
+	if _, err := agent.PlanFanOut(f.Tasks); err != nil {
+		return "", fmt.Errorf("deputy: fan-out: %w", err)
+	}
+	in := agent.FanOutInput{Merge: f.Merge, Limit: f.Limit, Judge: f.Judge, Format: "json"}
+	for _, t := range f.Tasks {
+		in.Tasks = append(in.Tasks, agent.FanTaskInput{FanTask: t, TimeoutSeconds: t.Timeout.Seconds()})
+	}
+	plan, err := json.Marshal(in)
+	if err != nil {
+		return "", err
+	}
+	spec := rt.spec(Task{MaxParallel: f.MaxParallel})
+	spec.Model, spec.ChildModel = plannerModel, cmp.Or(f.Model, rt.opts.Model)
+	return rt.eng.Start(ctx, string(plan), spec)
+}
+
+// WaitFanOut waits for fan-out id and returns its results.
+func (rt *Runtime) WaitFanOut(ctx context.Context, id string) (*FanOutResult, error) {
+	in, err := rt.Wait(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if in.State != Completed {
+		return nil, fmt.Errorf("deputy: fan-out %s %s: %s", id, in.State, in.Error)
+	}
+	var out agent.FanOutput
+	if err := json.Unmarshal([]byte(in.Report), &out); err != nil {
+		return nil, fmt.Errorf("deputy: fan-out %s: %s", id, oneLine(in.Report))
+	}
+	res := &FanOutResult{ID: id, Merged: out.Merged, Vote: out.Vote, Merger: out.Merger, Results: out.Results,
+		Usage: in.Usage}
+	// The root's own usage is the planner's (none); each result's covers
+	// its task's subtree.
+	for _, r := range out.Results {
+		res.Usage.Add(r.Usage)
+	}
+	if out.Merger != nil {
+		res.Usage.Add(out.Merger.Usage)
+	}
+	return res, nil
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
+}
+
+// plannerOr opens the planner model for its spec, and others with open.
+func plannerOr(open func(string) (llm.Model, string, error)) func(string) (llm.Model, string, error) {
+	return func(spec string) (llm.Model, string, error) {
+		if spec == plannerModel {
+			return planner{}, spec, nil
+		}
+		return open(spec)
+	}
+}
+
+// planner is plannerModel.
+type planner struct{}
+
+func (planner) Generate(_ context.Context, req *llm.Request, _ func(llm.Delta)) (*llm.Response, error) {
+	if len(req.Messages) == 0 {
+		return nil, errors.New("planner: no task")
+	}
+	last := req.Messages[len(req.Messages)-1]
+	for _, b := range last.Content {
+		if b.Type == llm.TypeToolResult {
+			return &llm.Response{Content: []llm.Block{llm.Text(b.Text)}, StopReason: llm.StopEndTurn}, nil
+		}
+	}
+	plan := req.Messages[0].Text()
+	return &llm.Response{StopReason: llm.StopToolUse, Content: []llm.Block{
+		llm.ToolUse("fan_out_1", agent.FanOutTool, json.RawMessage(plan)),
+	}}, nil
+}
