@@ -334,4 +334,3 @@ func (rt *Runtime) publish(e Event) {
 		fn(e)
 	}
 }
-
