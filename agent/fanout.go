@@ -25,7 +25,10 @@ type FanTask struct {
 	Task    string `json:"task"`
 	Context string `json:"context,omitempty"` // a snippet put before the task
 	// Tools narrows the type's allowlist for this task; none: the type's.
-	Tools     []string      `json:"tools,omitempty"`
+	Tools []string `json:"tools,omitempty"`
+	// Isolation, when set, replaces the type's (a task may be fenced
+	// more tightly than its type's other uses).
+	Isolation Isolation     `json:"isolation,omitempty"`
 	Timeout   time.Duration `json:"-"` // hard; the soft one is at SoftTimeoutShare
 	DependsOn []string      `json:"depends_on,omitempty"`
 	// RunAnyway runs the task even when a dependency did not complete
@@ -254,6 +257,7 @@ var fanOutSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"task":{"type":"string","minLength":1,"description":"The complete task, as for spawn_subagent."},` +
 	`"context":{"type":"string","description":"Facts the subagent needs, put before the task."},` +
 	`"tools":{"type":"array","items":{"type":"string"},"description":"Only these of the type's tools."},` +
+	`"isolation":{"type":"string","enum":["none","sandbox","container"],"description":"Run it fenced: sandbox or container (default: the type's)."},` +
 	`"timeout_seconds":{"type":"number","exclusiveMinimum":0,"description":"Stop it after this long; its partial report comes back marked incomplete."},` +
 	`"depends_on":{"type":"array","items":{"type":"string"},"description":"Ids of tasks that must end first; their reports are given to this one."},` +
 	`"run_anyway":{"type":"boolean","description":"Run even if a task it depends on did not complete."}` +
@@ -506,7 +510,8 @@ func (tr *tree) fanTask(ctx context.Context, parent *node, t FanTask, deps []Fan
 		b.WriteString("Reports of the tasks this one builds on:\n\n" + MergeConcat(deps) + "\n\n")
 	}
 	b.WriteString(t.Task)
-	return tr.fanChild(ctx, parent, t.ID, spawnInput{Type: t.Type, Task: b.String(), tools: t.Tools, timeout: t.Timeout})
+	return tr.fanChild(ctx, parent, t.ID, spawnInput{Type: t.Type, Task: b.String(), tools: t.Tools, timeout: t.Timeout,
+		isolation: t.Isolation})
 }
 
 // fanChild runs one child of a fan-out (a task, or the merge's) in the

@@ -188,3 +188,28 @@ rules:
 		t.Errorf("a root that may not spawn answered %q", got)
 	}
 }
+
+// A task that asks for a fence this build cannot provide is refused, never
+// run unfenced; the others run.
+func TestFanOutTaskIsolation(t *testing.T) {
+	t.Parallel()
+	o := newLocal(t, `
+rules:
+  - match: {system: "read-only explorer"}
+    text: "looked"
+  - match: {turn: 1}
+    tool_calls:
+      - name: fan_out
+        input:
+          tasks:
+            - {id: fenced, subagent_type: explorer, task: "x", isolation: sandbox}
+            - {id: open, subagent_type: explorer, task: "y", isolation: none}
+  - match: {turn: 2}
+    text: "{{index .ToolResults 0}}"
+`).run(t)
+	got := o.Result.Answer
+	if !strings.Contains(got, "## fenced (failed)\nspawn refused: explorer asks for isolation sandbox") ||
+		!strings.Contains(got, "## open\nlooked") || len(o.Instances) != 2 {
+		t.Fatalf("%d instances; result:\n%s", len(o.Instances), got)
+	}
+}

@@ -24,10 +24,11 @@ type spawnInput struct {
 	Background  bool   `json:"background"`
 
 	// Set by fan_out for each of its tasks.
-	tools   []string      // narrows the type's allowlist
-	timeout time.Duration // bounds its wall time
-	sub     string        // the task's id: names the child apart from its siblings of one call
-	def     *Definition   // a definition of deputy's own (a merge's), not from the catalog
+	tools     []string      // narrows the type's allowlist
+	timeout   time.Duration // bounds its wall time
+	sub       string        // the task's id: names the child apart from its siblings of one call
+	def       *Definition   // a definition of deputy's own (a merge's), not from the catalog
+	isolation Isolation     // replaces the type's when set
 }
 
 var spawnSchema = json.RawMessage(`{"type":"object","properties":{` +
@@ -169,6 +170,9 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 			return nil, nil, fmt.Errorf("spawn refused: model %q is neither a tier (haiku, sonnet, opus, inherit) nor provider:model", in.Model)
 		}
 		def.Model = in.Model
+	}
+	if in.isolation != "" {
+		def.Isolation = in.isolation
 	}
 	if def.Isolation != IsolationNone || def.Worktree {
 		// Refused rather than run unfenced: a definition asking for a
