@@ -435,8 +435,9 @@ func BenchmarkTurnParts(b *testing.B) {
 	}
 }
 
-// buildDeputy builds the deputy binary as the crash test does.
-func buildDeputy(b *testing.B) string {
+// buildDeputy builds the deputy binary, pure Go, for the crash tests and
+// the benchmarks that run it.
+func buildDeputy(b testing.TB) string {
 	bin := filepath.Join(b.TempDir(), "deputy")
 	build := exec.Command("go", "build", "-o", bin, "../cmd/deputy")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -71,12 +71,7 @@ var boundaries = []string{
 
 func TestCrashRecovery(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "deputy")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/deputy")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build deputy: %v\n%s", err, out)
-	}
+	bin := buildDeputy(t)
 	s, err := fake.ParseScenario([]byte(crashScenario), "crash.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +231,7 @@ func (c *crashCase) resumeAndCheck(mustExist bool) {
 	if err := json.Unmarshal(out, &shown); err != nil {
 		t.Fatal(err)
 	}
-	bashOK := checkTranscript(t, shown.Transcript)
+	bashOK := checkTranscript(t, shown.Transcript, 4)
 	counts, _ := os.ReadFile(filepath.Join(c.ws, "count.txt"))
 	for _, call := range []string{"call-1", "call-3"} {
 		n := strings.Count(string(counts), call)
@@ -249,10 +244,10 @@ func (c *crashCase) resumeAndCheck(mustExist bool) {
 	}
 }
 
-// checkTranscript checks turns are whole and unique: roles alternate, four
-// assistant turns, every tool_use answered exactly once. It returns which
-// bash calls the transcript shows as run (not interrupted).
-func checkTranscript(t *testing.T, msgs []llm.Message) map[string]bool {
+// checkTranscript checks turns are whole and unique: roles alternate, as
+// many assistant turns as turns, every tool_use answered exactly once. It
+// returns which bash calls the transcript shows as run (not interrupted).
+func checkTranscript(t *testing.T, msgs []llm.Message, turns int) map[string]bool {
 	t.Helper()
 	assistants := 0
 	uses, results := map[string]string{}, map[string]int{}
@@ -286,8 +281,8 @@ func checkTranscript(t *testing.T, msgs []llm.Message) map[string]bool {
 			}
 		}
 	}
-	if assistants != 4 {
-		t.Errorf("%d assistant turns, want 4", assistants)
+	if assistants != turns {
+		t.Errorf("%d assistant turns, want %d", assistants, turns)
 	}
 	for id := range uses {
 		if results[id] != 1 {
