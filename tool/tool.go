@@ -268,6 +268,24 @@ func (s *Set) Refuse(allow func(name string) bool, why string) *Set {
 	return out
 }
 
+// Replace returns a set offering the same specs as s, in s's order, in
+// which each tool that impl also has by name runs impl's implementation.
+// A fenced child uses it: its tools run in its sandbox or worktree, while
+// the specs a fork child sends stay its parent's, byte for byte. A tool
+// Refuse refused stays refused.
+func (s *Set) Replace(impl *Set) *Set {
+	out := s.Filter(nil, nil)
+	for i := range out.tools {
+		if _, no := out.tools[i].(refused); no {
+			continue
+		}
+		if t, ok := impl.Lookup(out.specs[i].Name); ok {
+			out.tools[i] = t
+		}
+	}
+	return out
+}
+
 // refused stands in for a tool the caller may see but not use.
 type refused struct {
 	Tool

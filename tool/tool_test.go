@@ -264,3 +264,26 @@ func ExampleTruncate() {
 	fmt.Println(len(out), strings.Contains(out, "cut by deputy"))
 	// Output: 150 true
 }
+
+// Replace swaps implementations by name and keeps the specs, their order
+// and refusals.
+func TestSetReplace(t *testing.T) {
+	t.Parallel()
+	mk := func(name, out string) tool.Tool {
+		return &fakeTool{name: name, readOnly: true, run: func(json.RawMessage) (string, error) { return out, nil }}
+	}
+	base := tool.MustSet(mk("a", "base a"), mk("b", "base b"), mk("c", "base c"))
+	base = base.Refuse(func(n string) bool { return n != "c" }, "not yours")
+	got := base.Replace(tool.MustSet(mk("c", "fenced c"), mk("b", "fenced b"), mk("z", "fenced z")))
+	if names := got.Names(); strings.Join(names, ",") != "a,b,c" {
+		t.Fatalf("names %v", names)
+	}
+	for name, want := range map[string]string{"a": "base a", "b": "fenced b"} {
+		if out, isErr := got.Call(context.Background(), name, json.RawMessage(`{}`)); isErr || out != want {
+			t.Errorf("%s: %q (error %v), want %q", name, out, isErr, want)
+		}
+	}
+	if out, isErr := got.Call(context.Background(), "c", json.RawMessage(`{}`)); !isErr || !strings.Contains(out, "not yours") {
+		t.Errorf("a refused tool ran after Replace: %q", out)
+	}
+}
