@@ -125,6 +125,10 @@ func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env Child
 			l.SoftWallTime = max(l.SoftWallTime-env.Spent, time.Nanosecond)
 		}
 	}
+	if err := tr.enterFence(ctx, n); err != nil {
+		res := &loop.Result{Messages: msgs, StopReason: loop.StopStepError}
+		return tr.relay(n, res, "", err)
+	}
 	res, runErr := tr.run(ctx, n, msgs)
 	if res.StopReason == loop.StopSuspended {
 		tr.end(n, res, StateSuspended, "", nil)
@@ -135,6 +139,12 @@ func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env Child
 			StopReason: string(res.StopReason), Usage: in.Usage, Turns: res.Turns, ToolCalls: res.ToolCalls}}
 	}
 	report := tr.report(ctx, n, res)
+	if err := tr.leaveFence(ctx, n, res, runErr); err != nil {
+		res.StopReason, runErr = loop.StopStepError, err
+	}
+	if n.fence != nil && n.fence.Note != "" {
+		report = "[deputy] " + n.fence.Note + "\n\n" + report
+	}
 	return tr.relay(n, res, report, runErr)
 }
 

@@ -86,6 +86,10 @@ type Runner struct {
 	// subagent_* tools to wait for, steer, pause, resume, cancel and
 	// answer their children. It also lets children ask (ask_parent).
 	Manager Manager
+	// Fencer, when set, builds the fences (sandbox, container, worktree)
+	// of children whose definitions ask for one. nil: such a spawn is
+	// refused; a child never runs unfenced.
+	Fencer Fencer
 }
 
 // Task is a root agent's work.
@@ -344,9 +348,10 @@ type node struct {
 	def    *Definition // nil for the root
 	// heir is what its children that inherit run on when that is not its
 	// own model (Task.Inherited); nil otherwise.
-	heir *ModelRef
-	task string // as the parent wrote it
-	sub  string // a fan-out task's id, "" for a spawn
+	heir  *ModelRef
+	fence *Fence // while it runs in one (Fencer)
+	task  string // as the parent wrote it
+	sub   string // a fan-out task's id, "" for a spawn
 	// order places the instance in the list: its parent's order, then
 	// the turn and the index of the spawn call, so children list in the
 	// order their parent asked for them, under it, however they ran.

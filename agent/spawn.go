@@ -174,10 +174,8 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 	if in.isolation != "" {
 		def.Isolation = in.isolation
 	}
-	if def.Isolation != IsolationNone || def.Worktree {
-		// Refused rather than run unfenced: a definition asking for a
-		// sandbox must never run without one.
-		return nil, nil, fmt.Errorf("spawn refused: %s asks for isolation %s (worktree %v), which this build of deputy cannot provide yet", def.Name, def.Isolation, def.Worktree)
+	if err := tr.checkFence(def); err != nil {
+		return nil, nil, err
 	}
 	if tr.budget != nil && tr.budget.Spent() {
 		return nil, nil, fmt.Errorf("spawn refused: the tree budget is spent (%s)", tr.budget)
@@ -187,6 +185,14 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 	}
 	if w := &def.Budgets.WallTime; in.timeout > 0 && (*w == 0 || in.timeout < *w) {
 		*w = in.timeout
+	}
+	if w := &def.Budgets.WallTime; parent.cfg.Limits.WallTime > 0 {
+		// Never above what its parent has left: a child outliving its
+		// parent's deadline would be cut off without its report.
+		left := max(parent.cfg.Limits.WallTime-tr.clock.Now().Sub(parent.start), time.Millisecond)
+		if *w == 0 || left < *w {
+			*w = left
+		}
 	}
 
 	c, err := tr.build(parent, def, mode, in.Task)
