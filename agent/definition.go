@@ -249,6 +249,12 @@ func (d *Definition) Check() []Problem {
 	default:
 		bad("isolation", "%q does not exist (none, sandbox, container, or worktree)", d.Isolation)
 	}
+	if d.Isolation == IsolationNone && !d.Worktree && d.canWrite() && d.Source.Level != LevelBuiltin {
+		// deputy's own writers run unfenced on purpose (a fence is not
+		// available everywhere); a type someone wrote is told.
+		warn("isolation", "this type can change the workspace (%s) and has no isolation: a mistake reaches the "+
+			"parent's files at once; consider worktree: true or isolation: sandbox", strings.Join(d.writers(), ", "))
+	}
 	if d.MaxTurns == 0 {
 		d.MaxTurns = DefaultMaxTurns
 	} else if d.MaxTurns < 0 {
@@ -356,3 +362,21 @@ func (d *Definition) Clone() *Definition {
 	}
 	return &c
 }
+
+// changers are the built-in tools that change the workspace or run
+// programs.
+var changers = []string{"write_file", "edit_file", "bash"}
+
+// writers lists the tools of d's allowlist that can change the workspace;
+// with no allowlist, every one of them (it inherits its parent's).
+func (d *Definition) writers() []string {
+	var out []string
+	for _, t := range changers {
+		if (d.Tools == nil || slices.Contains(d.Tools, t)) && !slices.Contains(d.DisallowedTools, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (d *Definition) canWrite() bool { return len(d.writers()) > 0 }

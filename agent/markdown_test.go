@@ -165,8 +165,16 @@ func TestParseDefaults(t *testing.T) {
 		d.Tools != nil || d.Model != "" || d.SystemPrompt != "" {
 		t.Fatalf("defaults: %+v", d)
 	}
-	if len(p.Warnings) != 0 {
+	// With no allowlist it inherits every tool, writers included: the
+	// only warning is that it has no isolation.
+	if len(p.Warnings) != 1 || !hasIssue(p.Warnings, 1, "can change the workspace (write_file, edit_file, bash) and has no isolation") {
 		t.Fatalf("warnings %v", p.Warnings)
+	}
+	for _, extra := range []string{"tools: read_file, grep", "tools: bash\nworktree: true", "tools: edit_file\nisolation: sandbox"} {
+		p := ParseDefinition("d.md", []byte("---\nname: d\ndescription: x\n"+extra+"\n---\n"))
+		if len(p.Warnings) != 0 || len(p.Errors) != 0 {
+			t.Errorf("%s: warnings %v errors %v", extra, p.Warnings, p.Errors)
+		}
 	}
 }
 
