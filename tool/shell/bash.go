@@ -3,8 +3,8 @@
 // clock, and the whole process group killed on timeout, on cancellation and
 // when the command returns, so a call leaves no processes behind.
 //
-// It does not confine what the command touches: that is the isolation
-// layer's job (a sandbox around the process), not this tool's.
+// It does not confine what the command touches itself: Config.Sandbox
+// runs each command through the isolation layer (package sandbox).
 package shell
 
 import (
@@ -38,6 +38,23 @@ type Config struct {
 	// the group (setsid) and still holds the output open (2 s).
 	WaitDelay time.Duration
 	Shell     string // the shell binary ("bash", found on PATH)
+	// Sandbox, when set, runs every command confined (package sandbox's
+	// *Box implements it). Nil runs commands directly, unconfined.
+	Sandbox Sandbox
+}
+
+// Sandbox confines the commands the bash tool runs.
+type Sandbox interface {
+	// Start starts cmd (as the tool built it: Args, Dir, Env, Stdout,
+	// Stderr, SysProcAttr) confined, in place of cmd.Start, and may
+	// rewrite it to do so; the process it starts must be cmd.Process,
+	// which the tool then waits for and kills as a process group leader.
+	// On error nothing is left running and the process, if any, has been
+	// reaped. Once the process has exited, the tool calls end: it kills
+	// whatever the command left running in the sandbox, returns when all
+	// of it is gone, and says why the sandbox stopped or hindered the
+	// command, or "".
+	Start(cmd *exec.Cmd) (end func() string, err error)
 }
 
 // Bash is the bash tool.
@@ -145,7 +162,12 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	cmd.Env = b.environ()
 	cmd.Stdout, cmd.Stderr = pw, pw // stdin stays nil: /dev/null
 	ownProcessGroup(cmd)
-	err = cmd.Start()
+	end := func() string { return "" }
+	if b.cfg.Sandbox != nil {
+		end, err = b.cfg.Sandbox.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	pw.Close() // the child has its copy; ours would keep the pipe from ending
 	if err != nil {
 		return "", fmt.Errorf("bash: start %s: %w", b.cfg.Shell, err)
@@ -179,9 +201,17 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	// without reaping it, kill what is left of its group (jobs left in the
 	// background), make sure the cancellation kill is over and will not run,
 	// and only then reap.
+	//
+	// With a sandbox, the leader is bwrap and the command's processes are
+	// in the sandbox's own session and PID namespace, out of the group's
+	// reach: killing bwrap kills the namespace's init (--die-with-parent),
+	// and end kills it too and waits until the kernel has torn the whole
+	// namespace down.
 	var killed bool
+	var note string
 	if awaitExit(cmd.Process) {
 		killGroup(cmd.Process)
+		note = end()
 		killed = stopped()
 		_ = cmd.Wait() // reaps; the status is read from ProcessState below
 	} else {
@@ -191,6 +221,7 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		_ = cmd.Wait()
 		killed = stopped()
 		killGroup(cmd.Process)
+		note = end()
 	}
 	// Past WaitDelay, stop reading output held open by a process that left
 	// the group.
@@ -207,6 +238,9 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	}
 	if errors.Is(copyErr, os.ErrDeadlineExceeded) {
 		res.WriteString("[a process that left the command's process group still held its output open; stopped reading]\n")
+	}
+	if note != "" {
+		fmt.Fprintf(&res, "[sandbox: %s]\n", note)
 	}
 	res.WriteString(exitText(cmd.ProcessState))
 	if killed {

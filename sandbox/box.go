@@ -1,0 +1,442 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deputy-run/deputy/clock"
+)
+
+// killWait bounds, in real time, how long ending a command waits for the
+// kernel to tear its PID namespace down; it takes milliseconds.
+const killWait = 10 * time.Second
+
+// ErrClosed is returned for a command started in a closed box, one whose
+// snapshot was discarded, or one whose hard timeout has passed.
+var ErrClosed = errors.New("sandbox: the box is closed")
+
+// Box is one child session's sandbox. Commands started through it (Start,
+// Command) run confined by its Policy. It owns the session's resources:
+// the cgroup, the snapshot and the hard-timeout timer; Close releases them.
+// A Box is safe for concurrent use.
+type Box struct {
+	p      Policy
+	roots  []root   // what the sandbox sees, the snapshot in place of the workspace
+	prefix []string // bwrap and the options every command shares
+	dir    string
+	cg     *cgroup // nil: the watchdog counts processes
+	cgErr  error   // why there is no cgroup
+	snap   *snapshot
+
+	mu        sync.Mutex
+	runs      map[*run]struct{}
+	closed    error // non-nil once nothing more may start, saying why
+	released  bool  // Close has run
+	hard      clock.Timer
+	watchdog  clock.Timer // armed while commands run without a cgroup
+	committed bool
+}
+
+// New makes a box for one child session. It fails, saying how to fix it,
+// when bubblewrap is missing or cannot make a sandbox here; it never falls
+// back to running unconfined. With Snapshot, it copies the workspace.
+func New(p Policy) (*Box, error) {
+	if !supported {
+		return nil, fmt.Errorf("sandbox: %w", errUnsupported)
+	}
+	p, roots, err := p.normalize()
+	if err != nil {
+		return nil, err
+	}
+	bwrap, err := available(p.Bwrap)
+	if err != nil {
+		return nil, err
+	}
+	b := &Box{p: p, roots: roots, dir: p.Workspace, runs: map[*run]struct{}{}}
+	if p.Snapshot {
+		b.snap, err = takeSnapshot(p.Workspace, p.SnapshotDir)
+		if err != nil {
+			return nil, err
+		}
+		b.roots[0].path = b.snap.copy
+		b.dir = b.snap.copy
+	}
+	mounts, err := mountArgs(p, b.roots)
+	if err != nil {
+		b.dropSnapshot()
+		return nil, err
+	}
+	b.prefix = append(append([]string{bwrap}, namespaceArgs(p.Network)...), mounts...)
+	if p.forceWatchdog {
+		b.cgErr = errors.New("cgroup skipped")
+	} else if b.cg, err = newCgroup(p.MaxProcesses, p.MemoryBytes); err != nil {
+		b.cgErr = err
+	}
+	if p.HardTimeout > 0 {
+		b.hard = p.Clock.AfterFunc(p.HardTimeout, func() {
+			b.stop(fmt.Errorf("sandbox: the hard timeout (%s) has passed", p.HardTimeout), "killed at the hard timeout ("+p.HardTimeout.String()+")")
+		})
+	}
+	return b, nil
+}
+
+// Dir is the workspace as the sandboxed programs see it, symlinks
+// resolved: with Snapshot, the copy. Every tool of the child session (file
+// tools included) must work in Dir, so that what it writes is what Commit
+// applies.
+func (b *Box) Dir() string { return b.dir }
+
+// Limits describes how the process limit is enforced: "cgroup" or
+// "watchdog (reason no cgroup could be made)".
+func (b *Box) Limits() string {
+	if b.cg != nil {
+		return "cgroup " + b.cg.dir
+	}
+	return fmt.Sprintf("watchdog (%v)", b.cgErr)
+}
+
+// Start starts cmd in the sandbox, in place of cmd.Start. cmd's Args, Dir
+// (the workspace when empty; it must lie inside the roots), Env (the
+// process's when nil; HOME and TMPDIR outside the roots become /tmp),
+// Stdin, Stdout, Stderr, ExtraFiles and SysProcAttr apply to the sandboxed
+// program; Start rewrites cmd to run bwrap, which is the process cmd
+// starts. Start implements shell.Sandbox.
+//
+// Once the process has exited, the caller must call end (before or after
+// reaping it): end kills whatever the command left running in the
+// sandbox, returns when all of it is gone, and says why the sandbox
+// stopped or hindered the command ("" if it did not). On error nothing was
+// left running and the process, if it started, has been reaped.
+func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
+	if len(cmd.Args) == 0 {
+		return nil, errors.New("sandbox: no program to run")
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed != nil {
+		return nil, closed
+	}
+	dir, err := b.workdir(cmd.Dir)
+	if err != nil {
+		return nil, err
+	}
+	// In a root filesystem the program is looked up there, by the name it
+	// was given; on the host, the path exec already found is exact.
+	argv := append([]string(nil), cmd.Args...)
+	if b.p.RootFS == "" && cmd.Err == nil && filepath.IsAbs(cmd.Path) {
+		argv[0] = cmd.Path
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		infoR.Close()
+		infoW.Close()
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	defer blockW.Close()
+	nExtra := len(cmd.ExtraFiles)
+	args := append([]string(nil), b.prefix...)
+	args = append(args, "--chdir", dir,
+		"--info-fd", fmt.Sprint(3+nExtra), "--block-fd", fmt.Sprint(4+nExtra), "--")
+	cmd.Path = b.prefix[0]
+	cmd.Args = append(args, argv...)
+	cmd.Err = nil
+	cmd.Dir = "/"
+	cmd.Env = b.env(env)
+	cmd.ExtraFiles = append(cmd.ExtraFiles, infoW, blockR)
+	err = cmd.Start()
+	cmd.ExtraFiles = cmd.ExtraFiles[:nExtra]
+	infoW.Close()
+	blockR.Close()
+	if err != nil {
+		infoR.Close()
+		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
+	}
+	pid, err := readChildPid(infoR)
+	infoR.Close()
+	if err != nil {
+		// bwrap stopped before making the sandbox (bad mount source,
+		// namespaces refused); it says why on the command's stderr and
+		// exits non-zero, and nothing ran.
+		return func() string { return "" }, nil
+	}
+
+	// The sandbox's init waits on the block fd until released below, so
+	// pid is still its pid, and nothing has run in the sandbox yet.
+	fd, err := openPidfd(pid)
+	if err != nil {
+		// Killing bwrap kills its init (--die-with-parent) before the
+		// deferred close of the block fd would let init go on.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	// bwrap itself is our unreaped child: its pid is stable too.
+	outer, err := openPidfd(cmd.Process.Pid)
+	if err != nil {
+		fd.kill()
+		fd.wait(killWait)
+		fd.close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	r := &run{b: b, pid: pid, fd: fd, outer: outer}
+	fail := func(err error) (func() string, error) {
+		r.end()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if err := setLimits(pid, b.p.CPUSeconds, b.p.MemoryBytes); err != nil {
+		return fail(err)
+	}
+	if b.cg != nil {
+		r.refused0 = b.cg.refused()
+		if err := b.cg.add(pid); err != nil {
+			return fail(err)
+		}
+	}
+	b.mu.Lock()
+	if b.closed != nil {
+		closed := b.closed
+		b.mu.Unlock()
+		return fail(closed)
+	}
+	b.runs[r] = struct{}{}
+	if b.cg == nil && b.watchdog == nil {
+		b.watchdog = b.p.Clock.AfterFunc(watchdogEvery, b.watch)
+	}
+	b.mu.Unlock()
+	if _, err := blockW.Write([]byte{1}); err != nil {
+		return fail(err)
+	}
+	return r.end, nil
+}
+
+// workdir resolves the command's working directory and checks that the
+// sandbox sees it.
+func (b *Box) workdir(dir string) (string, error) {
+	if dir == "" {
+		return b.dir, nil
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: working directory: %w", err)
+	}
+	real, _ = filepath.Abs(real)
+	for _, r := range b.roots {
+		if within(real, r.path) {
+			return real, nil
+		}
+	}
+	return "", fmt.Errorf("sandbox: working directory %s is outside the sandbox's roots", dir)
+}
+
+// env adjusts the environment: HOME and TMPDIR naming host directories
+// the sandbox does not see become its private /tmp, so programs that
+// write caches there work.
+func (b *Box) env(env []string) []string {
+	out := make([]string, 0, len(env)+2)
+	for _, kv := range env {
+		name, val, _ := strings.Cut(kv, "=")
+		if name == "HOME" || name == "TMPDIR" {
+			if !b.visible(val) {
+				continue
+			}
+		}
+		out = append(out, kv)
+	}
+	home, tmp := false, false
+	for _, kv := range out {
+		home = home || strings.HasPrefix(kv, "HOME=")
+		tmp = tmp || strings.HasPrefix(kv, "TMPDIR=")
+	}
+	if !home {
+		out = append(out, "HOME=/tmp")
+	}
+	if !tmp {
+		out = append(out, "TMPDIR=/tmp")
+	}
+	return out
+}
+
+func (b *Box) visible(p string) bool {
+	if !filepath.IsAbs(p) {
+		return false
+	}
+	p = filepath.Clean(p)
+	if within(p, "/tmp") {
+		return true
+	}
+	for _, r := range b.roots {
+		if within(p, r.path) {
+			return true
+		}
+	}
+	return false
+}
+
+// Kill kills everything running in the box now and returns once it is
+// gone. The box stays usable.
+func (b *Box) Kill() {
+	b.killAll("killed by the session")
+}
+
+func (b *Box) killAll(reason string) {
+	b.mu.Lock()
+	runs := make([]*run, 0, len(b.runs))
+	for r := range b.runs {
+		runs = append(runs, r)
+	}
+	b.mu.Unlock()
+	for _, r := range runs {
+		r.kill(reason)
+	}
+}
+
+// stop refuses further commands with err and kills the running ones.
+func (b *Box) stop(err error, reason string) {
+	b.mu.Lock()
+	if b.closed == nil {
+		b.closed = err
+	}
+	b.mu.Unlock()
+	b.killAll(reason)
+}
+
+// Close kills everything still running, drops an uncommitted snapshot and
+// removes the box's cgroup. Call it when the child session ends, however
+// it ends; it is idempotent.
+func (b *Box) Close() error {
+	b.mu.Lock()
+	if b.released {
+		b.mu.Unlock()
+		return nil
+	}
+	b.released = true
+	if b.closed == nil {
+		b.closed = ErrClosed
+	}
+	if b.hard != nil {
+		b.hard.Stop()
+	}
+	if b.watchdog != nil {
+		b.watchdog.Stop()
+		b.watchdog = nil
+	}
+	b.mu.Unlock()
+	b.killAll("killed: the session ended")
+	var errs []error
+	if err := b.dropSnapshot(); err != nil {
+		errs = append(errs, err)
+	}
+	if b.cg != nil {
+		if err := b.cg.remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// run is one started command: bwrap's init in the host's PID namespace.
+type run struct {
+	b        *Box
+	pid      int
+	refused0 int64 // the cgroup's refused forks when it started
+
+	mu     sync.Mutex
+	fd     pidfd // the sandbox's init
+	outer  pidfd // bwrap, which exits once init has
+	closed bool
+	note   string // why the box killed it
+}
+
+// kill kills the command's sandbox and waits until it is gone, bwrap
+// included (left unreaped for its owner's Wait).
+func (r *run) kill(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if r.note == "" && !r.fd.exited() {
+		r.note = reason
+	}
+	r.fd.kill()
+	r.fd.wait(killWait)
+	r.outer.wait(killWait)
+}
+
+// end is Start's end function.
+func (r *run) end() string {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return ""
+	}
+	r.fd.kill()
+	gone := r.fd.wait(killWait)
+	r.fd.close()
+	r.outer.close()
+	r.closed = true
+	note := r.note
+	r.mu.Unlock()
+
+	b := r.b
+	b.mu.Lock()
+	delete(b.runs, r)
+	b.mu.Unlock()
+	if !gone {
+		note = fmt.Sprintf("processes of the command were still exiting after %s", killWait)
+	}
+	if note == "" && b.cg != nil {
+		if n := b.cg.refused() - r.refused0; n > 0 {
+			note = fmt.Sprintf("the process limit (%d) refused %d forks", b.p.MaxProcesses, n)
+		}
+	}
+	return note
+}
+
+// readChildPid reads the pid of the sandbox's init from bwrap's info fd:
+// a JSON object, written right after the clone, whose last write is its
+// closing brace. Reading stops there: bwrap writes nothing more, so
+// closing the pipe cannot cost it a SIGPIPE, and no EOF is awaited (the
+// blocked init still holds a copy of the write end).
+func readChildPid(f *os.File) (int, error) {
+	var buf []byte
+	chunk := make([]byte, 512)
+	for !strings.Contains(string(buf), "}") {
+		if len(buf) > 8192 {
+			return 0, errors.New("bwrap info: too long")
+		}
+		n, err := f.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if err != nil && !strings.Contains(string(buf), "}") {
+			return 0, fmt.Errorf("bwrap info: %w", err)
+		}
+	}
+	var info struct {
+		ChildPid int `json:"child-pid"`
+	}
+	if err := json.Unmarshal(buf, &info); err != nil || info.ChildPid <= 0 {
+		return 0, fmt.Errorf("bwrap info: no child-pid in %q", buf)
+	}
+	return info.ChildPid, nil
+}

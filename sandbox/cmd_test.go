@@ -1,0 +1,117 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSandboxCommand(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, "sub", "f.txt"), "in sub\n")
+	b := newBox(t, Policy{Workspace: ws})
+	c, err := b.Command(context.Background(), []string{"sh", "-c", `pwd; cat f.txt; id -u; echo "$HOME"; exit 3`},
+		filepath.Join(ws, "sub"), []string{"PATH=/usr/bin:/bin", "HOME=/root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("exit: %v", err)
+	}
+	want := filepath.Join(ws, "sub") + "\nin sub\n65534\n/tmp\n"
+	if string(out) != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+	if c.Note != "" {
+		t.Errorf("note %q", c.Note)
+	}
+	if _, err := b.Command(context.Background(), nil, "", nil); err == nil {
+		t.Error("empty argv accepted")
+	}
+	c, _ = b.Command(context.Background(), []string{"true"}, t.TempDir(), nil)
+	if err := c.Run(); err == nil || !strings.Contains(err.Error(), "outside the sandbox's roots") {
+		t.Errorf("a working directory outside the roots: %v", err)
+	}
+}
+
+// Cancelling the context kills the sandbox; Wait returns with nothing left.
+func TestSandboxCommandCancel(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws := t.TempDir()
+	fifo := filepath.Join(ws, "fifo")
+	mkfifo(t, fifo)
+	env, mark := markedEnv(t)
+	b := newBox(t, Policy{Workspace: ws})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, _ := b.Command(ctx, []string{"bash", "-c", `setsid sleep 1001 & sleep 1002 & echo up > fifo; wait`}, "", env)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(openFIFO(t, fifo)).ReadString('\n'); line != "up\n" {
+		t.Fatalf("%q", line)
+	}
+	cancel()
+	if err := c.Wait(); err == nil {
+		t.Error("a cancelled command succeeded")
+	}
+	if live := survivors(t, mark); len(live) > 0 {
+		t.Errorf("survivors: %v", live)
+	}
+}
+
+// Kill ends every command running in the box at once; the box stays
+// usable.
+func TestSandboxKillAll(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws := t.TempDir()
+	env, mark := markedEnv(t)
+	b := newBox(t, Policy{Workspace: ws})
+	const n = 3
+	var wg sync.WaitGroup
+	notes := make([]string, n)
+	for i := range n {
+		fifo := filepath.Join(ws, fmt.Sprint("fifo", i))
+		mkfifo(t, fifo)
+		c, _ := b.Command(context.Background(), []string{"bash", "-c", fmt.Sprintf(`sleep 100%d & echo up > %s; wait`, i, fifo)}, "", env)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = c.Wait(); notes[i] = c.Note }()
+		openFIFO(t, fifo)
+	}
+	b.Kill()
+	if live := survivors(t, mark); len(live) > 0 {
+		t.Errorf("survivors right after Kill: %v", live)
+	}
+	waited := make(chan struct{})
+	go func() { wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(failAfter):
+		t.Fatal("commands did not return after Kill")
+	}
+	for i, note := range notes {
+		if note != "killed by the session" {
+			t.Errorf("command %d: note %q", i, note)
+		}
+	}
+	c, _ := b.Command(context.Background(), []string{"true"}, "", nil)
+	if err := c.Run(); err != nil {
+		t.Errorf("the box is unusable after Kill: %v", err)
+	}
+}

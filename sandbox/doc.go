@@ -1,0 +1,58 @@
+// Package sandbox runs a child's programs confined: the "sandbox" and
+// "container" isolation levels. Every program runs under bubblewrap
+// (bwrap) as an unprivileged user in fresh namespaces, sees a read-only
+// system (the host's system directories, or a separate root filesystem for
+// the container level), can write only its roots (the workspace and granted
+// paths), has a private /tmp, no network unless granted (a private loopback
+// otherwise), its own PID namespace, and CPU, memory and process-count
+// limits. A Box is one child session's sandbox: it owns the process-count
+// cgroup, the optional copy-on-write snapshot of the workspace (kept only
+// on Commit), and the hard timeout.
+//
+// # What the sandbox sees
+//
+// Without a root filesystem the system is the host's /usr, /bin, /sbin,
+// /lib*, /etc and /opt, read-only, and not the whole host "/": the rest
+// holds home directories, deputy's own database and configuration (API
+// keys) and the host's /run sockets, none of which a child needs. When
+// deputy runs as root, bwrap maps the sandbox user (uid 65534 inside) to
+// host uid 0, so DAC alone would let it read root's 0600 files: the files
+// and directories under /etc that are not world-readable are masked too.
+//
+// # Killing
+//
+// bwrap's init is pid 1 of the sandbox's PID namespace, and when it dies
+// the kernel kills everything in the namespace and only then lets init's
+// exit complete. So the box holds a pidfd on init (taken while bwrap waits
+// on its block fd, so the pid cannot have been reused), and ending a
+// command means: SIGKILL init through the pidfd and wait for the pidfd to
+// report the exit. Once that returns, nothing the command started is alive,
+// whatever it did (setsid, double fork, a fork bomb).
+//
+// # Limits
+//
+// CPU seconds and address-space bytes are RLIMIT_CPU and RLIMIT_AS, set on
+// init with prlimit(2) before it forks the command, so they hold for every
+// process of the sandbox (each process has its own budget, as rlimits go).
+// The process count is the cgroup pids controller's pids.max on a cgroup
+// per Box (cgroup v1 pids hierarchy, or v2 with pids delegated), into which
+// init is moved before it forks. Root ignores RLIMIT_NPROC, so where no
+// such cgroup can be made a watchdog counts the tasks of every running
+// command at a fixed period and kills the box's commands when the total
+// exceeds the limit; it reacts within a period, not at the fork.
+//
+// # Landlock
+//
+// The package does not apply Landlock to sandboxed programs. bwrap's mount
+// namespace already gives them a file view in which only the roots are
+// writable and nothing outside the system and the roots exists, so a
+// Landlock rule set inside would restate the same boundary for the same
+// attacker. Applying it needs a helper executable inside every sandbox
+// (Landlock restricts the calling thread and its future children, and bwrap
+// 0.8 cannot do it): re-executing deputy's own binary would make every
+// program that embeds the library cooperate from its main, would not run
+// inside a container root filesystem when the binary is dynamically linked
+// (race-enabled test binaries are), and costs a Go runtime start per call
+// against a 20 ms budget. Check still reports the kernel's Landlock ABI,
+// because the in-process file tools are where it can add a boundary.
+package sandbox

@@ -1,0 +1,413 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deputy-run/deputy/tool/shell"
+)
+
+// The escape suite: each test runs a hostile command through the bash tool
+// in a sandbox and checks on the host's side that it got nowhere. Each
+// also runs the same attempt where it must succeed (unsandboxed, or with
+// the grant), so a test that cannot fail would show.
+
+// layout is a workspace with a secret beside it, outside the roots.
+type layout struct {
+	parent, ws, secret string
+}
+
+const secretText = "s3cr3t-outside-the-roots"
+
+func newLayout(t *testing.T) layout {
+	t.Helper()
+	parent := t.TempDir()
+	l := layout{parent: parent, ws: filepath.Join(parent, "ws"), secret: filepath.Join(parent, "secret.txt")}
+	writeFile(t, l.secret, secretText)
+	if err := os.Mkdir(l.ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestEscapeReadOutsideRoots(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	l := newLayout(t)
+	env, mark := markedEnv(t)
+	attempts := fmt.Sprintf(`cat '%[1]s'; cat ../secret.txt; ls '%[2]s'; cat /proc/%[3]d/environ; `+
+		`ls ~root /root /home; cat /etc/shadow; grep -rs s3cr3t /tmp /proc/*/cwd/.. ..; echo done`,
+		l.secret, l.parent, os.Getpid())
+
+	// Unconfined, the same command reads the secret: the attempts are real.
+	out, _ := runBash(context.Background(), plainBash(t, shell.Config{Dir: l.ws, Env: env}), fmt.Sprintf(`cat '%s'`, l.secret), 0)
+	if !strings.Contains(out, secretText) {
+		t.Fatalf("control: the secret is not readable unconfined: %q", out)
+	}
+
+	b := newBox(t, Policy{Workspace: l.ws})
+	out, isErr := runBash(context.Background(), sandboxedBash(t, b, shell.Config{Env: env}), attempts, 30)
+	if isErr || !strings.Contains(out, "done") {
+		t.Fatalf("the command did not run to its end: %q", out)
+	}
+	if strings.Contains(out, secretText) {
+		t.Errorf("the secret outside the roots was read:\n%s", out)
+	}
+	if want := fmt.Sprintf("/proc/%d/environ: No such file or directory", os.Getpid()); !strings.Contains(out, want) {
+		t.Errorf("the test process is visible from the sandbox:\n%s", out)
+	}
+	if sh, err := os.ReadFile("/etc/shadow"); err == nil && len(sh) > 8 && strings.Contains(out, string(sh[:8])) {
+		t.Errorf("/etc/shadow was read:\n%s", out)
+	}
+	if live := survivors(t, mark); len(live) > 0 {
+		t.Errorf("processes survived: %v", live)
+	}
+}
+
+func TestEscapeWriteOutside(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	l := newLayout(t)
+	name := "deputy-escape-" + randHex(t)
+	targets := []string{
+		filepath.Join(l.parent, name),          // beside the workspace
+		filepath.Join(os.TempDir(), name),      // the host's /tmp
+		filepath.Join("/etc", name),            // the system
+		filepath.Join("/usr/local", name),      // the system
+		filepath.Join(os.Getenv("HOME"), name), // the home directory
+	}
+	var cmd strings.Builder
+	for _, p := range targets {
+		fmt.Fprintf(&cmd, "echo x > '%s'; touch '%s'; mkdir '%s.d'; ", p, p, p)
+	}
+	fmt.Fprintf(&cmd, "echo x > ../%s; echo x > in-workspace; echo done", name)
+	t.Cleanup(func() {
+		for _, p := range targets {
+			os.Remove(p)
+			os.Remove(p + ".d")
+		}
+	})
+
+	b := newBox(t, Policy{Workspace: l.ws})
+	out, isErr := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}), cmd.String(), 30)
+	if isErr || !strings.Contains(out, "done") {
+		t.Fatalf("the command did not run to its end: %q", out)
+	}
+	for _, p := range targets {
+		if exists(p) || exists(p+".d") {
+			t.Errorf("%s was written from the sandbox", p)
+		}
+	}
+	// The workspace is writable: the sandbox is not simply broken.
+	if got := readFile(t, filepath.Join(l.ws, "in-workspace")); got != "x\n" {
+		t.Errorf("workspace write: %q", got)
+	}
+	if exists(filepath.Join(l.parent, name)) {
+		t.Error("../ led out of the workspace")
+	}
+}
+
+func TestEscapeSymlinkOut(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	l := newLayout(t)
+	outDir := filepath.Join(l.parent, "outdir")
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"abs":    l.secret,
+		"rel":    "../secret.txt",
+		"dir":    outDir,
+		"reldir": "../outdir",
+	} {
+		if err := os.Symlink(target, filepath.Join(l.ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := `cat abs rel; echo planted > dir/new; echo planted > reldir/new2; ln -s ../secret.txt fresh; cat fresh; ` +
+		`echo planted > abs; echo done`
+
+	// Unconfined, the links lead out.
+	out, _ := runBash(context.Background(), plainBash(t, shell.Config{Dir: l.ws}), "cat abs", 0)
+	if !strings.Contains(out, secretText) {
+		t.Fatalf("control: the planted link does not lead to the secret: %q", out)
+	}
+
+	b := newBox(t, Policy{Workspace: l.ws})
+	out, isErr := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}), cmd, 30)
+	if isErr || !strings.Contains(out, "done") {
+		t.Fatalf("the command did not run to its end: %q", out)
+	}
+	if strings.Contains(out, secretText) {
+		t.Errorf("a symlink led to the secret:\n%s", out)
+	}
+	if got := readFile(t, l.secret); got != secretText {
+		t.Errorf("the secret was overwritten through a symlink: %q", got)
+	}
+	for _, p := range []string{filepath.Join(outDir, "new"), filepath.Join(outDir, "new2")} {
+		if exists(p) {
+			t.Errorf("%s was written through a symlink", p)
+		}
+	}
+}
+
+// tcpServer listens on 127.0.0.1 on the host and records whom it accepted.
+type tcpServer struct {
+	ln   net.Listener
+	mu   sync.Mutex
+	from []string
+	done chan struct{}
+	seen chan string
+}
+
+func newTCPServer(t *testing.T) *tcpServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &tcpServer{ln: ln, done: make(chan struct{}), seen: make(chan string, 16)}
+	go func() {
+		defer close(s.done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.from = append(s.from, c.RemoteAddr().String())
+			s.mu.Unlock()
+			select {
+			case s.seen <- c.RemoteAddr().String():
+			default:
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-s.done })
+	return s
+}
+
+func (s *tcpServer) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
+
+// accepted returns whom the server accepted, excluding its own probe. The
+// probe is a connection the test makes after the command: connections are
+// accepted in order, so once the probe is seen, any earlier connection has
+// been counted too.
+func (s *tcpServer) accepted(t *testing.T) []string {
+	t.Helper()
+	c, err := net.Dial("tcp", s.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := c.LocalAddr().String()
+	defer c.Close()
+	deadline := time.After(failAfter)
+	for {
+		select {
+		case from := <-s.seen:
+			if from == probe {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				var others []string
+				for _, f := range s.from {
+					if f != probe {
+						others = append(others, f)
+					}
+				}
+				return others
+			}
+		case <-deadline:
+			t.Fatal("the server never accepted the probe")
+		}
+	}
+}
+
+func TestEscapeNetwork(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	cmd := func(port int) string {
+		return fmt.Sprintf(`(exec 3<>/dev/tcp/127.0.0.1/%d && echo CONNECTED) 2>&1; echo done`, port)
+	}
+
+	t.Run("denied", func(t *testing.T) {
+		t.Parallel()
+		srv := newTCPServer(t)
+		b := newBox(t, Policy{Workspace: t.TempDir()})
+		out, isErr := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}), cmd(srv.port()), 30)
+		if isErr || !strings.Contains(out, "done") {
+			t.Fatalf("the command did not run to its end: %q", out)
+		}
+		if strings.Contains(out, "CONNECTED") {
+			t.Errorf("the sandbox connected to the host:\n%s", out)
+		}
+		if got := srv.accepted(t); len(got) > 0 {
+			t.Errorf("the host's server accepted connections from the sandbox: %v", got)
+		}
+	})
+	t.Run("granted", func(t *testing.T) {
+		t.Parallel()
+		srv := newTCPServer(t)
+		b := newBox(t, Policy{Workspace: t.TempDir(), Network: true})
+		out, _ := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}), cmd(srv.port()), 30)
+		if !strings.Contains(out, "CONNECTED") {
+			t.Errorf("with the network granted, the connection failed:\n%s", out)
+		}
+		if got := srv.accepted(t); len(got) != 1 {
+			t.Errorf("the server accepted %v, want the sandbox's one connection", got)
+		}
+	})
+}
+
+// A fork bomb stops at the process limit, the machine stays responsive,
+// and the timeout kill leaves nothing behind.
+func TestEscapeForkBomb(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	const limit = 64
+	env, mark := markedEnv(t)
+	b := newBox(t, Policy{Workspace: t.TempDir(), MaxProcesses: limit})
+	fc := fakeClock()
+	set := sandboxedBash(t, b, shell.Config{Env: env, Clock: fc})
+	type result struct {
+		out   string
+		isErr bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, isErr := runBash(context.Background(), set, `bomb() { bomb | bomb & }; bomb; sleep 1000`, 60)
+		done <- result{out, isErr}
+	}()
+
+	var res result
+	if b.cg != nil {
+		// The cgroup refuses forks past the limit; the bomb lingers until
+		// the timeout.
+		peak := 0
+		pollUntil(t, "the fork bomb to reach the limit", func() bool {
+			peak = max(peak, b.cg.tasks())
+			return b.cg.refused() > 0
+		})
+		responsive(t)
+		if peak > limit {
+			t.Errorf("%d tasks in the box, over the limit of %d", peak, limit)
+		}
+		if err := fc.WaitPending(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		fc.Advance(60 * time.Second)
+		res = <-done
+		if !res.isErr || !strings.Contains(res.out, "timed out") {
+			t.Errorf("want the timeout to end the bomb: %q", res.out)
+		}
+		// The sandbox's init may still await reaping by the host's init
+		// (bwrap, its parent, was killed first): a zombie, which the
+		// cgroup counts until then.
+		pollUntil(t, "the box's cgroup to empty", func() bool { return b.cg.tasks() == 0 })
+	} else {
+		// Without a cgroup the watchdog kills the box's commands.
+		select {
+		case res = <-done:
+		case <-time.After(failAfter):
+			t.Fatal("the watchdog did not stop the fork bomb")
+		}
+		responsive(t)
+		if !strings.Contains(res.out, "more than 64 processes") {
+			t.Errorf("want the watchdog's note: %q", res.out)
+		}
+	}
+	if live := survivors(t, mark); len(live) > 0 {
+		t.Errorf("%d processes of the bomb survived, e.g. %v", len(live), live[0])
+	}
+}
+
+// The watchdog, for hosts without a pids cgroup, kills a box whose
+// commands go over the limit.
+func TestSandboxWatchdogKillsOverLimit(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	env, mark := markedEnv(t)
+	b := newBox(t, Policy{Workspace: t.TempDir(), MaxProcesses: 16, forceWatchdog: true})
+	if b.cg != nil {
+		t.Fatal("forceWatchdog ignored")
+	}
+	set := sandboxedBash(t, b, shell.Config{Env: env, Clock: fakeClock()})
+	out, _ := runBash(context.Background(), set, `for i in $(seq 40); do sleep 1000 & done; wait; echo finished`, 60)
+	if strings.Contains(out, "finished") || !strings.Contains(out, "[sandbox: killed: more than 16 processes (watchdog)]") {
+		t.Errorf("want the watchdog to kill the command: %q", out)
+	}
+	if live := survivors(t, mark); len(live) > 0 {
+		t.Errorf("processes survived: %v", live)
+	}
+	// Under the limit, the same box runs commands to their end.
+	if out, _ := runBash(context.Background(), set, `sleep 0 & wait; echo finished`, 60); !strings.Contains(out, "finished") {
+		t.Errorf("a command under the limit: %q", out)
+	}
+}
+
+// A process left running by a command is dead when the tool returns,
+// however it left: background job, new session, double fork, nohup.
+func TestEscapeLeftRunning(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	env, mark := markedEnv(t)
+	b := newBox(t, Policy{Workspace: t.TempDir()})
+	set := sandboxedBash(t, b, shell.Config{Env: env})
+	out, isErr := runBash(context.Background(), set,
+		`sleep 1001 & setsid sleep 1002 & (sleep 1003 &) ; nohup sleep 1004 >/dev/null 2>&1 & disown -a; `+
+			`setsid bash -c 'sleep 1005 & disown' ; echo started`, 30)
+	if isErr || !strings.Contains(out, "started") {
+		t.Fatalf("%q", out)
+	}
+	// No waiting: the tool returned after the sandbox was torn down.
+	if live := survivors(t, mark); len(live) > 0 {
+		t.Errorf("processes outlived the command: %v", live)
+	}
+}
+
+// Filling memory fails inside the sandbox under the limit; the host does
+// not notice.
+func TestEscapeMemory(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	env, mark := markedEnv(t)
+	b := newBox(t, Policy{Workspace: t.TempDir(), MemoryBytes: 100 << 20})
+	set := sandboxedBash(t, b, shell.Config{Env: env})
+	// Under the limit it works: the command is sound.
+	out, _ := runBash(context.Background(), set, `x=$(head -c 10000000 /dev/zero | tr '\0' x); echo len=${#x}`, 60)
+	if !strings.Contains(out, "len=10000000") {
+		t.Fatalf("a 10 MB string under a 100 MB limit: %q", out)
+	}
+	out, _ = runBash(context.Background(), set, `x=$(head -c 2000000000 /dev/zero | tr '\0' x); echo len=${#x}`, 60)
+	if strings.Contains(out, "len=2000000000") {
+		t.Errorf("a 2 GB string was built under a 100 MB limit: %q", out)
+	}
+	if !strings.Contains(out, "cannot allocate") && !strings.Contains(out, "signal") {
+		t.Errorf("want an allocation failure: %q", out)
+	}
+	responsive(t)
+	if live := survivors(t, mark); len(live) > 0 {
+		t.Errorf("processes survived: %v", live)
+	}
+}
+
+// A CPU-bound loop is killed at its CPU-time limit.
+func TestSandboxCPULimit(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	b := newBox(t, Policy{Workspace: t.TempDir(), CPUSeconds: 1})
+	set := sandboxedBash(t, b, shell.Config{Clock: fakeClock()})
+	out, _ := runBash(context.Background(), set, `bash -c 'while :; do :; done'; echo "status=$?"`, 60)
+	// SIGXCPU is 24: the shell reports 128+24.
+	if !strings.Contains(out, "status=152") {
+		t.Errorf("want the loop killed by SIGXCPU: %q", out)
+	}
+}

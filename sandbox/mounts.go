@@ -1,0 +1,194 @@
+package sandbox
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// sandboxID is the uid and gid programs run as inside: nobody.
+const sandboxID = "65534"
+
+// systemDirs are the host's top-level entries that make up the read-only
+// system when there is no root filesystem. Merged-/usr hosts have most of
+// them as symlinks into /usr, which are recreated as symlinks.
+var systemDirs = []string{"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt"}
+
+// ownMounts are the top-level entries of a root filesystem that the
+// sandbox gets fresh instead of from it.
+var ownMounts = map[string]bool{"proc": true, "dev": true, "sys": true, "tmp": true}
+
+// namespaceArgs are the bwrap options that make the sandbox: every
+// namespace new (network too unless granted), an unprivileged user that
+// cannot make more user namespaces (a new one would give it capabilities
+// over its own mounts), no capabilities, its own session (no TIOCSTI into
+// deputy's terminal), and death with its parent.
+func namespaceArgs(network bool) []string {
+	a := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
+		"--uid", sandboxID, "--gid", sandboxID, "--die-with-parent", "--new-session"}
+	if network {
+		a = append(a, "--share-net")
+	}
+	return a
+}
+
+// mountArgs is the file system part of a box's bwrap command line: the
+// system (the host's or the root filesystem), fresh /proc, /dev and /tmp,
+// then the roots at their host paths, parents before children so nested
+// grants stack.
+func mountArgs(p Policy, roots []root) ([]string, error) {
+	var a []string
+	if p.RootFS == "" {
+		sys, err := hostSystem(p.Network)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, sys...)
+	} else {
+		points := make([]string, len(roots))
+		for i, r := range roots {
+			points[i] = r.path
+		}
+		ents, err := os.ReadDir(p.RootFS)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: root filesystem: %w", err)
+		}
+		for _, e := range ents {
+			if ownMounts[e.Name()] {
+				continue
+			}
+			sub, err := bindTree(filepath.Join(p.RootFS, e.Name()), "/"+e.Name(), points)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, sub...)
+		}
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	sorted := append([]root(nil), roots...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].path < sorted[j].path })
+	for _, r := range sorted {
+		op := "--ro-bind"
+		if r.writable {
+			op = "--bind"
+		}
+		a = append(a, op, r.path, r.path)
+	}
+	return a, nil
+}
+
+// hostSystem mounts the host's system directories read-only, masking what
+// root alone may read when deputy is root (see the package comment), and,
+// with the network granted, the target of an /etc/resolv.conf symlink (it
+// usually points into /run, which is not mounted).
+func hostSystem(network bool) ([]string, error) {
+	var a []string
+	for _, name := range systemDirs {
+		p := "/" + name
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			t, err := os.Readlink(p)
+			if err != nil {
+				return nil, fmt.Errorf("sandbox: %w", err)
+			}
+			a = append(a, "--symlink", t, p)
+		case fi.IsDir():
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	if os.Geteuid() == 0 {
+		a = append(a, etcMasks("/etc")...)
+	}
+	if network {
+		if t, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && t != "/etc/resolv.conf" && !inSystem(t) {
+			a = append(a, "--ro-bind", t, t)
+		}
+	}
+	return a, nil
+}
+
+// inSystem reports whether a resolved host path lies in a mounted system
+// directory.
+func inSystem(p string) bool {
+	for _, name := range systemDirs {
+		if within(p, "/"+name) {
+			return true
+		}
+	}
+	return false
+}
+
+// etcMasks hides the entries under dir that others may not read (shadow,
+// private keys, sudoers): an empty tmpfs over a directory, /dev/null over a
+// file. The sandbox user is host root when deputy is, and would own them.
+func etcMasks(dir string) []string {
+	var a []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir || d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil || fi.Mode().Perm()&0o004 != 0 {
+			return nil
+		}
+		if d.IsDir() {
+			a = append(a, "--tmpfs", p)
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			a = append(a, "--ro-bind", "/dev/null", p)
+		}
+		return nil
+	})
+	return a
+}
+
+// bindTree mounts src read-only at dst, unless a mount point (a root) lies
+// below dst: bwrap cannot create that mount point inside a read-only bind,
+// so dst becomes a directory on the sandbox's tmpfs root holding binds of
+// src's entries, expanded the same way. An entry that is itself a mount
+// point is left to the root's bind.
+func bindTree(src, dst string, points []string) ([]string, error) {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: root filesystem: %w", err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		t, err := os.Readlink(src)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: root filesystem: %w", err)
+		}
+		return []string{"--symlink", t, dst}, nil
+	}
+	expand := false
+	for _, p := range points {
+		if p == dst {
+			return nil, nil
+		}
+		if within(p, dst) {
+			expand = true
+		}
+	}
+	if !expand || !fi.IsDir() {
+		return []string{"--ro-bind", src, dst}, nil
+	}
+	a := []string{"--dir", dst}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: root filesystem: %w", err)
+	}
+	for _, e := range ents {
+		sub, err := bindTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), points)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, sub...)
+	}
+	return a, nil
+}

@@ -1,0 +1,167 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/deputy-run/deputy/clock"
+)
+
+// DefaultMaxProcesses is the process-count limit when a Policy gives none:
+// enough for a parallel build (the kernel counts threads as tasks, and a Go
+// compile has a dozen), small enough that a fork bomb stops there.
+const DefaultMaxProcesses = 1024
+
+// Policy is what a Box allows. Zero fields take defaults.
+type Policy struct {
+	// Workspace is the directory the programs may read and write
+	// (required). Relative paths are made absolute; symlinks are resolved,
+	// and the sandbox sees it at its resolved path (see Box.Dir).
+	Workspace string
+	// WritePaths and ReadPaths are more files or directories the programs
+	// may write, or only read (a module cache, a toolchain outside the
+	// system directories). They must exist.
+	WritePaths []string
+	ReadPaths  []string
+	// Network shares the host's network. Without it the sandbox has its own
+	// network namespace with only a loopback nobody else can reach.
+	Network bool
+
+	// CPUSeconds is RLIMIT_CPU: each process is killed after that much CPU
+	// time (0: no limit).
+	CPUSeconds int
+	// MemoryBytes is RLIMIT_AS, the address space of each process (0: no
+	// limit). With cgroup v2 and the memory controller delegated it is also
+	// the memory.max of the whole box. Runtimes that reserve large virtual
+	// ranges up front (V8, the JVM) need a generous value.
+	MemoryBytes int64
+	// MaxProcesses bounds the tasks (processes and threads, as the kernel's
+	// pids controller counts them) alive at once in the box, across its
+	// commands; 0 means DefaultMaxProcesses. There is no unlimited: a fork
+	// bomb must stop somewhere.
+	MaxProcesses int
+
+	// RootFS is the container level: a directory holding a root file
+	// system (made with debootstrap, or busybox and a few symlinks) that
+	// the programs see as / instead of the host's system directories. The
+	// roots are mounted into it at their host paths.
+	RootFS string
+	// Snapshot gives the programs a copy of the workspace instead of the
+	// workspace itself. Box.Commit applies the copy's changes to the
+	// workspace; Box.Discard (or Close without Commit) drops them.
+	Snapshot bool
+	// SnapshotDir is where snapshots are made (os.TempDir()). A file
+	// system with reflinks (btrfs, XFS) makes the copy cheap.
+	SnapshotDir string
+	// HardTimeout, when positive, kills everything running in the box
+	// once that much time has passed on Clock since New, and refuses any
+	// later command.
+	HardTimeout time.Duration
+	// Clock times HardTimeout and the watchdog (clock.Real).
+	Clock clock.Clock
+	// Bwrap is the bubblewrap binary ("bwrap", looked up on PATH).
+	Bwrap string
+
+	// forceWatchdog skips the cgroup (tests of the watchdog).
+	forceWatchdog bool
+}
+
+// watchdogEvery is how often the watchdog counts tasks.
+const watchdogEvery = 20 * time.Millisecond
+
+// root is a host path the sandbox sees, at the same path.
+type root struct {
+	path     string // absolute, symlinks resolved
+	writable bool
+}
+
+// normalize checks p and fills in defaults. The returned roots are the
+// workspace's (first) and the granted paths, resolved.
+func (p Policy) normalize() (Policy, []root, error) {
+	if p.Workspace == "" {
+		return p, nil, errors.New("sandbox: no workspace given")
+	}
+	ws, err := resolveRoot(p.Workspace, "workspace")
+	if err != nil {
+		return p, nil, err
+	}
+	if fi, err := os.Stat(ws); err != nil {
+		return p, nil, fmt.Errorf("sandbox: workspace %s: %w", p.Workspace, err)
+	} else if !fi.IsDir() {
+		return p, nil, fmt.Errorf("sandbox: workspace %s is not a directory", p.Workspace)
+	}
+	p.Workspace = ws
+	roots := []root{{path: ws, writable: true}}
+	for _, list := range []struct {
+		paths    []string
+		what     string
+		writable bool
+	}{{p.WritePaths, "write path", true}, {p.ReadPaths, "read path", false}} {
+		for _, w := range list.paths {
+			r, err := resolveRoot(w, list.what)
+			if err != nil {
+				return p, nil, err
+			}
+			roots = append(roots, root{path: r, writable: list.writable})
+		}
+	}
+	if p.RootFS != "" {
+		rfs, err := resolveRoot(p.RootFS, "root filesystem")
+		if err != nil {
+			return p, nil, err
+		}
+		if fi, err := os.Stat(rfs); err != nil || !fi.IsDir() {
+			return p, nil, fmt.Errorf("sandbox: root filesystem %s is not a directory", p.RootFS)
+		}
+		for _, r := range roots {
+			if within(r.path, rfs) {
+				return p, nil, fmt.Errorf("sandbox: %s lies inside the root filesystem %s; give a path outside it", r.path, rfs)
+			}
+		}
+		p.RootFS = rfs
+	}
+	if p.CPUSeconds < 0 || p.MemoryBytes < 0 || p.MaxProcesses < 0 || p.HardTimeout < 0 {
+		return p, nil, errors.New("sandbox: negative limit")
+	}
+	if p.MaxProcesses == 0 {
+		p.MaxProcesses = DefaultMaxProcesses
+	}
+	if p.Clock == nil {
+		p.Clock = clock.Real
+	}
+	if p.Bwrap == "" {
+		p.Bwrap = "bwrap"
+	}
+	return p, roots, nil
+}
+
+// resolveRoot makes a configured path absolute and resolves its symlinks,
+// so the path mounted is the one the kernel would reach, and refuses "/",
+// which would hand the whole host to the sandbox.
+func resolveRoot(p, what string) (string, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("sandbox: %s %q contains a NUL byte", what, p)
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: %s %s: %w", what, p, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("sandbox: %s %s: %w", what, p, err)
+	}
+	if real == "/" {
+		return "", fmt.Errorf("sandbox: %s %s is the host's root directory; give a directory below it", what, p)
+	}
+	return real, nil
+}
+
+// within reports whether path is dir or lies below it (both clean and
+// absolute).
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+"/") || dir == "/"
+}

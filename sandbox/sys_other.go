@@ -1,0 +1,41 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"io/fs"
+	"time"
+)
+
+// The sandbox is made of Linux namespaces; elsewhere New and Available
+// fail and these are never reached.
+const supported = false
+
+var errUnsupported = errors.New("the sandbox needs Linux")
+
+type pidfd int
+
+func openPidfd(int) (pidfd, error)    { return -1, errUnsupported }
+func (pidfd) kill()                   {}
+func (pidfd) wait(time.Duration) bool { return true }
+func (pidfd) exited() bool            { return true }
+func (pidfd) close()                  {}
+
+func setLimits(int, int, int64) error { return errUnsupported }
+func landlockABI() (int, error)       { return 0, errUnsupported }
+
+type cgroup struct{ dir string }
+
+func newCgroup(int, int64) (*cgroup, error) { return nil, errUnsupported }
+func cgroupBase() (string, bool, error)     { return "", false, errUnsupported }
+func (*cgroup) add(int) error               { return errUnsupported }
+func (*cgroup) tasks() int                  { return 0 }
+func (*cgroup) refused() int64              { return 0 }
+func (*cgroup) remove() error               { return nil }
+
+const cgroupFix = "the sandbox needs Linux"
+
+const noFollow = 0
+
+func inodeOf(fi fs.FileInfo) (uint64, int64) { return 0, fi.ModTime().UnixNano() }
