@@ -27,8 +27,26 @@ import (
 // model, so a definition written for Claude Code (model: sonnet) still
 // runs wherever deputy is pointed.
 type Config struct {
-	Tiers  map[string]string `json:"tiers,omitempty"`
-	Prices cost.Table        `json:"prices,omitempty"`
+	Tiers     map[string]string `json:"tiers,omitempty"`
+	Prices    cost.Table        `json:"prices,omitempty"`
+	Isolation IsolationConfig   `json:"isolation,omitzero"`
+}
+
+// IsolationConfig is deputy.yaml's isolation section: how fenced children
+// are fenced on this machine.
+type IsolationConfig struct {
+	// RootFS is the root filesystem directory a container child runs
+	// over (one made with debootstrap, say); without it, container types
+	// are refused.
+	RootFS string `json:"rootfs,omitempty"`
+	// AllowUnsandboxed lets a sandbox type run without its sandbox where
+	// bubblewrap cannot run; its relay says so. Off: it is refused.
+	AllowUnsandboxed bool `json:"allow_unsandboxed,omitempty"`
+	// Limits of every program a fenced child runs; zero: deputy's
+	// defaults.
+	CPUSeconds int `json:"cpu_seconds,omitempty"`
+	MemoryMB   int `json:"memory_mb,omitempty"`
+	Processes  int `json:"processes,omitempty"`
 }
 
 // ResolveModel turns a definition's model into the provider:model to run
@@ -165,14 +183,55 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 				}
 				c.Prices[model] = p
 			}
+		case "isolation":
+			parseIsolation(kv.Value, &c.Isolation, bad)
 		default:
-			bad(kv, "unknown key %q (tiers, prices)", key)
+			bad(kv, "unknown key %q (tiers, prices, isolation)", key)
 		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// parseIsolation reads deputy.yaml's isolation section into c.
+func parseIsolation(n ast.Node, c *IsolationConfig, bad func(ast.Node, string, ...any)) {
+	pairs, ok := mappingPairs(n)
+	if !ok {
+		bad(n, "isolation: want a mapping (rootfs, allow_unsandboxed, cpu_seconds, memory_mb, processes)")
+		return
+	}
+	for _, kv := range pairs {
+		switch name := kv.Key.String(); name {
+		case "rootfs":
+			v, ok := stringNode(kv.Value)
+			if !ok || strings.TrimSpace(v) == "" {
+				bad(kv.Value, "isolation.rootfs: want a directory")
+				continue
+			}
+			c.RootFS = v
+		case "allow_unsandboxed":
+			b, ok := kv.Value.(*ast.BoolNode)
+			if !ok {
+				bad(kv.Value, "isolation.allow_unsandboxed: want true or false")
+				continue
+			}
+			c.AllowUnsandboxed = b.Value
+		case "cpu_seconds", "memory_mb", "processes":
+			x, err := numberNode(kv.Value)
+			if err == nil && (x < 1 || x != math.Trunc(x) || x > 1<<31) {
+				err = fmt.Errorf("%v is not a positive whole number", x)
+			}
+			if err != nil {
+				bad(kv.Value, "isolation.%s: %v", name, err)
+				continue
+			}
+			*map[string]*int{"cpu_seconds": &c.CPUSeconds, "memory_mb": &c.MemoryMB, "processes": &c.Processes}[name] = int(x)
+		default:
+			bad(kv, "isolation: unknown field %q (rootfs, allow_unsandboxed, cpu_seconds, memory_mb, processes)", name)
+		}
+	}
 }
 
 // mappingPairs returns a mapping's entries; goccy represents a one-entry

@@ -89,3 +89,39 @@ func TestLoadConfigMissingIsEmpty(t *testing.T) {
 		t.Fatalf("%v %v", c, err)
 	}
 }
+
+func TestParseConfigIsolation(t *testing.T) {
+	t.Parallel()
+	c, err := ParseConfig("deputy.yaml", []byte(`isolation:
+  rootfs: /srv/rootfs
+  allow_unsandboxed: true
+  cpu_seconds: 60
+  memory_mb: 512
+  processes: 64
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := IsolationConfig{RootFS: "/srv/rootfs", AllowUnsandboxed: true, CPUSeconds: 60, MemoryMB: 512, Processes: 64}
+	if c.Isolation != want {
+		t.Fatalf("isolation %+v", c.Isolation)
+	}
+	_, err = ParseConfig("deputy.yaml", []byte(`isolation:
+  rootfs: 3
+  allow_unsandboxed: maybe
+  cpu_seconds: -1
+  memory_mb: 1.5
+  network: yes
+`))
+	for _, w := range []string{
+		"deputy.yaml:2: isolation.rootfs: want a directory",
+		"deputy.yaml:3: isolation.allow_unsandboxed: want true or false",
+		"deputy.yaml:4: isolation.cpu_seconds: -1 is not a positive whole number",
+		"deputy.yaml:5: isolation.memory_mb: 1.5 is not a positive whole number",
+		`deputy.yaml:6: isolation: unknown field "network"`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in %v", w, err)
+		}
+	}
+}
