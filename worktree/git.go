@@ -83,7 +83,9 @@ func exitCode(err error) int {
 
 // lockBusy matches git's messages for a lock another process holds: the
 // index, a ref, packed-refs, a worktree's admin files.
-var lockBusy = regexp.MustCompile(`(?i)\.lock'?: File exists|Unable to create '[^']*\.lock'|cannot lock ref|another git process seems to be running`)
+// ("cannot lock ref" alone is not enough: git says it too for a branch name
+// that clashes with another, which no wait will fix.)
+var lockBusy = regexp.MustCompile(`(?i)\.lock'?: File exists|Unable to create '[^']*\.lock'|another git process seems to be running`)
 
 // lockRetryHook, when set by a test, is called before each wait on a busy lock.
 var lockRetryHook func(attempt int)

@@ -209,3 +209,20 @@ func TestWorktreeLockRetry(t *testing.T) {
 		t.Fatalf("commit under a held lock: %v after %v", err, attempts)
 	}
 }
+
+// A branch named "deputy" in the user's repository blocks deputy/<id>: that
+// fails at once with git's reason, without waiting as if for a lock.
+func TestWorktreeBranchNameClash(t *testing.T) {
+	repo := newRepo(t)
+	run(t, repo, "branch", "deputy")
+	retries := 0
+	lockRetryHook = func(int) { retries++ }
+	t.Cleanup(func() { lockRetryHook = nil })
+	_, err := Add(context.Background(), repo, "i-x")
+	if err == nil || !strings.Contains(err.Error(), "'refs/heads/deputy' exists") || retries != 0 {
+		t.Fatalf("err = %v after %d retries", err, retries)
+	}
+	if worktreeCount(t, repo) != 1 {
+		t.Fatal("a worktree was left behind")
+	}
+}

@@ -429,3 +429,53 @@ func TestWorktreeCleanEnvironment(t *testing.T) {
 		t.Fatalf("GitVersion = %q, %v", v, err)
 	}
 }
+
+// A child with a worktree spawns its own child with a worktree: the
+// grandchild branches from the child's branch and merges back into it.
+func TestWorktreeNested(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t)
+	parent, err := Add(ctx, repo, "i-parent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, parent.Dir, map[string]string{"parent.txt": "p\n"})
+	if _, err := parent.Commit(ctx, "parent's start"); err != nil {
+		t.Fatal(err)
+	}
+	child, err := Add(ctx, filepath.Join(parent.Dir, "sub"), "i-child")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if child.Repo != parent.Root || child.Base != run(t, repo, "rev-parse", parent.Branch) ||
+		filepath.Dir(child.Root) != filepath.Dir(parent.Root) || child.Dir != filepath.Join(child.Root, "sub") {
+		t.Fatalf("child %+v of parent %+v", child, parent)
+	}
+	if readFile(t, filepath.Join(child.Root, "parent.txt")) != "p\n" {
+		t.Fatal("the grandchild does not start from the child's commit")
+	}
+	writeFiles(t, child.Dir, map[string]string{"child.txt": "c\n"})
+	if _, err := child.Commit(ctx, "child"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Merge(ctx, parent.Dir, child.Branch); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if branchExists(t, repo, child.Branch) || readFile(t, filepath.Join(parent.Dir, "sub", "child.txt")) != "c\n" {
+		t.Fatal("the merged grandchild's branch survived, or its work did not reach the child")
+	}
+	if got := run(t, repo, "symbolic-ref", "--short", "HEAD"); got != "main" || exists(filepath.Join(repo, "sub", "child.txt")) {
+		t.Fatal("the grandchild's merge reached the root workspace")
+	}
+	s, err := parent.Commit(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.String() != "branch deputy/i-parent: 2 files, +2 -0" {
+		t.Fatalf("parent summary %s", s)
+	}
+}
