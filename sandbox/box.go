@@ -18,8 +18,9 @@ import (
 // kernel to tear its PID namespace down; it takes milliseconds.
 const killWait = 10 * time.Second
 
-// ErrClosed is returned for a command started in a closed box, one whose
-// snapshot was discarded, or one whose hard timeout has passed.
+// ErrClosed is returned (wrapped, with the reason) for a command started
+// in a closed box, one whose snapshot was discarded, or one whose hard
+// timeout has passed.
 var ErrClosed = errors.New("sandbox: the box is closed")
 
 // Box is one child session's sandbox. Commands started through it (Start,
@@ -31,6 +32,7 @@ type Box struct {
 	roots  []root   // what the sandbox sees, the snapshot in place of the workspace
 	prefix []string // bwrap and the options every command shares
 	dir    string
+	tmp    string  // the host directory mounted as /tmp
 	cg     *cgroup // nil: the watchdog counts processes
 	cgErr  error   // why there is no cgroup
 	snap   *snapshot
@@ -41,7 +43,6 @@ type Box struct {
 	released  bool  // Close has run
 	hard      clock.Timer
 	watchdog  clock.Timer // armed while commands run without a cgroup
-	committed bool
 }
 
 // New makes a box for one child session. It fails, saying how to fix it,
@@ -60,17 +61,24 @@ func New(p Policy) (*Box, error) {
 		return nil, err
 	}
 	b := &Box{p: p, roots: roots, dir: p.Workspace, runs: map[*run]struct{}{}}
+	// One /tmp for all the session's commands, as a shell session would
+	// have it (a script written there in one call runs in the next; the
+	// Go build cache under HOME=/tmp persists), and on disk, not in RAM.
+	if b.tmp, err = os.MkdirTemp(p.StateDir, "deputy-tmp-"); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
 	if p.Snapshot {
-		b.snap, err = takeSnapshot(p.Workspace, p.SnapshotDir)
-		if err != nil {
+		if b.snap, err = takeSnapshot(p.Workspace, p.StateDir); err != nil {
+			_ = removeTree(b.tmp)
 			return nil, err
 		}
 		b.roots[0].path = b.snap.copy
 		b.dir = b.snap.copy
 	}
-	mounts, err := mountArgs(p, b.roots)
+	mounts, err := mountArgs(p, b.roots, b.tmp)
 	if err != nil {
-		b.dropSnapshot()
+		_ = b.dropSnapshot()
+		_ = removeTree(b.tmp)
 		return nil, err
 	}
 	b.prefix = append(append([]string{bwrap}, namespaceArgs(p.Network)...), mounts...)
@@ -81,7 +89,8 @@ func New(p Policy) (*Box, error) {
 	}
 	if p.HardTimeout > 0 {
 		b.hard = p.Clock.AfterFunc(p.HardTimeout, func() {
-			b.stop(fmt.Errorf("sandbox: the hard timeout (%s) has passed", p.HardTimeout), "killed at the hard timeout ("+p.HardTimeout.String()+")")
+			b.stop(fmt.Errorf("%w: its hard timeout (%s) has passed", ErrClosed, p.HardTimeout),
+				"killed at the hard timeout ("+p.HardTimeout.String()+")")
 		})
 	}
 	return b, nil
@@ -93,8 +102,40 @@ func New(p Policy) (*Box, error) {
 // applies.
 func (b *Box) Dir() string { return b.dir }
 
-// Limits describes how the process limit is enforced: "cgroup" or
-// "watchdog (reason no cgroup could be made)".
+// Description tells the model what the sandbox allows, in a sentence or
+// two; the bash tool appends it to its own description.
+func (b *Box) Description() string {
+	var d strings.Builder
+	d.WriteString("Commands run in a sandbox as an unprivileged user. They can write only in " + b.dir)
+	for _, r := range b.roots[1:] {
+		if r.writable {
+			d.WriteString(", " + r.path)
+		}
+	}
+	if b.p.RootFS != "" {
+		d.WriteString("; the rest is a separate, read-only root filesystem")
+	} else {
+		d.WriteString("; the system directories are read-only and other host paths (home directories) do not exist")
+	}
+	d.WriteString(". /tmp is private to this session. ")
+	if b.p.Network {
+		d.WriteString("The network is available. ")
+	} else {
+		d.WriteString("There is no network (only a private loopback). ")
+	}
+	fmt.Fprintf(&d, "At most %d processes and threads at once", b.p.MaxProcesses)
+	if b.p.CPUSeconds > 0 {
+		fmt.Fprintf(&d, "; %d s of CPU per process", b.p.CPUSeconds)
+	}
+	if b.p.MemoryBytes > 0 {
+		fmt.Fprintf(&d, "; %d MiB of address space per process", b.p.MemoryBytes>>20)
+	}
+	d.WriteString(".")
+	return d.String()
+}
+
+// Limits says how the process limit is enforced: "cgroup DIR", or
+// "watchdog (why no cgroup could be made)".
 func (b *Box) Limits() string {
 	if b.cg != nil {
 		return "cgroup " + b.cg.dir
@@ -346,6 +387,9 @@ func (b *Box) Close() error {
 	var errs []error
 	if err := b.dropSnapshot(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := removeTree(b.tmp); err != nil {
+		errs = append(errs, fmt.Errorf("sandbox: remove the box's /tmp: %w", err))
 	}
 	if b.cg != nil {
 		if err := b.cg.remove(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -113,5 +114,54 @@ func TestSandboxKillAll(t *testing.T) {
 	c, _ := b.Command(context.Background(), []string{"true"}, "", nil)
 	if err := c.Run(); err != nil {
 		t.Errorf("the box is unusable after Kill: %v", err)
+	}
+}
+
+// /tmp is the session's: kept from one command to the next, not shared
+// with another box, gone after Close.
+func TestSandboxPrivateTmp(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws := t.TempDir()
+	b1, b2 := newBox(t, Policy{Workspace: ws}), newBox(t, Policy{Workspace: ws})
+	sh := func(b *Box, script string) string {
+		c, _ := b.Command(context.Background(), []string{"sh", "-c", script}, "", nil)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v %s", script, err, out)
+		}
+		return string(out)
+	}
+	sh(b1, "echo kept > /tmp/note")
+	if got := sh(b1, "cat /tmp/note"); got != "kept\n" {
+		t.Errorf("/tmp did not persist between commands: %q", got)
+	}
+	if got := sh(b2, "cat /tmp/note 2>&1 || true"); strings.Contains(got, "kept") {
+		t.Error("another box sees this box's /tmp")
+	}
+	if exists(filepath.Join(os.TempDir(), "note")) {
+		t.Error("the box's /tmp is the host's")
+	}
+	tmp := b1.tmp
+	if err := b1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(tmp) {
+		t.Errorf("%s left after Close", tmp)
+	}
+}
+
+func TestSandboxDescription(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws, extra := t.TempDir(), t.TempDir()
+	d := newBox(t, Policy{Workspace: ws, WritePaths: []string{extra}, CPUSeconds: 60, MemoryBytes: 1 << 30, MaxProcesses: 100}).Description()
+	for _, want := range []string{ws, extra, "read-only", "/tmp is private", "no network", "At most 100 processes", "60 s of CPU", "1024 MiB"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("description lacks %q: %s", want, d)
+		}
+	}
+	if d := newBox(t, Policy{Workspace: ws, Network: true}).Description(); !strings.Contains(d, "network is available") {
+		t.Errorf("network granted: %s", d)
 	}
 }

@@ -3,11 +3,12 @@
 // (bwrap) as an unprivileged user in fresh namespaces, sees a read-only
 // system (the host's system directories, or a separate root filesystem for
 // the container level), can write only its roots (the workspace and granted
-// paths), has a private /tmp, no network unless granted (a private loopback
-// otherwise), its own PID namespace, and CPU, memory and process-count
-// limits. A Box is one child session's sandbox: it owns the process-count
-// cgroup, the optional copy-on-write snapshot of the workspace (kept only
-// on Commit), and the hard timeout.
+// paths), has a private /tmp (the session's, kept between its commands),
+// no network unless granted (a private loopback otherwise), its own PID
+// namespace, and CPU, memory and process-count limits. A Box is one child
+// session's sandbox: it owns the process-count cgroup, the /tmp directory,
+// the optional copy-on-write snapshot of the workspace (kept only on
+// Commit), and the hard timeout.
 //
 // # What the sandbox sees
 //

@@ -29,6 +29,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// A Box is the bash tool's sandbox.
+var _ shell.Sandbox = (*Box)(nil)
+
 // failAfter bounds how long a test waits for something that should happen
 // promptly; it is a failure deadline, never a pause.
 const failAfter = 30 * time.Second

@@ -35,10 +35,10 @@ func namespaceArgs(network bool) []string {
 }
 
 // mountArgs is the file system part of a box's bwrap command line: the
-// system (the host's or the root filesystem), fresh /proc, /dev and /tmp,
-// then the roots at their host paths, parents before children so nested
-// grants stack.
-func mountArgs(p Policy, roots []root) ([]string, error) {
+// system (the host's or the root filesystem), fresh /proc and /dev, tmp as
+// /tmp (a fresh tmpfs if ""), then the roots at their host paths, parents
+// before children so nested grants stack.
+func mountArgs(p Policy, roots []root, tmp string) ([]string, error) {
 	var a []string
 	if p.RootFS == "" {
 		sys, err := hostSystem(p.Network)
@@ -66,7 +66,12 @@ func mountArgs(p Policy, roots []root) ([]string, error) {
 			a = append(a, sub...)
 		}
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
+	a = append(a, "--proc", "/proc", "--dev", "/dev")
+	if tmp == "" {
+		a = append(a, "--tmpfs", "/tmp")
+	} else {
+		a = append(a, "--bind", tmp, "/tmp")
+	}
 	sorted := append([]root(nil), roots...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].path < sorted[j].path })
 	for _, r := range sorted {

@@ -54,9 +54,11 @@ type Policy struct {
 	// workspace itself. Box.Commit applies the copy's changes to the
 	// workspace; Box.Discard (or Close without Commit) drops them.
 	Snapshot bool
-	// SnapshotDir is where snapshots are made (os.TempDir()). A file
-	// system with reflinks (btrfs, XFS) makes the copy cheap.
-	SnapshotDir string
+	// StateDir is where the box keeps its snapshot and the directory the
+	// programs see as /tmp (os.TempDir()); it must not lie in the
+	// workspace. A file system with reflinks (btrfs, XFS) makes the
+	// snapshot's copy cheap.
+	StateDir string
 	// HardTimeout, when positive, kills everything running in the box
 	// once that much time has passed on Clock since New, and refuses any
 	// later command.
@@ -123,6 +125,15 @@ func (p Policy) normalize() (Policy, []root, error) {
 			}
 		}
 		p.RootFS = rfs
+	}
+	if p.StateDir == "" {
+		p.StateDir = os.TempDir()
+	}
+	if p.StateDir, err = resolveRoot(p.StateDir, "state directory"); err != nil {
+		return p, nil, err
+	}
+	if within(p.StateDir, ws) {
+		return p, nil, fmt.Errorf("sandbox: the state directory %s lies in the workspace %s; set Policy.StateDir elsewhere", p.StateDir, ws)
 	}
 	if p.CPUSeconds < 0 || p.MemoryBytes < 0 || p.MaxProcesses < 0 || p.HardTimeout < 0 {
 		return p, nil, errors.New("sandbox: negative limit")

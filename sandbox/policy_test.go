@@ -32,6 +32,7 @@ func TestSandboxPolicyErrors(t *testing.T) {
 		{Policy{Workspace: inside, RootFS: rootfs}, "inside the root filesystem"},
 		{Policy{Workspace: ws, MaxProcesses: -1}, "negative"},
 		{Policy{Workspace: "a\x00b"}, "NUL"},
+		{Policy{Workspace: ws, StateDir: filepath.Join(ws)}, "lies in the workspace"},
 	} {
 		_, err := New(tc.p)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -109,7 +110,7 @@ func TestSandboxMountPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Policy{RootFS: rootfs}
-	args, err := mountArgs(p, []root{{path: "/srv/data/ws", writable: true}, {path: "/srv/other", writable: false}})
+	args, err := mountArgs(p, []root{{path: "/srv/data/ws", writable: true}, {path: "/srv/other", writable: false}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,13 +137,13 @@ func TestSandboxMountPlan(t *testing.T) {
 // not its whole /: homes, /root, /var, /run and /tmp stay out.
 func TestSandboxHostSystem(t *testing.T) {
 	t.Parallel()
-	args, err := mountArgs(Policy{}, []root{{path: "/srv/ws", writable: true}})
+	args, err := mountArgs(Policy{}, []root{{path: "/srv/ws", writable: true}}, "/var/tmp/box")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := " " + strings.Join(args, " ") + " "
-	if !strings.Contains(got, " /usr /usr ") {
-		t.Errorf("no /usr: %s", got)
+	if !strings.Contains(got, " /usr /usr ") || !strings.Contains(got, " --bind /var/tmp/box /tmp ") {
+		t.Errorf("no /usr or /tmp: %s", got)
 	}
 	for _, bad := range []string{" / / ", " /root ", " /home ", " /var ", " /run "} {
 		if strings.Contains(got, bad) {

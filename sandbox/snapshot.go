@@ -64,9 +64,6 @@ func (e *ConflictError) Error() string {
 }
 
 func takeSnapshot(ws, dir string) (*snapshot, error) {
-	if dir == "" {
-		dir = os.TempDir()
-	}
 	tmp, err := os.MkdirTemp(dir, "deputy-snapshot-")
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: snapshot: %w", err)
@@ -387,21 +384,27 @@ func apply(ws, cp *os.Root, rel string, e entry) error {
 	}
 }
 
-// drop removes the copy. Directories the child made read-only are made
-// writable first, or a non-root deputy could not empty them.
+// drop removes the copy.
 func (s *snapshot) drop() error {
 	s.dropOnce.Do(func() {
-		_ = filepath.WalkDir(s.tmp, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				_ = os.Chmod(p, 0o700)
-			}
-			return nil
-		})
-		if err := os.RemoveAll(s.tmp); err != nil {
+		if err := removeTree(s.tmp); err != nil {
 			s.dropErr = fmt.Errorf("sandbox: remove the snapshot: %w", err)
 		}
 	})
 	return s.dropErr
+}
+
+// removeTree removes a directory the sandboxed programs wrote in.
+// Directories they made read-only are made writable first, or a non-root
+// deputy could not empty them.
+func removeTree(dir string) error {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
 }
 
 // Commit applies the snapshot's changes to the workspace: call it when
@@ -427,7 +430,7 @@ func (b *Box) Commit() (*Changes, error) {
 	return b.snap.commit()
 }
 
-var errDiscarded = errors.New("sandbox: the box's snapshot was discarded")
+var errDiscarded = fmt.Errorf("%w: its snapshot was discarded", ErrClosed)
 
 // Discard drops the snapshot's changes (the child failed): it kills what
 // runs in the box, removes the copy, and refuses further commands. The
