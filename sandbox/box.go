@@ -37,12 +37,12 @@ type Box struct {
 	cgErr  error   // why there is no cgroup
 	snap   *snapshot
 
-	mu        sync.Mutex
-	runs      map[*run]struct{}
-	closed    error // non-nil once nothing more may start, saying why
-	released  bool  // Close has run
-	hard      clock.Timer
-	watchdog  clock.Timer // armed while commands run without a cgroup
+	mu       sync.Mutex
+	runs     map[*run]struct{}
+	closed   error // non-nil once nothing more may start, saying why
+	released bool  // Close has run
+	hard     clock.Timer
+	watchdog clock.Timer // armed while commands run without a cgroup
 }
 
 // New makes a box for one child session. It fails, saying how to fix it,
