@@ -40,8 +40,9 @@ func newBenchCmd() *cobra.Command {
 	var via string
 	var runs, turns, repeats int
 	var sub *benchSubFlags
+	var orch *benchOrchFlags
 	cmd := &cobra.Command{
-		Use:   "bench loop|subagents [--via inprocess,anthropic,openai] [--runs N] [--turns T] [--repeats R]",
+		Use:   "bench loop|subagents|orchestration [--via inprocess,anthropic,openai] [--runs N] [--turns T] [--repeats R]",
 		Short: "Measure the agent loop's cost per turn, in process or through the fake API over loopback HTTP",
 		Long: `Macro benchmarks. "loop" runs the agent loop on a scripted scenario of one
 no-op tool call per turn, either on the in-process scripted model or through
@@ -50,7 +51,10 @@ on loopback, so the figures are the client side only. Prints one JSON object
 per --via value: wall, CPU and allocations per turn, medians of --repeats.
 "subagents" runs issue 4's benchmarks (context economy, fork cache reuse,
 fan-out) against an in-process fake server and prints one JSON object per
-figure with its goal (flags marked "subagents:").`,
+figure with its goal (flags marked "subagents:"). "orchestration" runs issue 7's
+(a fan_out of many tasks, a dependency graph; in memory, beside a bare SDK
+loop, and durably on SQLite and Postgres) the same way (flags marked
+"orchestration:"; --wires as for subagents).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "subagents" { // issue 4's benchmarks: bench_subagents.go
@@ -59,8 +63,14 @@ figure with its goal (flags marked "subagents:").`,
 				}
 				return runBenchSubagents(cmd.Context(), cmd.OutOrStdout(), sub, repeats)
 			}
+			if args[0] == "orchestration" { // issue 7's benchmarks: bench_orchestrate.go
+				if repeats < 1 {
+					return usageErr("--repeats must be at least 1")
+				}
+				return runBenchOrchestration(cmd.Context(), cmd.OutOrStdout(), sub.wires, orch, repeats)
+			}
 			if args[0] != "loop" {
-				return usageErr("unknown benchmark %q (have: loop, subagents)", args[0])
+				return usageErr("unknown benchmark %q (have: loop, subagents, orchestration)", args[0])
 			}
 			if runs < 1 || turns < 2 || repeats < 1 {
 				return usageErr("--runs and --repeats must be at least 1, --turns at least 2")
@@ -84,6 +94,7 @@ figure with its goal (flags marked "subagents:").`,
 	f.IntVar(&turns, "turns", 10, "turns per run (the last one answers)")
 	f.IntVar(&repeats, "repeats", 5, "repeats; figures are medians")
 	sub = addBenchSubagentFlags(f)
+	orch = addBenchOrchestrationFlags(f)
 	return cmd
 }
 

@@ -1,0 +1,394 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/deputy-run/deputy/internal/benchsub"
+)
+
+// `deputy bench orchestration`: the macro benchmarks of issue 7. A root
+// launches a planned batch of subagents through one fan_out call: a flat
+// fan-out (1,000 tasks) and a 3-level dependency graph (100 tasks), in
+// memory, beside a bare SDK loop of the same fan-out, and under the
+// durable engine on SQLite and Postgres. Each figure is one JSON line with
+// its goal. The workloads live in internal/benchsub (orchestrate.go), where
+// a quick test runs them at small sizes.
+
+// benchOrchFlags are the flags only `bench orchestration` reads.
+type benchOrchFlags struct {
+	figures  string
+	vias     string
+	tasks    int
+	turns    int
+	par      int
+	latency  time.Duration
+	dag      string
+	postgres string
+}
+
+// benchPostgresEnv names the variable --postgres defaults to.
+const benchPostgresEnv = "DEPUTY_BENCH_POSTGRES_URL"
+
+func addBenchOrchestrationFlags(f *pflag.FlagSet) *benchOrchFlags {
+	o := &benchOrchFlags{}
+	d, g := benchsub.DefaultOrchFan, benchsub.DefaultOrchDAG
+	f.StringVar(&o.figures, "orch-figures", "fanout,dag", "orchestration: comma-separated: fanout, dag")
+	f.StringVar(&o.vias, "orch-vias", "", "orchestration: comma-separated: memory, sqlite, postgres (default memory,sqlite, and postgres with --postgres)")
+	f.IntVar(&o.tasks, "orch-tasks", d.Levels[0], "orchestration: tasks of the fan-out")
+	f.IntVar(&o.turns, "orch-turns", d.Turns, "orchestration: model calls per task")
+	f.IntVar(&o.par, "orch-parallel", d.MaxParallel, "orchestration: the root's max_parallel")
+	f.DurationVar(&o.latency, "orch-latency", d.Latency, "orchestration: first-byte latency of every response (real clock)")
+	f.StringVar(&o.dag, "orch-dag", joinInts(g.Levels), "orchestration: tasks per level of the graph, leaves first; each level's size divides the one below's")
+	f.StringVar(&o.postgres, "postgres", "", "orchestration: a Postgres server URL whose user may create databases (a scratch database is made per run); default $"+benchPostgresEnv)
+	return o
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// orchFigure is one line of `deputy bench orchestration` output.
+type orchFigure struct {
+	Benchmark string  `json:"benchmark"` // orchestration
+	Figure    string  `json:"figure"`
+	Wire      string  `json:"wire"`
+	Via       string  `json:"via"`
+	Value     float64 `json:"value"` // median over repeats
+	Unit      string  `json:"unit"`
+	Goal      string  `json:"goal"`
+	Met       bool    `json:"met"`
+	Repeats   int     `json:"repeats"`
+	Min       float64 `json:"min"`
+	Max       float64 `json:"max"`
+	Detail    any     `json:"detail,omitempty"`
+}
+
+func runBenchOrchestration(ctx context.Context, out io.Writer, wiresFlag string, o *benchOrchFlags, repeats int) error {
+	if o.postgres == "" {
+		o.postgres = os.Getenv(benchPostgresEnv)
+	}
+	vias := splitList(o.vias)
+	if len(vias) == 0 {
+		vias = []string{benchsub.OrchMemory, benchsub.OrchSQLite}
+		if o.postgres != "" {
+			vias = append(vias, benchsub.OrchPostgres)
+		}
+	}
+	for _, v := range vias {
+		if !slices.Contains(benchsub.OrchVias, v) {
+			return usageErr("unknown --orch-vias value %q (have: %s)", v, strings.Join(benchsub.OrchVias, ", "))
+		}
+	}
+	if slices.Contains(vias, benchsub.OrchPostgres) && o.postgres == "" {
+		return usageErr("via postgres needs --postgres URL (or $%s)", benchPostgresEnv)
+	}
+	figures := splitList(o.figures)
+	for _, f := range figures {
+		if f != "fanout" && f != "dag" {
+			return usageErr("unknown --orch-figures value %q (have: fanout, dag)", f)
+		}
+	}
+	wires := splitList(wiresFlag)
+	for _, w := range wires {
+		if !slices.Contains(benchsub.Wires, w) {
+			return usageErr("unknown --wires value %q (have: %s)", w, strings.Join(benchsub.Wires, ", "))
+		}
+	}
+	var levels []int
+	for _, s := range splitList(o.dag) {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return usageErr("--orch-dag: %q is not a number of tasks", s)
+		}
+		levels = append(levels, n)
+	}
+	fan := benchsub.OrchConfig{Levels: []int{o.tasks}, Turns: o.turns, MaxParallel: o.par, Latency: o.latency, Postgres: o.postgres}
+	dag := benchsub.OrchConfig{Levels: levels, Turns: o.turns, MaxParallel: o.par, Latency: o.latency, Postgres: o.postgres}
+	if o.tasks < 1 || o.turns < 2 || o.par < 1 || o.latency <= 0 || len(levels) == 0 {
+		return usageErr("--orch-tasks and --orch-parallel must be at least 1, --orch-turns at least 2, --orch-latency positive, --orch-dag not empty")
+	}
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	emit := func(f orchFigure) error { return enc.Encode(f) }
+	for _, f := range figures {
+		for _, w := range wires {
+			var err error
+			if f == "fanout" {
+				err = benchOrchFan(ctx, w, vias, fan, repeats, emit)
+			} else {
+				err = benchOrchDAG(ctx, w, vias, dag, repeats, emit)
+			}
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+		}
+	}
+	return nil
+}
+
+// orchSeries is one way's runs of a figure.
+type orchSeries struct {
+	ratio, wall, cpu, first, kids, second, steps []float64
+	peak                                         int
+	ideal                                        time.Duration
+}
+
+func (s *orchSeries) add(r *benchsub.OrchResult, cpu time.Duration) {
+	s.ratio, s.wall, s.cpu = append(s.ratio, r.Ratio), append(s.wall, ms(r.Wall)), append(s.cpu, ms(cpu))
+	s.first, s.kids, s.second = append(s.first, ms(r.RootFirst)), append(s.kids, ms(r.Children)), append(s.second, ms(r.RootSecond))
+	s.steps = append(s.steps, float64(r.Steps))
+	s.peak = max(s.peak, r.PeakRunning)
+	s.ideal = r.Ideal
+}
+
+// orchViaDetail is one way's medians, in a figure's detail.
+type orchViaDetail struct {
+	WallMS  float64 `json:"wall_ms_median"`
+	IdealMS float64 `json:"ideal_ms"`
+	Ratio   float64 `json:"wall_over_ideal_median"`
+	MinR    float64 `json:"wall_over_ideal_min"`
+	MaxR    float64 `json:"wall_over_ideal_max"`
+	// CPUMS is this process's CPU time during a run (client, engine,
+	// SQLite, and the in-process fake server), median.
+	CPUMS float64 `json:"cpu_ms_median"`
+	Peak  int     `json:"peak_running"`
+	// The root's first turn (the fan_out call streamed back), the tasks'
+	// phase, the root's last turn: medians.
+	RootFirstMS  float64 `json:"root_first_turn_ms,omitempty"`
+	ChildrenMS   float64 `json:"children_phase_ms,omitempty"`
+	RootSecondMS float64 `json:"root_second_turn_ms,omitempty"`
+	// Durable only: the steps DBOS checkpointed per run, and what each
+	// cost on the run's wall time: (durable wall - in-memory wall) / steps,
+	// medians.
+	Steps      float64 `json:"steps,omitempty"`
+	StepCostMS float64 `json:"step_cost_ms,omitempty"`
+}
+
+func (s *orchSeries) detail(memWall float64) orchViaDetail {
+	m, lo, hi := stats(s.ratio)
+	d := orchViaDetail{IdealMS: ms(s.ideal), Ratio: m, MinR: lo, MaxR: hi, Peak: s.peak}
+	d.WallMS, _, _ = stats(s.wall)
+	d.CPUMS, _, _ = stats(s.cpu)
+	d.RootFirstMS, _, _ = stats(s.first)
+	d.ChildrenMS, _, _ = stats(s.kids)
+	d.RootSecondMS, _, _ = stats(s.second)
+	if d.Steps, _, _ = stats(s.steps); d.Steps > 0 && memWall > 0 {
+		d.StepCostMS = (d.WallMS - memWall) / d.Steps
+	}
+	return d
+}
+
+// orchRound runs c once via each way, the ways taking turns so load that
+// comes and goes hits them alike.
+func orchRound(ctx context.Context, wire string, vias []string, c benchsub.OrchConfig, runs map[string]*orchSeries) error {
+	for _, via := range vias {
+		c0 := cpuTime()
+		var r *benchsub.OrchResult
+		var err error
+		if via == benchsub.ViaBareSDK {
+			// Issue 4's bare loop of the same fan-out: goroutines streaming
+			// through the official SDK, max_parallel at once, no root.
+			var b *benchsub.FanOutResult
+			b, err = benchsub.FanOut(ctx, wire, via, bareConfig(c))
+			if err == nil {
+				r = &benchsub.OrchResult{Wall: b.Wall, Ideal: b.Ideal, Ratio: b.Ratio, PeakRunning: b.PeakRunning}
+			}
+		} else {
+			r, err = benchsub.Orchestrate(ctx, wire, via, c)
+		}
+		if err != nil {
+			return err
+		}
+		s := runs[via]
+		if s == nil {
+			s = &orchSeries{}
+			runs[via] = s
+		}
+		s.add(r, cpuTime()-c0)
+	}
+	return nil
+}
+
+// bareConfig is the flat fan-out c as the bare loop's workload.
+func bareConfig(c benchsub.OrchConfig) benchsub.FanOutConfig {
+	return benchsub.FanOutConfig{Children: c.Levels[0], Turns: c.Turns, MaxParallel: c.MaxParallel, Latency: c.Latency}
+}
+
+// orchWarm is a small untimed round first, so that no way pays alone for
+// the process's first connections, code paths and database files.
+func orchWarm(ctx context.Context, wire string, vias []string, c benchsub.OrchConfig) error {
+	w := c
+	w.Levels, w.Turns, w.Latency = []int{min(c.MaxParallel, 20)}, 2, time.Millisecond
+	return orchRound(ctx, wire, vias, w, map[string]*orchSeries{})
+}
+
+// orchStepCost is the store's cost of one checkpointed step with nothing
+// else running: a durable run of a few tasks one at a time, no latency,
+// against the same in memory: (durable wall - in-memory wall) / steps,
+// the median of three.
+func orchStepCost(ctx context.Context, wire, via string, c benchsub.OrchConfig) (float64, error) {
+	cal := c
+	cal.Levels, cal.MaxParallel, cal.Latency = []int{20}, 1, 0
+	var costs []float64
+	for range 3 {
+		mem, err := benchsub.Orchestrate(ctx, wire, benchsub.OrchMemory, cal)
+		if err != nil {
+			return 0, err
+		}
+		dur, err := benchsub.Orchestrate(ctx, wire, via, cal)
+		if err != nil {
+			return 0, err
+		}
+		costs = append(costs, ms(dur.Wall-mem.Wall)/float64(dur.Steps))
+	}
+	m, _, _ := stats(costs)
+	return m, nil
+}
+
+// orchDetail is a figure's detail: the workload and each way's medians.
+type orchDetail struct {
+	Config benchsub.OrchConfig      `json:"config"`
+	Tasks  int                      `json:"tasks"`
+	Vias   map[string]orchViaDetail `json:"vias"`
+	// SQLite's bound (see sqliteBound), when SQLite ran.
+	SQLite *sqliteBound `json:"sqlite_bound,omitempty"`
+}
+
+// sqliteBound is the wall time SQLite's measured step cost implies.
+// SQLite takes one writer at a time, so the run's steps are done one after
+// another: no run can take less than Steps × StepCost. And each of a
+// max_parallel slot's ⌈tasks/max_parallel⌉ tasks in turn adds its own
+// steps (Steps/tasks) to its latency. So
+//
+//	bound = max(ideal + waves × (steps / tasks) × step_cost, steps × step_cost)
+//
+// with step_cost measured alone (orchStepCost).
+type sqliteBound struct {
+	StepCostMS float64 `json:"step_cost_alone_ms"`
+	Steps      float64 `json:"steps"`
+	BoundMS    float64 `json:"bound_ms"`
+	Ratio      float64 `json:"bound_over_ideal"`
+	Formula    string  `json:"formula"`
+}
+
+func newSQLiteBound(c benchsub.OrchConfig, costMS, steps float64) *sqliteBound {
+	waves := 0
+	for _, n := range c.Levels {
+		waves += (n + c.MaxParallel - 1) / c.MaxParallel
+	}
+	ideal := ms(c.Ideal())
+	perTask := steps / float64(c.Tasks())
+	b := max(ideal+float64(waves)*perTask*costMS, steps*costMS)
+	return &sqliteBound{StepCostMS: costMS, Steps: steps, BoundMS: b, Ratio: b / ideal,
+		Formula: "max(ideal + waves × (steps/tasks) × step_cost, steps × step_cost)"}
+}
+
+// orchMeasure runs the repeats of c and the SQLite calibration, and
+// returns the detail.
+func orchMeasure(ctx context.Context, wire string, vias []string, c benchsub.OrchConfig, repeats int) (*orchDetail, error) {
+	if err := orchWarm(ctx, wire, vias, c); err != nil {
+		return nil, err
+	}
+	runs := map[string]*orchSeries{}
+	for range repeats {
+		if err := orchRound(ctx, wire, vias, c, runs); err != nil {
+			return nil, err
+		}
+	}
+	d := &orchDetail{Config: c, Tasks: c.Tasks(), Vias: map[string]orchViaDetail{}}
+	memWall := 0.0
+	if s := runs[benchsub.OrchMemory]; s != nil {
+		memWall, _, _ = stats(s.wall)
+	}
+	for via, s := range runs {
+		d.Vias[via] = s.detail(memWall)
+	}
+	if s := runs[benchsub.OrchSQLite]; s != nil {
+		cost, err := orchStepCost(ctx, wire, benchsub.OrchSQLite, c)
+		if err != nil {
+			return nil, err
+		}
+		steps, _, _ := stats(s.steps)
+		d.SQLite = newSQLiteBound(c, cost, steps)
+	}
+	return d, nil
+}
+
+// emitOrch emits the figure of each way that ran: wall over ideal, with
+// its goal: in memory and on Postgres, the issue's; on SQLite, within the
+// same 15% as Postgres, of the bound its step cost implies rather than of
+// the ideal. The first line carries the detail.
+func emitOrch(name, wire string, d *orchDetail, repeats int, emit func(orchFigure) error) error {
+	first := true
+	for _, via := range benchsub.OrchVias {
+		v, ok := d.Vias[via]
+		if !ok {
+			continue
+		}
+		f := orchFigure{Benchmark: "orchestration", Figure: name, Wire: wire, Via: via, Value: v.Ratio, Unit: "x",
+			Repeats: repeats, Min: v.MinR, Max: v.MaxR}
+		switch via {
+		case benchsub.OrchMemory:
+			f.Goal, f.Met = "<= 1.05", v.Ratio <= 1.05
+		case benchsub.OrchPostgres:
+			f.Goal, f.Met = "<= 1.15", v.Ratio <= 1.15
+		case benchsub.OrchSQLite:
+			b := d.SQLite
+			f.Goal = fmt.Sprintf("beside the bound its step cost implies, %.3f (%s; a step %.3f ms alone, %.0f steps): <= 1.15 x bound",
+				b.Ratio, b.Formula, b.StepCostMS, b.Steps)
+			f.Met = v.Ratio <= b.Ratio*1.15
+		}
+		if first {
+			f.Detail, first = d, false
+		}
+		if err := emit(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func benchOrchFan(ctx context.Context, wire string, vias []string, c benchsub.OrchConfig, repeats int, emit func(orchFigure) error) error {
+	withBare := slices.Contains(vias, benchsub.OrchMemory)
+	if withBare {
+		// Right after the in-memory run in each round.
+		i := slices.Index(vias, benchsub.OrchMemory)
+		vias = slices.Insert(slices.Clone(vias), i+1, benchsub.ViaBareSDK)
+	}
+	d, err := orchMeasure(ctx, wire, vias, c, repeats)
+	if err != nil {
+		return err
+	}
+	if err := emitOrch("fanout_wall_over_ideal", wire, d, repeats, emit); err != nil || !withBare {
+		return err
+	}
+	// Each over its own ideal: deputy's includes the root's two turns,
+	// which the bare loop does not have.
+	md, bd := d.Vias[benchsub.OrchMemory], d.Vias[benchsub.ViaBareSDK]
+	v := md.Ratio / bd.Ratio
+	return emit(orchFigure{Benchmark: "orchestration", Figure: "fanout_deputy_vs_bare_sdk", Wire: wire, Via: benchsub.OrchMemory,
+		Value: v, Unit: "x", Goal: fmt.Sprintf("<= 1 (deputy %.3f, bare SDK %.3f, each over its own ideal)", md.Ratio, bd.Ratio),
+		Met: v <= 1, Repeats: repeats, Min: v, Max: v})
+}
+
+func benchOrchDAG(ctx context.Context, wire string, vias []string, c benchsub.OrchConfig, repeats int, emit func(orchFigure) error) error {
+	d, err := orchMeasure(ctx, wire, vias, c, repeats)
+	if err != nil {
+		return err
+	}
+	return emitOrch("dag_wall_over_critical_path", wire, d, repeats, emit)
+}
