@@ -102,8 +102,11 @@ func New(p Policy) (*Box, error) {
 // applies.
 func (b *Box) Dir() string { return b.dir }
 
-// Description tells the model what the sandbox allows, in a sentence or
-// two; the bash tool appends it to its own description.
+// Description tells the model what the sandbox allows, in a few
+// sentences, so it expects a read-only system or no network instead of
+// discovering them by failing. Put it in the child's instructions, not in
+// a tool's description: a forked child's tools must stay byte-identical to
+// its parent's for the prompt cache to hit.
 func (b *Box) Description() string {
 	var d strings.Builder
 	d.WriteString("Commands run in a sandbox as an unprivileged user. They can write only in " + b.dir)

@@ -57,13 +57,6 @@ type Sandbox interface {
 	Start(cmd *exec.Cmd) (end func() string, err error)
 }
 
-// describer is a Sandbox that tells the model what it allows; the tool's
-// description ends with it, so the model expects a read-only system or no
-// network instead of discovering them by failing.
-type describer interface {
-	Description() string
-}
-
 // Bash is the bash tool.
 type Bash struct {
 	cfg Config
@@ -104,10 +97,6 @@ func New(cfg Config) (*Bash, error) {
 // Spec implements tool.Tool.
 func (b *Bash) Spec() llm.ToolSpec {
 	maxS := int(b.cfg.MaxTimeout / time.Second)
-	confined := ""
-	if d, ok := b.cfg.Sandbox.(describer); ok {
-		confined = " " + d.Description()
-	}
 	return llm.ToolSpec{
 		Name: "bash",
 		Description: fmt.Sprintf("Run a shell command with `bash -c` in the workspace directory and return its "+
@@ -116,8 +105,8 @@ func (b *Bash) Spec() llm.ToolSpec {
 			"the command and all its child processes are killed. Processes left running in the background are "+
 			"killed when the command returns, so a server started here does not outlive the call. Output over "+
 			"%d bytes is cut in the middle; redirect big output to a file and read it in parts. For reading, "+
-			"searching and editing files prefer read_file, grep, glob and edit_file.%s",
-			int(b.cfg.DefaultTimeout/time.Second), maxS, b.cfg.MaxOutput, confined),
+			"searching and editing files prefer read_file, grep, glob and edit_file.",
+			int(b.cfg.DefaultTimeout/time.Second), maxS, b.cfg.MaxOutput),
 		InputSchema: json.RawMessage(fmt.Sprintf(`{
   "type": "object",
   "properties": {

@@ -159,26 +159,3 @@ func mkfifoAt(t *testing.T, p string) {
 		t.Fatal(err)
 	}
 }
-
-type describedSandbox struct{ recordingSandbox }
-
-func (describedSandbox) Description() string { return "Commands run in a test sandbox." }
-
-// A sandbox that describes itself ends the tool's description.
-func TestBashSandboxDescription(t *testing.T) {
-	t.Parallel()
-	plain, err := shell.New(shell.Config{Dir: t.TempDir(), Sandbox: &recordingSandbox{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	described, err := shell.New(shell.Config{Dir: t.TempDir(), Sandbox: &describedSandbox{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := described.Spec().Description; !strings.HasSuffix(d, "edit_file. Commands run in a test sandbox.") {
-		t.Errorf("description: %s", d)
-	}
-	if d := plain.Spec().Description; !strings.HasSuffix(d, "edit_file.") {
-		t.Errorf("description: %s", d)
-	}
-}
