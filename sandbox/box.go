@@ -64,7 +64,7 @@ func New(p Policy) (*Box, error) {
 	// One /tmp for all the session's commands, as a shell session would
 	// have it (a script written there in one call runs in the next; the
 	// Go build cache under HOME=/tmp persists), and on disk, not in RAM.
-	if b.tmp, err = os.MkdirTemp(p.StateDir, "deputy-tmp-"); err != nil {
+	if b.tmp, err = os.MkdirTemp(p.StateDir, statePrefix("tmp")); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	if p.Snapshot {

@@ -191,7 +191,7 @@ func sweep(base string) {
 		if !ok || err != nil || pid == os.Getpid() {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if !alive(pid) {
 			_ = os.Remove(filepath.Join(base, e.Name()))
 		}
 	}

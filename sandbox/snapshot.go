@@ -64,7 +64,7 @@ func (e *ConflictError) Error() string {
 }
 
 func takeSnapshot(ws, dir string) (*snapshot, error) {
-	tmp, err := os.MkdirTemp(dir, "deputy-snapshot-")
+	tmp, err := os.MkdirTemp(dir, statePrefix("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: snapshot: %w", err)
 	}

@@ -145,3 +145,31 @@ func TestSandboxSnapshotDropReadOnly(t *testing.T) {
 		t.Error("snapshot left behind")
 	}
 }
+
+// Sweep removes the state of dead deputy processes and nothing else.
+func TestSandboxSweep(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// A pid above pid_max's default range: no such process.
+	dead := filepath.Join(dir, "deputy-snapshot-4194304-123")
+	mine := filepath.Join(dir, statePrefix("tmp")+"456")
+	other := filepath.Join(dir, "deputy-snapshot-notapid-1")
+	unrelated := filepath.Join(dir, "somebody-else")
+	for _, d := range []string{dead, mine, other, unrelated} {
+		writeFile(t, filepath.Join(d, "sub", "f"), "x")
+	}
+	if err := os.Chmod(filepath.Join(dead, "sub"), 0o500); err != nil {
+		t.Fatal(err)
+	}
+	if err := Sweep(dir); err != nil {
+		t.Fatal(err)
+	}
+	if exists(dead) {
+		t.Error("a dead process's snapshot was kept")
+	}
+	for _, d := range []string{mine, other, unrelated} {
+		if !exists(d) {
+			t.Errorf("%s was removed", d)
+		}
+	}
+}

@@ -111,3 +111,10 @@ func inodeOf(fi fs.FileInfo) (uint64, int64) {
 	}
 	return st.Ino, st.Ctim.Nano()
 }
+
+// alive reports whether a process with this pid exists (EPERM: it exists,
+// and is someone else's).
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -39,3 +39,5 @@ const cgroupFix = "the sandbox needs Linux"
 const noFollow = 0
 
 func inodeOf(fi fs.FileInfo) (uint64, int64) { return 0, fi.ModTime().UnixNano() }
+
+func alive(int) bool { return true }
