@@ -293,9 +293,9 @@ func (b *Box) workdir(dir string) (string, error) {
 	return "", fmt.Errorf("sandbox: working directory %s is outside the sandbox's roots", dir)
 }
 
-// env adjusts the environment: HOME and TMPDIR naming host directories
-// the sandbox does not see become its private /tmp, so programs that
-// write caches there work.
+// env adjusts the environment: HOME and TMPDIR naming directories the
+// sandbox does not have (outside the roots; below /tmp, which is the
+// box's own) become /tmp, so programs that write caches there work.
 func (b *Box) env(env []string) []string {
 	out := make([]string, 0, len(env)+2)
 	for _, kv := range env {
@@ -326,7 +326,7 @@ func (b *Box) visible(p string) bool {
 		return false
 	}
 	p = filepath.Clean(p)
-	if within(p, "/tmp") {
+	if p == "/tmp" {
 		return true
 	}
 	for _, r := range b.roots {

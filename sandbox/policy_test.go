@@ -165,8 +165,13 @@ func TestSandboxEnv(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	got = b.env([]string{"HOME=/srv/ws/home", "TMPDIR=/tmp/x"})
-	if want := []string{"HOME=/srv/ws/home", "TMPDIR=/tmp/x"}; !slices.Equal(got, want) {
+	got = b.env([]string{"HOME=/srv/ws/home", "TMPDIR=/tmp"})
+	if want := []string{"HOME=/srv/ws/home", "TMPDIR=/tmp"}; !slices.Equal(got, want) {
 		t.Errorf("visible HOME and TMPDIR changed: %v", got)
+	}
+	// Below /tmp is the host's /tmp, not the box's.
+	got = b.env([]string{"TMPDIR=/tmp/host-only"})
+	if want := []string{"HOME=/tmp", "TMPDIR=/tmp"}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }
