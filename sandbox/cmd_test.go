@@ -165,3 +165,51 @@ func TestSandboxDescription(t *testing.T) {
 		t.Errorf("network granted: %s", d)
 	}
 }
+
+// helperEnv marks the test binary re-executed as a deputy process that
+// dies with a command running in its box.
+const helperEnv = "DEPUTY_SANDBOX_TEST_PARENT"
+
+// TestSandboxHelperParent is that process, when re-executed: it starts a
+// command in a box and waits to be killed.
+func TestSandboxHelperParent(t *testing.T) {
+	ws := os.Getenv(helperEnv)
+	if ws == "" {
+		t.Skip("only run re-executed, by TestSandboxDiesWithParent")
+	}
+	b, err := New(Policy{Workspace: ws, StateDir: os.Getenv("DEPUTY_SANDBOX_TEST_STATE")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := b.Command(context.Background(), []string{"sh", "-c", "sleep 1001 & setsid sleep 1002 & echo up > fifo; wait"}, "", nil)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Wait() // killed before this returns
+}
+
+// When deputy dies (SIGKILL, no cleanup), its sandboxes die with it.
+func TestSandboxDiesWithParent(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws := t.TempDir()
+	mkfifo(t, filepath.Join(ws, "fifo"))
+	env, mark := markedEnv(t)
+	parent := exec.Command(os.Args[0], "-test.run=^TestSandboxHelperParent$", "-test.count=1")
+	parent.Env = append(env, helperEnv+"="+ws, "DEPUTY_SANDBOX_TEST_STATE="+t.TempDir())
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(openFIFO(t, filepath.Join(ws, "fifo"))).ReadString('\n'); line != "up\n" {
+		_ = parent.Process.Kill()
+		_ = parent.Wait()
+		t.Fatalf("the helper's command did not start: %q", line)
+	}
+	if live := survivors(t, mark); len(live) < 4 {
+		t.Fatalf("want the helper, bwrap, its init, sh and the sleeps, found %v", live)
+	}
+	_ = parent.Process.Kill()
+	_ = parent.Wait()
+	// The kernel delivers bwrap's parent-death signals on its own time.
+	pollUntil(t, "the sandbox to die with its parent", func() bool { return len(survivors(t, mark)) == 0 })
+}
