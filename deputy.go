@@ -188,6 +188,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		URL:     pgURL,
 		Models:  plannerOr(ms.Open),
 		Tools:   setup.Tools(o.Tools...),
+		Fence:   setup.Fence(),
 		Runner:  *runner,
 		OnEvent: rt.publish,
 		MaxRuns: o.MaxRuns,
@@ -198,6 +199,9 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, fmt.Errorf("deputy: %w", err)
 	}
 	rt.control = durable.Control{Store: st, URL: pgURL, Engine: rt.eng}
+	// What a process that died left in the workspace's repository; a
+	// failure to clean up is no reason not to run.
+	_, _ = setup.PruneWorktrees(ctx, st, ws)
 	return rt, nil
 }
 

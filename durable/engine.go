@@ -89,6 +89,10 @@ type Options struct {
 	Models func(spec string) (llm.Model, string, error)
 	// Tools builds the tools of a root's workspace.
 	Tools func(s Spec) (*tool.Set, error)
+	// Fence, when set, builds the fences of a root's children that ask
+	// for one (sandbox, container, worktree); s.Config is the run's
+	// configuration. Without it such children are refused.
+	Fence func(s Spec) agent.Fencer
 	// Runner carries the catalog, skills and config for spawns; its
 	// Steps, Clock and MaxDepth/MaxParallel are set per run.
 	Runner agent.Runner

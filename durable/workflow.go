@@ -162,6 +162,11 @@ func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder,
 		runner.Steps = &steps{wf: wf, e: e, nonce: nonce}
 	}
 	runner.Children, runner.Questions, runner.Manager = e, e, manager{e}
+	if e.opts.Fence != nil {
+		withConfig := spec
+		withConfig.Config = runner.Config
+		runner.Fencer = e.opts.Fence(withConfig)
+	}
 	runner.OnEvent = rec.event
 	task := agent.Task{ID: root.ID, Task: root.Task, System: spec.System, Model: model, ModelName: name,
 		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget, Spent: spent}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -104,12 +105,19 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 		URL:       pgURL,
 		Models:    ms.Open,
 		Tools:     setup.Tools(),
+		Fence:     setup.Fence(),
 		Runner:    *runner,
 		OnEvent:   onEvent,
 		Failpoint: c.failpoint,
 	})
 	if err != nil {
 		return fail(usageErr("%v", err))
+	}
+	// What a process that died left in the workspace's repository.
+	if gone, err := setup.PruneWorktrees(ctx, st, c.workspace); err != nil {
+		fmt.Fprintf(stderr, "deputy: worktrees: %v\n", err)
+	} else if len(gone) > 0 && !c.quiet {
+		fmt.Fprintf(stderr, "deputy: removed %d worktrees of instances no longer at work\n", len(gone))
 	}
 	return eng, st, func() { eng.Close(10 * time.Second); unlock(); st.Close() }, nil
 }

@@ -5,6 +5,7 @@
 package setup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,11 +16,14 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/cost"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/fence"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/llm/provider"
+	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool"
 	"github.com/deputy-run/deputy/tool/builtin"
+	"github.com/deputy-run/deputy/tool/shell"
 )
 
 // ErrScenarioNotFake is returned when a scenario is given for a model
@@ -190,10 +194,44 @@ func Tools(extra ...tool.Tool) func(durable.Spec) (*tool.Set, error) {
 		if st, err := os.Stat(s.Workspace); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("workspace %s is not a directory", s.Workspace)
 		}
-		tools, err := builtin.Tools(builtin.Config{Workspace: s.Workspace, SearchURL: s.SearchURL})
-		if err != nil {
-			return nil, fmt.Errorf("tools: %w", err)
-		}
-		return tool.NewSet(append(tools, extra...)...)
+		return builtinSet(builtin.Config{Workspace: s.Workspace, SearchURL: s.SearchURL}, extra)
 	}
+}
+
+func builtinSet(cfg builtin.Config, extra []tool.Tool) (*tool.Set, error) {
+	tools, err := builtin.Tools(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	return tool.NewSet(append(tools, extra...)...)
+}
+
+// Fence returns the durable engine's Options.Fence: fenced children of a
+// root work in a worktree of its workspace and/or a sandbox, with the
+// built-in tools rebuilt there. A program's own tools are not fenced: they
+// keep running in the program.
+func Fence() func(durable.Spec) agent.Fencer {
+	return func(s durable.Spec) agent.Fencer {
+		var iso agent.IsolationConfig
+		if s.Config != nil {
+			iso = s.Config.Isolation
+		}
+		return &fence.Fencer{Workspace: s.Workspace, Config: iso,
+			Tools: func(dir string, sb shell.Sandbox) (*tool.Set, error) {
+				return builtinSet(builtin.Config{Workspace: dir, SearchURL: s.SearchURL, Sandbox: sb}, nil)
+			}}
+	}
+}
+
+// PruneWorktrees removes the worktrees, in workspace's repository, of
+// instances no longer at work: a process that died left them. Branches
+// holding finished work stay, for deputy merge.
+func PruneWorktrees(ctx context.Context, st *store.Store, workspace string) ([]string, error) {
+	return fence.Prune(ctx, workspace, func(id string) bool {
+		in, err := st.GetInstance(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return false
+		}
+		return err != nil || !in.State.Terminal() // unsure: keep it
+	})
 }

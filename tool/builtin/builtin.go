@@ -36,6 +36,9 @@ type Config struct {
 	// BashEnv is the environment for commands before secret filtering
 	// (os.Environ() when nil).
 	BashEnv []string
+	// Sandbox, when set, confines every command bash runs (a fenced
+	// child's sandbox.Box).
+	Sandbox shell.Sandbox
 
 	// FetchPolicy decides which addresses web_fetch may reach
 	// (web.DefaultPolicy: everything but link-local/metadata).
@@ -63,6 +66,7 @@ func Tools(cfg Config) ([]tool.Tool, error) {
 		MaxTimeout:     cfg.BashMaxTimeout,
 		MaxOutput:      cfg.BashMaxOutput,
 		Env:            cfg.BashEnv,
+		Sandbox:        cfg.Sandbox,
 	})
 	if err != nil {
 		return nil, err

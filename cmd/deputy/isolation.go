@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deputy-run/deputy/internal/setup"
+	"github.com/deputy-run/deputy/sandbox"
+	"github.com/deputy-run/deputy/worktree"
+)
+
+// `deputy doctor` and `deputy merge`: the isolation levels as a person
+// meets them.
+
+func newDoctorCmd() *cobra.Command {
+	var workspace, config string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Report which isolation levels work on this machine, with the fix for each missing piece",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ws, err := filepath.Abs(workspace)
+			if err != nil {
+				return usageErr("workspace: %v", err)
+			}
+			cfg, err := setup.LoadConfig(ws, config, "")
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			rep := sandbox.Check("", cfg.Isolation.RootFS)
+			git := sandbox.Item{Name: "git", Needed: "worktree"}
+			if v, err := worktree.GitVersion(cmd.Context()); err != nil {
+				git.Detail, git.Fix = err.Error(), "apt-get install git"
+			} else {
+				git.OK, git.Detail = true, v
+			}
+			rep.Items = append(rep.Items, git)
+			levels := []level{{"none", nil}, {"sandbox", rep.Sandbox()}, {"container", rep.Container()},
+				{"worktree", itemErr(git)}}
+			if asJSON {
+				out := struct {
+					Items  []sandbox.Item     `json:"items"`
+					Levels map[string]*string `json:"levels"` // null: works; else why not
+				}{Items: rep.Items, Levels: map[string]*string{}}
+				for _, l := range levels {
+					out.Levels[l.name] = nil
+					if l.err != nil {
+						msg := l.err.Error()
+						out.Levels[l.name] = &msg
+					}
+				}
+				return writeJSONLine(cmd.OutOrStdout(), out)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprint(w, rep.String())
+			fmt.Fprintln(w)
+			for _, l := range levels {
+				if l.err == nil {
+					fmt.Fprintf(w, "isolation %-9s works\n", l.name)
+				} else {
+					fmt.Fprintf(w, "isolation %-9s does not work here (see above)\n", l.name)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&workspace, "workspace", ".", "directory whose deputy.yaml names the root filesystem")
+	f.StringVar(&config, "config", "", "deputy.yaml to read (default: the workspace's, then ~/.deputy's)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+type level struct {
+	name string
+	err  error
+}
+
+func itemErr(it sandbox.Item) error {
+	if it.OK {
+		return nil
+	}
+	return fmt.Errorf("%s: %s; fix: %s", it.Name, it.Detail, it.Fix)
+}
+
+func newMergeCmd() *cobra.Command {
+	var db, workspace string
+	cmd := &cobra.Command{
+		Use:   "merge ID",
+		Short: "Merge the branch of a subagent that worked in a worktree into the workspace's current branch",
+		Long: `A subagent of a type with worktree: true works on its own branch, deputy/ID; when
+it completes, its changes are committed there and its report names the branch.
+merge brings them into the workspace's current branch with a merge commit. A
+conflict changes nothing and names the files.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id := args[0]
+			st, _, in, err := openInstance(ctx, db, id)
+			if err != nil {
+				return err
+			}
+			st.Close()
+			if !in.State.Terminal() {
+				return usageErr("instance %s is %s: its branch is merged once it has completed", id, in.State)
+			}
+			ws, err := filepath.Abs(workspace)
+			if err != nil {
+				return usageErr("workspace: %v", err)
+			}
+			return mergeBranch(ctx, cmd, ws, worktree.BranchName(id))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&db, "db", "", dbFlagHelp)
+	f.StringVar(&workspace, "workspace", ".", "the workspace (a git repository) the subagent's parent worked in")
+	return cmd
+}
+
+func mergeBranch(ctx context.Context, cmd *cobra.Command, ws, branch string) error {
+	err := worktree.Merge(ctx, ws, branch)
+	var conflict *worktree.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		return &exitError{code: exitFailed, err: err}
+	case err != nil:
+		return usageErr("%v", err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "merged %s into the workspace's current branch\n", branch)
+	return nil
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// git runs git in dir with a fixed identity, failing the test on error.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c",
+		"commit.gpgsign=false"}, args...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+const worktreeScenario = `
+rules:
+  - match: {system: "You edit in your own worktree", last_user: "break it", turn: 1}
+    tool_calls: [{name: write_file, input: {path: "broken.txt", content: "broken\n"}}]
+  - match: {system: "You edit in your own worktree", tool_result: "broken.txt"}
+    fault: {kind: server_error}
+  - match: {system: "You edit in your own worktree", turn: 1}
+    tool_calls: [{name: write_file, input: {path: "notes.txt", content: "edited\n"}}]
+  - match: {system: "You edit in your own worktree"}
+    text: "wrote notes.txt"
+  - match: {turn: 1, last_user: "break"}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: editor, task: "break it"}}]
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: editor, task: "edit notes"}}]
+  - match: {turn: 2}
+    text: "{{index .ToolResults 0}}"
+`
+
+const editorDef = `---
+name: editor
+description: Edits files in its own git worktree.
+tools: read_file, write_file
+worktree: true
+---
+You edit in your own worktree.
+`
+
+// A worktree child works on its own branch: the parent's tree sees nothing
+// until deputy merge; a failed child leaves nothing behind, not even its
+// branch; a workspace that is not a repository is refused, saying why.
+func TestWorktreeChildThroughTheCLI(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(ws, ".deputy", "agents"), 0o755))
+	must(os.WriteFile(filepath.Join(ws, ".deputy", "agents", "editor.md"), []byte(editorDef), 0o644))
+	must(os.WriteFile(filepath.Join(ws, "s.yaml"), []byte(worktreeScenario), 0o644))
+	must(os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("original\n"), 0o644))
+	must(os.WriteFile(filepath.Join(ws, ".gitignore"), []byte(".deputy/deputy.db*\n"), 0o644))
+
+	// Not a repository yet.
+	out, errOut, code := deputy(t, ws, nil, "run", "--model", "fake", "--scenario", "s.yaml", "-q", "edit")
+	if code != 0 || !strings.Contains(out, "is not a git repository: worktree isolation needs one") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	git(t, ws, "init", "-q", "-b", "main")
+	git(t, ws, "add", "-A")
+	git(t, ws, "commit", "-q", "-m", "start")
+
+	out, errOut, code = deputy(t, ws, nil, "run", "--model", "fake", "--scenario", "s.yaml", "-q", "--json", "edit")
+	var res struct {
+		Answer    string
+		Instances []struct{ ID, Type, State string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Instances) != 2 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	child := res.Instances[1].ID
+	if !strings.Contains(res.Answer, "branch deputy/"+child+": 1 file, +1 -1") {
+		t.Fatalf("the relay does not name the branch:\n%s", res.Answer)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != "original\n" {
+		t.Fatalf("the child's edit reached the parent's tree before the merge: %q", b)
+	}
+	if list := git(t, ws, "worktree", "list"); strings.Count(list, "\n") != 1 {
+		t.Errorf("the worktree was not removed:\n%s", list)
+	}
+	out, errOut, code = deputy(t, ws, nil, "merge", child)
+	if code != 0 || !strings.Contains(out, "merged deputy/"+child) {
+		t.Fatalf("merge: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != "edited\n" {
+		t.Fatalf("after the merge notes.txt is %q", b)
+	}
+
+	head := git(t, ws, "rev-parse", "HEAD")
+	out, errOut, code = deputy(t, ws, nil, "run", "--model", "fake", "--scenario", "s.yaml", "-q", "--json", "break")
+	if json.Unmarshal([]byte(out), &res) != nil || len(res.Instances) != 2 || res.Instances[1].State != "failed" {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != "edited\n" || git(t, ws, "rev-parse", "HEAD") != head {
+		t.Fatalf("a failed child changed the parent's tree: %q", b)
+	}
+	if branches := git(t, ws, "branch", "--list", "deputy/*"); strings.Contains(branches, res.Instances[1].ID) {
+		t.Errorf("a failed child's branch stayed:\n%s", branches)
+	}
+	if st := git(t, ws, "status", "--porcelain"); st != "" {
+		t.Errorf("the parent's tree is not clean:\n%s", st)
+	}
+}

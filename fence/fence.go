@@ -1,0 +1,201 @@
+// Package fence builds the fences of children whose definitions ask for
+// one (agent.Fencer): a git worktree (worktree: true), a process sandbox
+// (isolation: sandbox) or a container over its own root filesystem
+// (isolation: container), alone or combined. A fence is the child's own
+// workspace directory and tools rebuilt to work in it; ending it keeps the
+// child's work (a commit on its branch, a snapshot applied) or drops it.
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/sandbox"
+	"github.com/deputy-run/deputy/tool"
+	"github.com/deputy-run/deputy/tool/shell"
+	"github.com/deputy-run/deputy/worktree"
+)
+
+// Fencer is agent.Fencer for children of roots working in Workspace.
+type Fencer struct {
+	// Workspace is the root's workspace: a worktree is made of the git
+	// repository holding it; a sandbox lets programs write only there
+	// (or in the worktree).
+	Workspace string
+	Config    agent.IsolationConfig
+	// Tools builds a child's tools for a directory, its commands run
+	// through sb when set (builtin.Tools with Workspace and Sandbox).
+	Tools func(dir string, sb shell.Sandbox) (*tool.Set, error)
+	Clock clock.Clock
+	// StateDir holds sandboxes' /tmp and snapshots (os.TempDir()).
+	StateDir string
+
+}
+
+// Check implements agent.Fencer: it refuses what cannot be built here,
+// with the fix.
+func (f *Fencer) Check(def *agent.Definition) error {
+	if def.Worktree {
+		if err := isRepository(f.Workspace); err != nil {
+			return err
+		}
+	}
+	switch def.Isolation {
+	case agent.IsolationSandbox:
+		if err := sandbox.Available(); err != nil && !f.Config.AllowUnsandboxed {
+			return fmt.Errorf("%w (or set isolation.allow_unsandboxed in deputy.yaml to run it unsandboxed)", err)
+		}
+	case agent.IsolationContainer:
+		if f.Config.RootFS == "" {
+			return errors.New("isolation container needs a root filesystem: set isolation.rootfs in deputy.yaml " +
+				"(a directory made with debootstrap, for example)")
+		}
+		if err := sandbox.Check("", f.Config.RootFS).Container(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isRepository tells a workspace inside a git repository from one that is
+// not, in the words worktree.Add uses.
+func isRepository(dir string) error {
+	cmd := exec.Command("git", "-C", dir, "rev-parse", "--show-toplevel")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("workspace %s is not a git repository: worktree isolation needs one (git init, or drop worktree: true)", dir)
+	}
+	return nil
+}
+
+// Fence implements agent.Fencer: the child's worktree (made, or found
+// again after a crash), its sandbox, and its tools working in them.
+func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*agent.Fence, error) {
+	dir := f.Workspace
+	var tree *worktree.Tree
+	if def.Worktree {
+		t, err := worktree.Add(ctx, f.Workspace, id)
+		if err != nil {
+			return nil, err
+		}
+		tree, dir = t, t.Dir
+	}
+	var box *sandbox.Box
+	note := ""
+	if def.Isolation == agent.IsolationSandbox || def.Isolation == agent.IsolationContainer {
+		var err error
+		box, err = sandbox.New(f.policy(dir, def))
+		switch {
+		case err != nil && def.Isolation == agent.IsolationSandbox && f.Config.AllowUnsandboxed && sandbox.Available() != nil:
+			note = "This subagent ran WITHOUT its sandbox (" + oneLine(err.Error()) + "): deputy.yaml allows it."
+		case err != nil:
+			f.drop(ctx, tree)
+			return nil, err
+		default:
+			dir = box.Dir() // a container's snapshot, when it has one
+		}
+	}
+	var sb shell.Sandbox
+	if box != nil {
+		sb = box
+	}
+	tools, err := f.Tools(dir, sb)
+	if err != nil {
+		if box != nil {
+			_ = box.Close()
+		}
+		f.drop(ctx, tree)
+		return nil, err
+	}
+	snapshot := box != nil && def.Isolation == agent.IsolationContainer
+	return &agent.Fence{Tools: tools, Note: note, End: func(ctx context.Context, kept bool) ([]string, error) {
+		return f.end(ctx, id, box, snapshot, tree, kept)
+	}}, nil
+}
+
+// policy is the sandbox of a child working in dir.
+func (f *Fencer) policy(dir string, def *agent.Definition) sandbox.Policy {
+	p := sandbox.Policy{
+		Workspace:    dir,
+		WritePaths:   def.WritePaths,
+		ReadPaths:    def.ReadPaths,
+		Network:      len(def.Network) > 0, // host lists are not enforced: any grant opens the network
+		CPUSeconds:   f.Config.CPUSeconds,
+		MemoryBytes:  int64(f.Config.MemoryMB) << 20,
+		MaxProcesses: f.Config.Processes,
+		StateDir:     f.StateDir,
+		Clock:        f.Clock,
+	}
+	if def.Isolation == agent.IsolationContainer {
+		// Its own root filesystem, a snapshot of the workspace kept only
+		// when it completes, and everything killed at its hard timeout.
+		p.RootFS, p.Snapshot, p.HardTimeout = f.Config.RootFS, true, def.Budgets.WallTime
+	}
+	return p
+}
+
+// end keeps or drops a child's work: a completed child's snapshot is
+// applied and its worktree committed on its branch (which stays, for the
+// parent or `deputy merge`); anything else is dropped and nothing reaches
+// the parent's tree.
+func (f *Fencer) end(ctx context.Context, id string, box *sandbox.Box, snapshot bool, tree *worktree.Tree, kept bool) ([]string, error) {
+	var arts []string
+	var errs []error
+	if box != nil {
+		if kept && snapshot {
+			if ch, err := box.Commit(); err != nil {
+				errs, kept = append(errs, err), false
+			} else if n := len(ch.Added) + len(ch.Modified) + len(ch.Deleted); n > 0 {
+				arts = append(arts, fmt.Sprintf("snapshot applied: %d added, %d modified, %d deleted",
+					len(ch.Added), len(ch.Modified), len(ch.Deleted)))
+			}
+		}
+		if err := box.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if tree != nil {
+		if kept {
+			sum, err := tree.Commit(ctx, "deputy: work of "+id)
+			if err != nil {
+				errs = append(errs, err)
+			} else if sum.Changed() {
+				arts = append(arts, sum.String())
+			}
+		}
+		if err := tree.Remove(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return arts, errors.Join(errs...)
+}
+
+// drop removes a worktree made for a fence that could not be finished.
+func (f *Fencer) drop(ctx context.Context, tree *worktree.Tree) {
+	if tree != nil {
+		_ = tree.Remove(context.WithoutCancel(ctx))
+	}
+}
+
+// Prune removes the worktrees of instances that are no longer alive in
+// the repository holding workspace (a worker that died left them).
+func Prune(ctx context.Context, workspace string, alive func(id string) bool) ([]string, error) {
+	if isRepository(workspace) != nil {
+		return nil, nil
+	}
+	return worktree.Prune(ctx, workspace, alive)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

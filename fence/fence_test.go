@@ -1,0 +1,148 @@
+package fence_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/fence"
+	"github.com/deputy-run/deputy/sandbox"
+	"github.com/deputy-run/deputy/tool"
+	"github.com/deputy-run/deputy/tool/builtin"
+	"github.com/deputy-run/deputy/tool/shell"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func repo(t *testing.T) string {
+	t.Helper()
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, ws, "init", "-q", "-b", "main")
+	git(t, ws, "add", "-A")
+	git(t, ws, "commit", "-q", "-m", "start")
+	return ws
+}
+
+func fencer(ws string, iso agent.IsolationConfig, stateDir string) *fence.Fencer {
+	return &fence.Fencer{Workspace: ws, Config: iso, StateDir: stateDir,
+		Tools: func(dir string, sb shell.Sandbox) (*tool.Set, error) {
+			tools, err := builtin.Tools(builtin.Config{Workspace: dir, Sandbox: sb})
+			if err != nil {
+				return nil, err
+			}
+			return tool.NewSet(tools...)
+		}}
+}
+
+func call(t *testing.T, set *tool.Set, name, input string) (string, bool) {
+	t.Helper()
+	return set.Call(context.Background(), name, json.RawMessage(input))
+}
+
+// A sandboxed child in a worktree: its commands run confined to the
+// worktree, its work lands on its branch when kept, and the parent's tree
+// never sees it.
+func TestWorktreeSandboxFence(t *testing.T) {
+	t.Parallel()
+	if sandbox.Available() != nil {
+		t.Skip("bubblewrap cannot run here:", sandbox.Available())
+	}
+	ws := repo(t)
+	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
+	def := &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox, Worktree: true}
+	if err := f.Check(def); err != nil {
+		t.Fatal(err)
+	}
+	fc, err := f.Fence(context.Background(), "i-1", def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, isErr := call(t, fc.Tools, "bash", `{"command":"echo made > b.txt && echo escaped > `+filepath.Join(ws, "x.txt")+`; id -u"}`)
+	if !strings.Contains(out, "65534") {
+		t.Errorf("bash in the fence: %q (error %v)", out, isErr)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "x.txt")); err == nil {
+		t.Fatal("a sandboxed command wrote into the parent's tree")
+	}
+	if out, isErr := call(t, fc.Tools, "read_file", `{"path":"b.txt"}`); isErr || !strings.Contains(out, "made") {
+		t.Errorf("the file tools do not see the fence's files: %q", out)
+	}
+	arts, err := fc.End(context.Background(), true)
+	if err != nil || len(arts) != 1 || !strings.HasPrefix(arts[0], "branch deputy/i-1: 1 file, +1 -0") {
+		t.Fatalf("end: %v %v", arts, err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "b.txt")); err == nil {
+		t.Error("the child's file reached the parent's tree without a merge")
+	}
+	if show := git(t, ws, "show", "deputy/i-1:b.txt"); show != "made\n" {
+		t.Errorf("the branch holds %q", show)
+	}
+}
+
+// What cannot be built is refused with its fix; nothing is left behind.
+func TestFenceChecks(t *testing.T) {
+	t.Parallel()
+	plain := t.TempDir()
+	f := fencer(plain, agent.IsolationConfig{}, t.TempDir())
+	err := f.Check(&agent.Definition{Name: "w", Worktree: true})
+	if err == nil || !strings.Contains(err.Error(), "is not a git repository: worktree isolation needs one") {
+		t.Errorf("worktree outside a repository: %v", err)
+	}
+	err = f.Check(&agent.Definition{Name: "c", Isolation: agent.IsolationContainer})
+	if err == nil || !strings.Contains(err.Error(), "set isolation.rootfs in deputy.yaml") {
+		t.Errorf("container without a root filesystem: %v", err)
+	}
+	f.Config.RootFS = plain // no shell in it
+	err = f.Check(&agent.Definition{Name: "c", Isolation: agent.IsolationContainer})
+	if err == nil || !strings.Contains(err.Error(), "has no bin/sh") {
+		t.Errorf("container over a directory that is no root filesystem: %v", err)
+	}
+	if err := f.Check(&agent.Definition{Name: "n"}); err != nil {
+		t.Errorf("no fence asked: %v", err)
+	}
+}
+
+// A dropped fence (the child failed) leaves the parent's tree as it was
+// and no branch behind.
+func TestWorktreeFenceDropped(t *testing.T) {
+	t.Parallel()
+	ws := repo(t)
+	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
+	fc, err := f.Fence(context.Background(), "i-2", &agent.Definition{Name: "w", Worktree: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, isErr := call(t, fc.Tools, "write_file", `{"path":"a.txt","content":"changed\n"}`); isErr {
+		t.Fatal(out)
+	}
+	if arts, err := fc.End(context.Background(), false); err != nil || len(arts) != 0 {
+		t.Fatalf("end: %v %v", arts, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "a\n" {
+		t.Errorf("a.txt is %q", b)
+	}
+	if br := git(t, ws, "branch", "--list", "deputy/*"); br != "" {
+		t.Errorf("branches left: %q", br)
+	}
+}
