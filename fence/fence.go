@@ -35,7 +35,6 @@ type Fencer struct {
 	Clock clock.Clock
 	// StateDir holds sandboxes' /tmp and snapshots (os.TempDir()).
 	StateDir string
-
 }
 
 // Check implements agent.Fencer: it refuses what cannot be built here,
