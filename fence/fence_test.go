@@ -146,3 +146,27 @@ func TestWorktreeFenceDropped(t *testing.T) {
 		t.Errorf("branches left: %q", br)
 	}
 }
+
+// A fence whose process died (no End) is removed by Prune once its
+// instance is no longer alive, and kept while it is.
+func TestWorktreeFencePrunedAfterItsInstance(t *testing.T) {
+	t.Parallel()
+	ws := repo(t)
+	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
+	if _, err := f.Fence(context.Background(), "i-3", &agent.Definition{Name: "w", Worktree: true}); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := fence.Prune(context.Background(), ws, func(string) bool { return true }); err != nil || len(gone) != 0 {
+		t.Fatalf("pruned a live instance's worktree: %v %v", gone, err)
+	}
+	gone, err := fence.Prune(context.Background(), ws, func(string) bool { return false })
+	if err != nil || len(gone) != 1 || gone[0] != "i-3" {
+		t.Fatalf("prune: %v %v", gone, err)
+	}
+	if list := git(t, ws, "worktree", "list"); strings.Count(list, "\n") != 1 {
+		t.Errorf("worktrees:\n%s", list)
+	}
+	if gone, err := fence.Prune(context.Background(), t.TempDir(), func(string) bool { return false }); err != nil || gone != nil {
+		t.Errorf("a workspace that is no repository: %v %v", gone, err)
+	}
+}

@@ -118,3 +118,54 @@ func TestWorktreeChildThroughTheCLI(t *testing.T) {
 		t.Errorf("the parent's tree is not clean:\n%s", st)
 	}
 }
+
+// A run killed with SIGKILL while a worktree child works leaves the
+// worktree with the child's uncommitted edit; the worker resumes the child
+// in that same worktree (not a second one), it completes, its work lands
+// on its branch, and the worktree is gone. The parent's tree never sees
+// the edit before a merge.
+func TestWorktreeChildResumesAfterSIGKILL(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	for name, body := range map[string]string{".deputy/agents/editor.md": editorDef, "s.yaml": worktreeScenario,
+		"notes.txt": "original\n", ".gitignore": ".deputy/deputy.db*\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, ws, "init", "-q", "-b", "main")
+	git(t, ws, "add", "-A")
+	git(t, ws, "commit", "-q", "-m", "start")
+
+	_, errOut, code := deputy(t, ws, []string{"DEPUTY_FAILPOINT=before:child:turn-2/generate"},
+		"run", "--model", "fake", "--scenario", "s.yaml", "-q", "edit")
+	if code != -1 { // killed by its own failpoint
+		t.Fatalf("the run was not killed: exit %d\n%s", code, errOut)
+	}
+	list := git(t, ws, "worktree", "list")
+	if strings.Count(list, "\n") != 2 {
+		t.Fatalf("no worktree left by the dead run:\n%s", list)
+	}
+	if _, errOut, code := deputy(t, ws, nil, "worker", "--until-idle", "-q", "--scenario", "s.yaml"); code != 0 {
+		t.Fatalf("worker: %d %s", code, errOut)
+	}
+	if list := git(t, ws, "worktree", "list"); strings.Count(list, "\n") != 1 {
+		t.Errorf("the child's worktree is still there:\n%s", list)
+	}
+	br := strings.TrimSpace(git(t, ws, "branch", "--list", "deputy/*"))
+	if !strings.HasPrefix(br, "deputy/i-") || strings.Contains(br, "\n") {
+		t.Fatalf("branches: %q", br)
+	}
+	if got := git(t, ws, "show", br+":notes.txt"); got != "edited\n" {
+		t.Errorf("the branch holds %q", got)
+	}
+	if n := strings.Count(git(t, ws, "log", "--oneline", "main.."+br), "\n"); n != 1 {
+		t.Errorf("%d commits on the branch, want the child's one", n)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != "original\n" {
+		t.Errorf("notes.txt is %q", b)
+	}
+}
