@@ -201,7 +201,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	rt.control = durable.Control{Store: st, URL: pgURL, Engine: rt.eng}
 	// What a process that died left in the workspace's repository; a
 	// failure to clean up is no reason not to run.
-	_, _ = setup.PruneWorktrees(ctx, st, ws)
+	_, _ = setup.Recover(ctx, st, ws)
 	return rt, nil
 }
 

@@ -26,6 +26,10 @@ type Fence struct {
 	// Tools run the child's calls inside the fence; they replace the tools
 	// of the same names (whose specs the child keeps).
 	Tools *tool.Set
+	// Instructions, when set, tell the child's model what its fence
+	// allows; they end an isolated child's system prompt (a fork keeps its
+	// parent's, byte for byte, for the prompt cache).
+	Instructions string
 	// Note, when set, is said in the child's relay: how the fence fell
 	// short of what the definition asked (unsandboxed by the config's
 	// leave).
@@ -71,6 +75,9 @@ func (tr *tree) enterFence(ctx context.Context, n *node) error {
 		return fmt.Errorf("fence: %w", err)
 	}
 	n.fence = f
+	if f.Instructions != "" && n.inst.Mode != ModeFork {
+		n.cfg.System += "\n\n" + f.Instructions
+	}
 	n.cfg.Tools = n.cfg.Tools.Replace(f.Tools)
 	n.avail = n.avail.Replace(f.Tools)
 	return nil

@@ -112,10 +112,19 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 		f.drop(ctx, tree)
 		return nil, err
 	}
+	var say []string
+	if tree != nil {
+		say = append(say, "You work in your own git worktree, on branch "+tree.Branch+": nobody else sees your "+
+			"changes until your parent merges them, which it can once you complete.")
+	}
+	if box != nil {
+		say = append(say, box.Description())
+	}
 	snapshot := box != nil && def.Isolation == agent.IsolationContainer
-	return &agent.Fence{Tools: tools, Note: note, End: func(ctx context.Context, kept bool) ([]string, error) {
-		return f.end(ctx, id, box, snapshot, tree, kept)
-	}}, nil
+	return &agent.Fence{Tools: tools, Note: note, Instructions: strings.Join(say, " "),
+		End: func(ctx context.Context, kept bool) ([]string, error) {
+			return f.end(ctx, id, box, snapshot, tree, kept)
+		}}, nil
 }
 
 // policy is the sandbox of a child working in dir.

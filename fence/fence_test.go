@@ -78,6 +78,9 @@ func TestWorktreeSandboxFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(fc.Instructions, "branch deputy/i-1") || !strings.Contains(fc.Instructions, "Commands run in a sandbox") {
+		t.Errorf("instructions %q", fc.Instructions)
+	}
 	out, isErr := call(t, fc.Tools, "bash", `{"command":"echo made > b.txt && echo escaped > `+filepath.Join(ws, "x.txt")+`; id -u"}`)
 	if !strings.Contains(out, "65534") {
 		t.Errorf("bash in the fence: %q (error %v)", out, isErr)

@@ -114,8 +114,8 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 		return fail(usageErr("%v", err))
 	}
 	// What a process that died left in the workspace's repository.
-	if gone, err := setup.PruneWorktrees(ctx, st, c.workspace); err != nil {
-		fmt.Fprintf(stderr, "deputy: worktrees: %v\n", err)
+	if gone, err := setup.Recover(ctx, st, c.workspace); err != nil {
+		fmt.Fprintf(stderr, "deputy: cleaning up after a dead process: %v\n", err)
 	} else if len(gone) > 0 && !c.quiet {
 		fmt.Fprintf(stderr, "deputy: removed %d worktrees of instances no longer at work\n", len(gone))
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/llm/provider"
+	"github.com/deputy-run/deputy/sandbox"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool"
 	"github.com/deputy-run/deputy/tool/builtin"
@@ -223,15 +224,19 @@ func Fence() func(durable.Spec) agent.Fencer {
 	}
 }
 
-// PruneWorktrees removes the worktrees, in workspace's repository, of
-// instances no longer at work: a process that died left them. Branches
-// holding finished work stay, for deputy merge.
-func PruneWorktrees(ctx context.Context, st *store.Store, workspace string) ([]string, error) {
-	return fence.Prune(ctx, workspace, func(id string) bool {
+// Recover removes what fences of a process that died left behind: the
+// sandboxes' snapshots and /tmp directories, and the worktrees, in
+// workspace's repository, of instances no longer at work (branches
+// holding finished work stay, for deputy merge). It returns the ids whose
+// worktrees it removed.
+func Recover(ctx context.Context, st *store.Store, workspace string) ([]string, error) {
+	swept := sandbox.Sweep("")
+	gone, err := fence.Prune(ctx, workspace, func(id string) bool {
 		in, err := st.GetInstance(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return false
 		}
 		return err != nil || !in.State.Terminal() // unsure: keep it
 	})
+	return gone, errors.Join(swept, err)
 }
