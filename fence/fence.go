@@ -35,6 +35,8 @@ type Fencer struct {
 	Clock clock.Clock
 	// StateDir holds sandboxes' /tmp and snapshots (os.TempDir()).
 	StateDir string
+	// Bwrap is the bubblewrap binary ("bwrap" on PATH).
+	Bwrap string
 }
 
 // Check implements agent.Fencer: it refuses what cannot be built here,
@@ -47,7 +49,7 @@ func (f *Fencer) Check(def *agent.Definition) error {
 	}
 	switch def.Isolation {
 	case agent.IsolationSandbox:
-		if err := sandbox.Available(); err != nil && !f.Config.AllowUnsandboxed {
+		if err := sandbox.AvailableAt(f.Bwrap); err != nil && !f.Config.AllowUnsandboxed {
 			return fmt.Errorf("%w (or set isolation.allow_unsandboxed in deputy.yaml to run it unsandboxed)", err)
 		}
 	case agent.IsolationContainer:
@@ -55,7 +57,7 @@ func (f *Fencer) Check(def *agent.Definition) error {
 			return errors.New("isolation container needs a root filesystem: set isolation.rootfs in deputy.yaml " +
 				"(a directory made with debootstrap, for example)")
 		}
-		if err := sandbox.Check("", f.Config.RootFS).Container(); err != nil {
+		if err := sandbox.Check(f.Bwrap, f.Config.RootFS).Container(); err != nil {
 			return err
 		}
 	}
@@ -91,7 +93,7 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 		var err error
 		box, err = sandbox.New(f.policy(dir, def))
 		switch {
-		case err != nil && def.Isolation == agent.IsolationSandbox && f.Config.AllowUnsandboxed && sandbox.Available() != nil:
+		case err != nil && def.Isolation == agent.IsolationSandbox && f.Config.AllowUnsandboxed && sandbox.AvailableAt(f.Bwrap) != nil:
 			note = "This subagent ran WITHOUT its sandbox (" + oneLine(err.Error()) + "): deputy.yaml allows it."
 		case err != nil:
 			f.drop(ctx, tree)
@@ -139,6 +141,7 @@ func (f *Fencer) policy(dir string, def *agent.Definition) sandbox.Policy {
 		MaxProcesses: f.Config.Processes,
 		StateDir:     f.StateDir,
 		Clock:        f.Clock,
+		Bwrap:        f.Bwrap,
 	}
 	if def.Isolation == agent.IsolationContainer {
 		// Its own root filesystem, a snapshot of the workspace kept only

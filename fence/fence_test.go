@@ -173,3 +173,35 @@ func TestWorktreeFencePrunedAfterItsInstance(t *testing.T) {
 		t.Errorf("a workspace that is no repository: %v %v", gone, err)
 	}
 }
+
+// Without bubblewrap a sandbox type is refused with how to install it;
+// when the config allows running unsandboxed, it runs so and its relay
+// will say it.
+func TestSandboxFenceWithoutBwrap(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
+	f.Bwrap = filepath.Join(t.TempDir(), "no-bwrap")
+	def := &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox}
+	if err := f.Check(def); err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") ||
+		!strings.Contains(err.Error(), "allow_unsandboxed") {
+		t.Fatalf("check: %v", err)
+	}
+	f.Config.AllowUnsandboxed = true
+	if err := f.Check(def); err != nil {
+		t.Fatal(err)
+	}
+	fc, err := f.Fence(context.Background(), "i-4", def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fc.Note, "WITHOUT its sandbox") || fc.Instructions != "" {
+		t.Errorf("note %q, instructions %q", fc.Note, fc.Instructions)
+	}
+	if out, isErr := call(t, fc.Tools, "bash", `{"command":"echo unconfined"}`); isErr || !strings.Contains(out, "unconfined") {
+		t.Errorf("bash: %q", out)
+	}
+	if _, err := fc.End(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -23,8 +23,15 @@ var (
 // Available reports whether the sandbox level works here: bubblewrap is
 // installed and can make a sandbox (user namespaces allowed). The error
 // says how to fix what is missing.
-func Available() error {
-	_, err := available("bwrap")
+func Available() error { return AvailableAt("bwrap") }
+
+// AvailableAt is Available for a given bubblewrap binary (a name looked
+// up on PATH, or a path), as Policy.Bwrap names it.
+func AvailableAt(bwrap string) error {
+	if bwrap == "" {
+		bwrap = "bwrap"
+	}
+	_, err := available(bwrap)
 	return err
 }
 
