@@ -112,13 +112,26 @@ func (c Control) Cancel(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	// The deepest first: a cancelled child's partial relay is what its
-	// parent's spawn call returns before the parent stops in turn.
+	var targets []*store.Instance // id and its active descendants
+	for _, t := range tree {
+		if t.ID == id || descends(tree, t, id) {
+			targets = append(targets, t)
+		}
+	}
+	tree = targets
+	// Every running one is told first, then each is stopped, the deepest
+	// first: a cancelled child's partial relay is what its parent's spawn
+	// call returns, and the parent, told already, stops at the turn
+	// boundary that follows instead of answering it with another call.
+	for _, t := range tree {
+		if t.State == store.Running {
+			if err := c.postCancel(ctx, t.ID); err != nil {
+				return err
+			}
+		}
+	}
 	slices.SortStableFunc(tree, func(a, b *store.Instance) int { return b.Depth - a.Depth })
 	for _, t := range tree {
-		if t.ID != id && !descends(tree, t, id) {
-			continue
-		}
 		if err := c.cancelOne(ctx, t); err != nil {
 			return err
 		}
@@ -133,8 +146,7 @@ func (c Control) Cancel(ctx context.Context, id string) error {
 // when this engine runs it, its context; any other active one now.
 func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
 	if in.State == store.Running {
-		if _, err := c.Store.Post(ctx, store.Mail{InstanceID: in.ID, Sender: Operator, Kind: MailCancel,
-			Key: "cancel"}); err != nil {
+		if err := c.postCancel(ctx, in.ID); err != nil {
 			return err
 		}
 		if c.Engine != nil {
@@ -148,6 +160,12 @@ func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
 		in = now
 	}
 	return cancelNow(ctx, c.Store, in, "cancelled by request while "+string(in.State))
+}
+
+// postCancel puts a cancel in id's mailbox, once (a repeat finds it).
+func (c Control) postCancel(ctx context.Context, id string) error {
+	_, err := c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: Operator, Kind: MailCancel, Key: "cancel"})
+	return err
 }
 
 // cancelNow ends an instance that no run carries as cancelled, keeping
