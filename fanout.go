@@ -81,9 +81,11 @@ func (rt *Runtime) FanOut(ctx context.Context, f FanOut) (*FanOutResult, error) 
 	if err != nil || f.MergeFunc == nil {
 		return res, err
 	}
-	if res.Merged, err = f.MergeFunc(res.Results); err != nil {
-		return res, fmt.Errorf("deputy: merge: %w", err)
+	merged, err := f.MergeFunc(res.Results)
+	if err != nil {
+		return res, fmt.Errorf("deputy: merge: %w", err) // res keeps the built-in merge
 	}
+	res.Merged = merged
 	return res, nil
 }
 

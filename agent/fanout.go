@@ -26,8 +26,8 @@ type FanTask struct {
 	Context string `json:"context,omitempty"` // a snippet put before the task
 	// Tools narrows the type's allowlist for this task; none: the type's.
 	Tools []string `json:"tools,omitempty"`
-	// Isolation, when set, replaces the type's (a task may be fenced
-	// more tightly than its type's other uses).
+	// Isolation, when set, fences the task more tightly than its type
+	// (a looser one is refused).
 	Isolation Isolation     `json:"isolation,omitempty"`
 	Timeout   time.Duration `json:"-"` // hard; the soft one is at SoftTimeoutShare
 	DependsOn []string      `json:"depends_on,omitempty"`

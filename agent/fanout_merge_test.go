@@ -193,7 +193,7 @@ rules:
 // run unfenced; the others run.
 func TestFanOutTaskIsolation(t *testing.T) {
 	t.Parallel()
-	o := newLocal(t, `
+	l := newLocal(t, `
 rules:
   - match: {system: "read-only explorer"}
     text: "looked"
@@ -204,10 +204,16 @@ rules:
           tasks:
             - {id: fenced, subagent_type: explorer, task: "x", isolation: sandbox}
             - {id: open, subagent_type: explorer, task: "y", isolation: none}
+            - {id: lowered, subagent_type: boxed, task: "z", isolation: none}
   - match: {turn: 2}
     text: "{{index .ToolResults 0}}"
-`).run(t)
+`)
+	l.task.Volatile = []*agent.Definition{{Name: "boxed", Description: "d", Isolation: agent.IsolationSandbox}}
+	o := l.run(t)
 	got := o.Result.Answer
+	if !strings.Contains(got, "## lowered (failed)\nspawn refused: boxed runs with isolation sandbox; a task cannot lower it to none") {
+		t.Errorf("a task lowered its type's isolation:\n%s", got)
+	}
 	if !strings.Contains(got, "## fenced (failed)\nspawn refused: explorer asks for isolation sandbox") ||
 		!strings.Contains(got, "## open\nlooked") || len(o.Instances) != 2 {
 		t.Fatalf("%d instances; result:\n%s", len(o.Instances), got)

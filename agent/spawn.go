@@ -172,6 +172,11 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 		def.Model = in.Model
 	}
 	if in.isolation != "" {
+		// A task may be fenced more tightly than its type, never less.
+		if isolationRank(in.isolation) < isolationRank(def.Isolation) {
+			return nil, nil, fmt.Errorf("spawn refused: %s runs with isolation %s; a task cannot lower it to %s",
+				def.Name, def.Isolation, in.isolation)
+		}
 		def.Isolation = in.isolation
 	}
 	if err := tr.checkFence(def); err != nil {
@@ -410,4 +415,15 @@ func writes(s *tool.Set) bool {
 		}
 	}
 	return false
+}
+
+// isolationRank orders the isolation levels from the loosest.
+func isolationRank(i Isolation) int {
+	switch i {
+	case IsolationSandbox:
+		return 1
+	case IsolationContainer:
+		return 2
+	}
+	return 0
 }

@@ -421,6 +421,7 @@ func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
 // next one), so it suits callers that answered or resumed it.
 func (e *Engine) Settle(ctx context.Context, id string) (*store.Instance, error) {
 	for {
+		changed := e.changes() // before the read: a change after it wakes the wait
 		in, err := e.st.GetInstance(ctx, id)
 		if err != nil {
 			return nil, err
@@ -428,7 +429,7 @@ func (e *Engine) Settle(ctx context.Context, id string) (*store.Instance, error)
 		if done, err := e.settled(ctx, in); err != nil || done {
 			return in, err
 		}
-		if err := e.await(ctx, nil); err != nil {
+		if err := e.awaitOn(ctx, changed, nil); err != nil {
 			return nil, err
 		}
 	}

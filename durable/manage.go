@@ -197,10 +197,15 @@ func (e *Engine) changes() <-chan struct{} {
 // await blocks until something changes, another process may have changed
 // something (PollInterval), ctx ends or timeout fires.
 func (e *Engine) await(ctx context.Context, timeout <-chan struct{}) error {
+	return e.awaitOn(ctx, e.changes(), timeout)
+}
+
+// awaitOn is await on a changes channel taken earlier.
+func (e *Engine) awaitOn(ctx context.Context, changed <-chan struct{}, timeout <-chan struct{}) error {
 	poll := time.NewTimer(e.opts.PollInterval)
 	defer poll.Stop()
 	select {
-	case <-e.changes():
+	case <-changed:
 	case <-poll.C:
 	case <-timeout:
 	case <-ctx.Done():

@@ -10,6 +10,7 @@ import (
 
 	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/sandbox"
+	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/worktree"
 )
 
@@ -106,8 +107,8 @@ conflict changes nothing and names the files.`,
 				return err
 			}
 			st.Close()
-			if !in.State.Terminal() {
-				return usageErr("instance %s is %s: its branch is merged once it has completed", id, in.State)
+			if in.State != store.Completed {
+				return usageErr("instance %s is %s: only a completed subagent's branch is merged", id, in.State)
 			}
 			ws, err := filepath.Abs(workspace)
 			if err != nil {

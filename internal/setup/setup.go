@@ -226,17 +226,16 @@ func Fence() func(durable.Spec) agent.Fencer {
 
 // Recover removes what fences of a process that died left behind: the
 // sandboxes' snapshots and /tmp directories, and the worktrees, in
-// workspace's repository, of instances no longer at work (branches
-// holding finished work stay, for deputy merge). It returns the ids whose
+// workspace's repository, of this database's instances that have ended
+// (branches holding finished work stay, for deputy merge). It returns the ids whose
 // worktrees it removed.
 func Recover(ctx context.Context, st *store.Store, workspace string) ([]string, error) {
 	swept := sandbox.Sweep("")
 	gone, err := fence.Prune(ctx, workspace, func(id string) bool {
+		// Only this database's instances that ended: a worktree of an
+		// instance it does not know may be another deputy's, at work.
 		in, err := st.GetInstance(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return false
-		}
-		return err != nil || !in.State.Terminal() // unsure: keep it
+		return err != nil || !in.State.Terminal()
 	})
 	return gone, errors.Join(swept, err)
 }
