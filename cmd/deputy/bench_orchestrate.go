@@ -237,14 +237,14 @@ func orchWarm(ctx context.Context, wire string, vias []string, c benchsub.OrchCo
 }
 
 // orchStepCost is the store's cost of one checkpointed step with nothing
-// else running: a durable run of a few tasks one at a time, no latency,
+// else running: a durable run of 40 tasks one at a time, no latency,
 // against the same in memory: (durable wall - in-memory wall) / steps,
-// the median of three.
+// the median of five.
 func orchStepCost(ctx context.Context, wire, via string, c benchsub.OrchConfig) (float64, error) {
 	cal := c
-	cal.Levels, cal.MaxParallel, cal.Latency = []int{20}, 1, 0
+	cal.Levels, cal.MaxParallel, cal.Latency = []int{40}, 1, 0
 	var costs []float64
-	for range 3 {
+	for range 5 {
 		mem, err := benchsub.Orchestrate(ctx, wire, benchsub.OrchMemory, cal)
 		if err != nil {
 			return 0, err
@@ -269,14 +269,16 @@ type orchDetail struct {
 }
 
 // sqliteBound is the wall time SQLite's measured step cost implies.
-// SQLite takes one writer at a time, so the run's steps are done one after
-// another: no run can take less than Steps × StepCost. And each of a
-// max_parallel slot's ⌈tasks/max_parallel⌉ tasks in turn adds its own
-// steps (Steps/tasks) to its latency. So
+// SQLite takes one writer at a time, so the steps of the tasks running
+// together are done one after another: a wave of k tasks of s steps each
+// (s = steps / tasks) takes at least k × s × step_cost, and at least its
+// turns' latency plus one task's own s steps, which its chain waits for.
+// Waves are each level's ⌈tasks/max_parallel⌉, one after another, and the
+// root adds its two turns:
 //
-//	bound = max(ideal + waves × (steps / tasks) × step_cost, steps × step_cost)
+//	bound = 2 × latency + Σ waves max(turns × latency + s × step_cost, k × s × step_cost)
 //
-// with step_cost measured alone (orchStepCost).
+// with step_cost measured with nothing else running (orchStepCost).
 type sqliteBound struct {
 	StepCostMS float64 `json:"step_cost_alone_ms"`
 	Steps      float64 `json:"steps"`
@@ -286,15 +288,17 @@ type sqliteBound struct {
 }
 
 func newSQLiteBound(c benchsub.OrchConfig, costMS, steps float64) *sqliteBound {
-	waves := 0
+	lat := ms(c.Latency)
+	s := steps / float64(c.Tasks())
+	b := 2 * lat
 	for _, n := range c.Levels {
-		waves += (n + c.MaxParallel - 1) / c.MaxParallel
+		for left := n; left > 0; left -= c.MaxParallel {
+			k := float64(min(left, c.MaxParallel))
+			b += max(float64(c.Turns)*lat+s*costMS, k*s*costMS)
+		}
 	}
-	ideal := ms(c.Ideal())
-	perTask := steps / float64(c.Tasks())
-	b := max(ideal+float64(waves)*perTask*costMS, steps*costMS)
-	return &sqliteBound{StepCostMS: costMS, Steps: steps, BoundMS: b, Ratio: b / ideal,
-		Formula: "max(ideal + waves × (steps/tasks) × step_cost, steps × step_cost)"}
+	return &sqliteBound{StepCostMS: costMS, Steps: steps, BoundMS: b, Ratio: b / ms(c.Ideal()),
+		Formula: "2 × latency + Σ waves max(turns × latency + s × step_cost, k × s × step_cost), s = steps/tasks, k = tasks in the wave"}
 }
 
 // orchMeasure runs the repeats of c and the SQLite calibration, and
