@@ -40,6 +40,10 @@ type ChildEnv struct {
 	// Skip: the child's run is carried elsewhere (an earlier execution's
 	// workflow); work only lets go of what it holds in this tree.
 	Skip bool
+	// Closing, when set, reports whether the process is shutting down: a
+	// run cut by that has not ended (the next execution resumes it), so
+	// its fence is let go, not ended.
+	Closing func() bool
 }
 
 // ChildEnd is how a child ended: the relay its parent gets (usage and cost
@@ -130,6 +134,9 @@ func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env Child
 		return tr.relay(n, res, "", err)
 	}
 	res, runErr := tr.run(ctx, n, msgs)
+	if res.StopReason == loop.StopSuspended || env.Closing != nil && env.Closing() {
+		tr.releaseFence(ctx, n) // it goes on in a later run: its work stays
+	}
 	if res.StopReason == loop.StopSuspended {
 		tr.end(n, res, StateSuspended, "", nil)
 		tr.mu.Lock()
@@ -139,7 +146,9 @@ func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env Child
 			StopReason: string(res.StopReason), Usage: in.Usage, Turns: res.Turns, ToolCalls: res.ToolCalls}}
 	}
 	report := tr.report(ctx, n, res)
-	if err := tr.leaveFence(ctx, n, res, runErr); err != nil {
+	if n.fence == nil {
+		// Released above (the process closes): nothing to keep or drop.
+	} else if err := tr.leaveFence(ctx, n, res, runErr); err != nil {
 		res.StopReason, runErr = loop.StopStepError, err
 	}
 	if n.fence != nil && n.fence.Note != "" {

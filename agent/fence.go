@@ -34,10 +34,15 @@ type Fence struct {
 	// short of what the definition asked (unsandboxed by the config's
 	// leave).
 	Note string
-	// End is called once, when the child has ended: kept says whether its
-	// work is kept (it completed) or discarded. It returns the artifacts
-	// the relay adds, such as a worktree's branch and its diff summary.
+	// End is called when the child has ended: kept says whether its work
+	// is kept (it completed) or discarded. It returns the artifacts the
+	// relay adds, such as a worktree's branch and its diff summary. A run
+	// replayed after a crash may call it again: it must be idempotent.
 	End func(ctx context.Context, kept bool) ([]string, error)
+	// Release, when set, lets the fence go without ending it: the run
+	// stopped to wait (it asks, or was paused) or the process is closing,
+	// and a later run builds the fence again (Fencer.Fence) and goes on.
+	Release func()
 }
 
 // fenced reports whether def asks for a fence.
@@ -70,7 +75,9 @@ func (tr *tree) enterFence(ctx context.Context, n *node) error {
 	if tr.r.Fencer == nil {
 		return tr.checkFence(n.def) // a continued child whose runner lost its Fencer
 	}
-	f, err := tr.r.Fencer.Fence(ctx, n.inst.ID, n.def)
+	def := n.def.Clone()
+	def.Budgets.WallTime = n.cfg.Limits.WallTime // what is left of it, this run
+	f, err := tr.r.Fencer.Fence(ctx, n.inst.ID, def)
 	if err != nil {
 		return fmt.Errorf("fence: %w", err)
 	}
@@ -81,6 +88,14 @@ func (tr *tree) enterFence(ctx context.Context, n *node) error {
 	n.cfg.Tools = n.cfg.Tools.Replace(f.Tools)
 	n.avail = n.avail.Replace(f.Tools)
 	return nil
+}
+
+// releaseFence lets n's fence go without ending it (Fence.Release).
+func (tr *tree) releaseFence(_ context.Context, n *node) {
+	if n.fence != nil && n.fence.Release != nil {
+		n.fence.Release()
+	}
+	n.fence = nil
 }
 
 // leaveFence ends n's fence as its run ended: its work kept when it

@@ -201,7 +201,8 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 	// The run's own steps are named like a root's; their failpoints carry
 	// "child:" so a test can tell them apart.
 	env := agent.ChildEnv{Steps: &steps{wf: ctx, e: e, nonce: agent.NewID(), label: "child:"},
-		Inbox: e.inbox(ctx, id, "child:"), Hold: e.hold(ctx, id, "child:")}
+		Inbox: e.inbox(ctx, id, "child:"), Hold: e.hold(ctx, id, "child:"),
+		Closing: func() bool { return ctx.Err() != nil || e.closed.Load() }}
 	var end agent.ChildEnd
 	if x != nil {
 		ran = true

@@ -29,6 +29,7 @@ type rig struct {
 	catalog  *agent.Catalog // nil: the built-ins
 	maxRuns  int            // durable.Options.MaxRuns
 	onEvent  func(agent.Event)
+	fence    func(durable.Spec) agent.Fencer // durable.Options.Fence
 	e        *durable.Engine
 	st       *store.Store
 	ctl      durable.Control
@@ -67,6 +68,7 @@ func (r *rig) reopen() {
 		Runner:  agent.Runner{Catalog: r.catalog},
 		MaxRuns: r.maxRuns,
 		OnEvent: r.onEvent,
+		Fence:   r.fence,
 	})
 	if err != nil {
 		st.Close()

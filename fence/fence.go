@@ -126,6 +126,13 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 	return &agent.Fence{Tools: tools, Note: note, Instructions: strings.Join(say, " "),
 		End: func(ctx context.Context, kept bool) ([]string, error) {
 			return f.end(ctx, id, box, snapshot, tree, kept)
+		},
+		// The worktree stays for the next run; the box goes (a
+		// container's snapshot with it: its next run starts a fresh one).
+		Release: func() {
+			if box != nil {
+				_ = box.Close()
+			}
 		}}, nil
 }
 
