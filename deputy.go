@@ -186,7 +186,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	rt.eng, err = durable.Open(ctx, durable.Options{
 		Store:   st,
 		URL:     pgURL,
-		Models:  plannerOr(ms.Open),
+		Models:  ms.Open,
 		Tools:   setup.Tools(o.Tools...),
 		Fence:   setup.Fence(),
 		Runner:  *runner,

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -63,12 +62,6 @@ type FanOutResult struct {
 	Usage llm.Usage
 }
 
-// plannerModel is the model of a fan-out's root: instead of asking a
-// provider, it calls fan_out with the plan its task holds, then answers
-// with the tool's result. The fan-out thus runs as any model's would, in
-// a durable instance that survives the process.
-const plannerModel = "deputy:fan-out"
-
 // FanOut runs a fan-out and waits for it. Its instance is durable: if the
 // process dies, the next Open resumes it, and WaitFanOut with the id
 // StartFanOut returned collects it.
@@ -104,7 +97,7 @@ func (rt *Runtime) StartFanOut(ctx context.Context, f FanOut) (string, error) {
 		return "", err
 	}
 	spec := rt.spec(Task{MaxParallel: f.MaxParallel})
-	spec.Model, spec.ChildModel = plannerModel, cmp.Or(f.Model, rt.opts.Model)
+	spec.Model, spec.ChildModel = agent.PlannerModel, cmp.Or(f.Model, rt.opts.Model)
 	return rt.eng.Start(ctx, string(plan), spec)
 }
 
@@ -140,33 +133,4 @@ func oneLine(s string) string {
 		s = string(r[:300]) + "…"
 	}
 	return s
-}
-
-// plannerOr opens the planner model for its spec, and others with open.
-func plannerOr(open func(string) (llm.Model, string, error)) func(string) (llm.Model, string, error) {
-	return func(spec string) (llm.Model, string, error) {
-		if spec == plannerModel {
-			return planner{}, spec, nil
-		}
-		return open(spec)
-	}
-}
-
-// planner is plannerModel.
-type planner struct{}
-
-func (planner) Generate(_ context.Context, req *llm.Request, _ func(llm.Delta)) (*llm.Response, error) {
-	if len(req.Messages) == 0 {
-		return nil, errors.New("planner: no task")
-	}
-	last := req.Messages[len(req.Messages)-1]
-	for _, b := range last.Content {
-		if b.Type == llm.TypeToolResult {
-			return &llm.Response{Content: []llm.Block{llm.Text(b.Text)}, StopReason: llm.StopEndTurn}, nil
-		}
-	}
-	plan := req.Messages[0].Text()
-	return &llm.Response{StopReason: llm.StopToolUse, Content: []llm.Block{
-		llm.ToolUse("fan_out_1", agent.FanOutTool, json.RawMessage(plan)),
-	}}, nil
 }

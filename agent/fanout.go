@@ -535,3 +535,29 @@ func (tr *tree) fanChild(ctx context.Context, parent *node, id string, in spawnI
 	}
 	return res
 }
+
+// PlannerModel is the model spec of a program's fan-out root: instead of
+// asking a provider, it calls fan_out with the plan its task holds, then
+// answers with the tool's result. A program's fan-out thus runs as a
+// model's would, in a durable instance that any deputy process on the
+// database (deputy worker included) can resume.
+const PlannerModel = "deputy:fan-out"
+
+// Planner is PlannerModel's model.
+type Planner struct{}
+
+// Generate implements llm.Model.
+func (Planner) Generate(_ context.Context, req *llm.Request, _ func(llm.Delta)) (*llm.Response, error) {
+	if len(req.Messages) == 0 {
+		return nil, errors.New("planner: no task")
+	}
+	for _, b := range req.Messages[len(req.Messages)-1].Content {
+		if b.Type == llm.TypeToolResult {
+			return &llm.Response{Content: []llm.Block{llm.Text(b.Text)}, StopReason: llm.StopEndTurn}, nil
+		}
+	}
+	plan := req.Messages[0].Text()
+	return &llm.Response{StopReason: llm.StopToolUse, Content: []llm.Block{
+		llm.ToolUse("fan_out_1", FanOutTool, json.RawMessage(plan)),
+	}}, nil
+}

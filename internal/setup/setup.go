@@ -78,6 +78,9 @@ func (ms *Models) Open(spec string) (llm.Model, string, error) {
 }
 
 func (ms *Models) open(spec string) (llm.Model, string, error) {
+	if spec == agent.PlannerModel {
+		return agent.Planner{}, spec, nil // a program's fan-out root, whoever resumes it
+	}
 	if IsFake(spec) {
 		if ms.Script == nil {
 			s, err := LoadScenario(ms.Scenario)
