@@ -22,6 +22,14 @@ import (
 	"github.com/deputy-run/deputy/worktree"
 )
 
+// Protected are the workspace's paths a fenced child may read but never
+// change, with its programs or its file tools: the repository's .git (a
+// planted hook or config would run its code outside the fence at the
+// user's next git command; in a worktree, the .git file that points to
+// the repository) and deputy's own files (its database by default,
+// definitions, configuration).
+var Protected = []string{".git", ".deputy", ".claude", "deputy.yaml"}
+
 // Fencer is agent.Fencer for children of roots working in Workspace.
 type Fencer struct {
 	// Workspace is the root's workspace: a worktree is made of the git
@@ -30,7 +38,8 @@ type Fencer struct {
 	Workspace string
 	Config    agent.IsolationConfig
 	// Tools builds a child's tools for a directory, its commands run
-	// through sb when set (builtin.Tools with Workspace and Sandbox).
+	// through sb when set, Protected read-only (builtin.Tools with
+	// Workspace, Sandbox and ReadOnly).
 	Tools func(dir string, sb shell.Sandbox) (*tool.Set, error)
 	Clock clock.Clock
 	// StateDir holds sandboxes' /tmp and snapshots (os.TempDir()).
@@ -140,6 +149,7 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 func (f *Fencer) policy(dir string, def *agent.Definition) sandbox.Policy {
 	p := sandbox.Policy{
 		Workspace:    dir,
+		Protect:      Protected,
 		WritePaths:   def.WritePaths,
 		ReadPaths:    def.ReadPaths,
 		Network:      len(def.Network) > 0, // host lists are not enforced: any grant opens the network

@@ -47,7 +47,7 @@ func repo(t *testing.T) string {
 func fencer(ws string, iso agent.IsolationConfig, stateDir string) *fence.Fencer {
 	return &fence.Fencer{Workspace: ws, Config: iso, StateDir: stateDir,
 		Tools: func(dir string, sb shell.Sandbox) (*tool.Set, error) {
-			tools, err := builtin.Tools(builtin.Config{Workspace: dir, Sandbox: sb})
+			tools, err := builtin.Tools(builtin.Config{Workspace: dir, Sandbox: sb, ReadOnly: fence.Protected})
 			if err != nil {
 				return nil, err
 			}
@@ -93,6 +93,16 @@ func TestWorktreeSandboxFence(t *testing.T) {
 	}
 	if out, isErr := call(t, fc.Tools, "read_file", `{"path":"b.txt"}`); isErr || !strings.Contains(out, "made") {
 		t.Errorf("the file tools do not see the fence's files: %q", out)
+	}
+	// Its .git (here the worktree's pointer file) and deputy's files are
+	// out of reach of its programs and of its file tools.
+	if out, _ := call(t, fc.Tools, "bash", `{"command":"echo 'gitdir: /tmp/evil' > .git; mkdir -p .deputy/agents; cat .git"}`); !strings.Contains(out, "gitdir: ") || strings.Contains(out, "/tmp/evil") {
+		t.Errorf("bash rewrote .git: %q", out)
+	}
+	for _, p := range []string{".git", ".deputy/agents/x.md", "deputy.yaml"} {
+		if out, isErr := call(t, fc.Tools, "write_file", `{"path":"`+p+`","content":"x"}`); !isErr || !strings.Contains(out, "read-only here") {
+			t.Errorf("write_file %s: %q", p, out)
+		}
 	}
 	arts, err := fc.End(context.Background(), true)
 	if err != nil || len(arts) != 1 || !strings.HasPrefix(arts[0], "branch deputy/i-1: 1 file, +1 -0") {

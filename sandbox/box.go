@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +73,7 @@ func New(p Policy) (*Box, error) {
 			_ = removeTree(b.tmp)
 			return nil, err
 		}
+		b.snap.protect = p.Protect
 		b.roots[0].path = b.snap.copy
 		b.dir = b.snap.copy
 	}
@@ -300,6 +302,9 @@ func (b *Box) env(env []string) []string {
 	out := make([]string, 0, len(env)+2)
 	for _, kv := range env {
 		name, val, _ := strings.Cut(kv, "=")
+		if !passEnv(name) && !slices.Contains(b.p.Env, name) {
+			continue
+		}
 		if name == "HOME" || name == "TMPDIR" {
 			if !b.visible(val) {
 				continue
@@ -486,4 +491,16 @@ func readChildPid(f *os.File) (int, error) {
 		return 0, fmt.Errorf("bwrap info: no child-pid in %q", buf)
 	}
 	return info.ChildPid, nil
+}
+
+// passEnv reports whether a variable of the caller's environment reaches
+// sandboxed programs: an allowlist, not a filter of secret-looking names,
+// since a database URL with its password or a cloud key has no telltale
+// name (DEPUTY_DB, DATABASE_URL, AWS_ACCESS_KEY_ID).
+func passEnv(name string) bool {
+	switch name {
+	case "PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TERM", "TZ", "SHELL", "USER", "LOGNAME", "COLUMNS", "LINES":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_")
 }

@@ -177,7 +177,7 @@ func TestSandboxHelperParent(t *testing.T) {
 	if ws == "" {
 		t.Skip("only run re-executed, by TestSandboxDiesWithParent")
 	}
-	b, err := New(Policy{Workspace: ws, StateDir: os.Getenv("DEPUTY_SANDBOX_TEST_STATE")})
+	b, err := New(Policy{Workspace: ws, StateDir: os.Getenv("DEPUTY_SANDBOX_TEST_STATE"), Env: []string{markName}})
 	if err != nil {
 		t.Fatal(err)
 	}

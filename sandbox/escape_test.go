@@ -411,3 +411,76 @@ func TestSandboxCPULimit(t *testing.T) {
 		t.Errorf("want the loop killed by SIGXCPU: %q", out)
 	}
 }
+
+// A repository's .git and deputy's own files lie in the writable
+// workspace, yet programs cannot change them: a planted hook or pager
+// would run at the user's next git command, outside the sandbox.
+func TestEscapeThroughGitAndDeputyFiles(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	l := newLayout(t)
+	for _, d := range []string{".git/hooks", ".deputy"} {
+		if err := os.MkdirAll(filepath.Join(l.ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{".git/config": "[core]\n", ".deputy/deputy.db": "db", "deputy.yaml": "tiers: {}\n"}
+	for rel, body := range files {
+		if err := os.WriteFile(filepath.Join(l.ws, rel), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBox(t, Policy{Workspace: l.ws, Protect: []string{".git", ".deputy", "deputy.yaml", ".claude"}})
+	cmd := "printf '#!/bin/sh\\nid\\n' > .git/hooks/post-checkout; printf '[core]\\npager = sh -c id\\n' >> .git/config; " +
+		"echo x >> .deputy/deputy.db; echo x >> deputy.yaml; rm -rf .git .deputy; mv .git moved; " +
+		"mkdir -p .claude/agents; echo ok > fine.txt; echo done"
+	out, isErr := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}), cmd, 30)
+	if isErr || !strings.Contains(out, "done") {
+		t.Fatalf("the command did not run to its end: %q", out)
+	}
+	for rel, body := range files {
+		if got := readFile(t, filepath.Join(l.ws, rel)); got != body {
+			t.Errorf("%s was changed from the sandbox: %q", rel, got)
+		}
+	}
+	if exists(filepath.Join(l.ws, ".git/hooks/post-checkout")) || exists(filepath.Join(l.ws, "moved")) {
+		t.Error("a hook was planted, or .git moved")
+	}
+	if got := readFile(t, filepath.Join(l.ws, "fine.txt")); got != "ok\n" {
+		t.Errorf("the rest of the workspace is not writable: %q", got)
+	}
+}
+
+// A container's snapshot never applies changes under the protected paths,
+// even those made outside its programs (the in-process file tools).
+func TestContainerSnapshotKeepsProtectedPaths(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := newBox(t, Policy{Workspace: ws, Snapshot: true, Protect: []string{".git"}})
+	if err := os.WriteFile(filepath.Join(b.Dir(), ".git", "config"), []byte("[core]\npager = sh -c id\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.Dir(), ".git", "hook"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.Dir(), "work.txt"), []byte("done"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := b.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(ws, ".git", "config")); got != "[core]\n" || exists(filepath.Join(ws, ".git", "hook")) {
+		t.Errorf("the commit changed .git: config %q", got)
+	}
+	if got := readFile(t, filepath.Join(ws, "work.txt")); got != "done" || len(ch.Added) != 1 {
+		t.Errorf("work.txt %q, changes %+v", got, ch)
+	}
+}

@@ -61,9 +61,12 @@ func requireBwrap(t testing.TB) {
 
 // env is the environment of sandboxed test commands: the test's, plus a
 // mark that tells their processes apart from everything else on the host.
+// markName is the variable that marks a test's sandboxed programs.
+const markName = "DEPUTY_ESCAPE_MARK"
+
 func markedEnv(t *testing.T) ([]string, string) {
 	t.Helper()
-	mark := "DEPUTY_ESCAPE_MARK=" + randHex(t)
+	mark := markName + "=" + randHex(t)
 	return append(os.Environ(), mark), mark
 }
 
@@ -102,6 +105,7 @@ func survivors(t *testing.T, mark string) []string {
 // newBox makes a box and closes it at the end of the test.
 func newBox(t testing.TB, p Policy) *Box {
 	t.Helper()
+	p.Env = append(p.Env, markName) // survivors finds the programs by it
 	b, err := New(p)
 	if err != nil {
 		t.Fatal(err)

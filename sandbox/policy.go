@@ -27,6 +27,18 @@ type Policy struct {
 	// system directories). They must exist.
 	WritePaths []string
 	ReadPaths  []string
+	// Protect are paths relative to the workspace (a file or a whole
+	// directory) the programs may read but never change, even though they
+	// lie in the writable workspace: a repository's .git (hooks and
+	// config would run the child's code outside the sandbox, at the
+	// user's next git command) and deputy's own files. A snapshot's
+	// Commit never applies changes under them.
+	Protect []string
+	// Env names more variables of the caller's environment that reach
+	// the programs, beyond the few every box passes (PATH, HOME, TMPDIR,
+	// the locale, TERM, TZ, SHELL, USER): the rest, secrets included,
+	// never does.
+	Env []string
 	// Network shares the host's network. Without it the sandbox has its own
 	// network namespace with only a loopback nobody else can reach.
 	Network bool

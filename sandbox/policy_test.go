@@ -159,9 +159,12 @@ func TestSandboxHostSystem(t *testing.T) {
 
 func TestSandboxEnv(t *testing.T) {
 	t.Parallel()
-	b := &Box{roots: []root{{path: "/srv/ws"}}}
-	got := b.env([]string{"HOME=/root", "TMPDIR=/var/tmp", "PATH=/usr/bin", "X=1"})
-	want := []string{"PATH=/usr/bin", "X=1", "HOME=/tmp", "TMPDIR=/tmp"}
+	b := &Box{roots: []root{{path: "/srv/ws"}}, p: Policy{Env: []string{"X"}}}
+	// Only the allowlist and the policy's own names pass: a database URL
+	// with its password, a cloud key, anything else stays out.
+	got := b.env([]string{"HOME=/root", "TMPDIR=/var/tmp", "PATH=/usr/bin", "X=1", "LC_ALL=C",
+		"DEPUTY_DB=postgres://deputy:hunter2@db/deputy", "AWS_ACCESS_KEY_ID=AKIA", "DATABASE_URL=postgres://u:p@h/d"})
+	want := []string{"PATH=/usr/bin", "X=1", "LC_ALL=C", "HOME=/tmp", "TMPDIR=/tmp"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}

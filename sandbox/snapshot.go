@@ -20,9 +20,10 @@ import (
 // share. io.Copy uses copy_file_range, which reflinks where the file
 // system can.
 type snapshot struct {
-	orig string // the workspace
-	tmp  string // holds the copy; removed on drop
-	copy string
+	protect []string // Policy.Protect: never applied by commit
+	orig    string   // the workspace
+	tmp     string   // holds the copy; removed on drop
+	copy    string
 
 	// What each tree held when last in step: the copy's, to find what the
 	// child changed; the workspace's, to find what changed under it
@@ -215,7 +216,15 @@ func (s *snapshot) commit() (*Changes, error) {
 	}
 	ch := &Changes{}
 	var del, put []string
+	for rel := range now {
+		if s.protected(rel) {
+			delete(now, rel)
+		}
+	}
 	for rel, was := range s.copyBase {
+		if s.protected(rel) {
+			continue
+		}
 		if n, ok := now[rel]; !ok {
 			del = append(del, rel)
 			ch.Deleted = append(ch.Deleted, rel)
@@ -270,6 +279,18 @@ func (s *snapshot) commit() (*Changes, error) {
 		sort.Strings(l)
 	}
 	return ch, nil
+}
+
+// protected reports whether rel lies under a protected path.
+func (s *snapshot) protected(rel string) bool {
+	rel = filepath.ToSlash(rel)
+	for _, p := range s.protect {
+		p = filepath.ToSlash(filepath.Clean(p))
+		if rel == p || strings.HasPrefix(rel, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // conflicts checks each path to be removed or written against the

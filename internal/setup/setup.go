@@ -222,7 +222,8 @@ func Fence() func(durable.Spec) agent.Fencer {
 		}
 		return &fence.Fencer{Workspace: s.Workspace, Config: iso,
 			Tools: func(dir string, sb shell.Sandbox) (*tool.Set, error) {
-				return builtinSet(builtin.Config{Workspace: dir, SearchURL: s.SearchURL, Sandbox: sb}, nil)
+				return builtinSet(builtin.Config{Workspace: dir, SearchURL: s.SearchURL, Sandbox: sb,
+					ReadOnly: fence.Protected}, nil)
 			}}
 	}
 }

@@ -39,6 +39,9 @@ type Config struct {
 	// Sandbox, when set, confines every command bash runs (a fenced
 	// child's sandbox.Box).
 	Sandbox shell.Sandbox
+	// ReadOnly are workspace-relative paths the file tools may read but
+	// not write (fstool.Workspace.ReadOnly).
+	ReadOnly []string
 
 	// FetchPolicy decides which addresses web_fetch may reach
 	// (web.DefaultPolicy: everything but link-local/metadata).
@@ -58,7 +61,7 @@ func Tools(cfg Config) ([]tool.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools := fstool.Tools(ws, cfg.Files)
+	tools := fstool.Tools(ws.ReadOnly(cfg.ReadOnly...), cfg.Files)
 	bash, err := shell.New(shell.Config{
 		Dir:            ws.Dir(),
 		Clock:          cfg.Clock,

@@ -70,6 +70,9 @@ func (t *EditFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
+	if err := t.ws.writable(rel, in.Path); err != nil {
+		return "", err
+	}
 	fi, err := r.Stat(rel)
 	if err != nil {
 		return "", t.ws.pathErr(in.Path, err)

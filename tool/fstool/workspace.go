@@ -17,6 +17,33 @@ import (
 type Workspace struct {
 	dir  string // absolute and clean, as configured; used in messages
 	real string // dir with its own symlinks resolved, for absolute paths spelled either way
+	// readOnly are workspace-relative paths the writing tools refuse
+	// (ReadOnly).
+	readOnly []string
+}
+
+// ReadOnly returns the workspace with paths (relative to its root, each a
+// file or a whole directory) that write_file and edit_file refuse: a
+// fenced child's .git (hooks and config run code outside its fence) and
+// deputy's own files.
+func (w *Workspace) ReadOnly(paths ...string) *Workspace {
+	c := *w
+	for _, p := range paths {
+		c.readOnly = append(c.readOnly, filepath.ToSlash(filepath.Clean(p)))
+	}
+	return &c
+}
+
+// writable refuses a resolved workspace-relative path under a read-only
+// one.
+func (w *Workspace) writable(rel, asked string) error {
+	rel = filepath.ToSlash(filepath.Clean(rel))
+	for _, p := range w.readOnly {
+		if rel == p || strings.HasPrefix(rel, p+"/") {
+			return fmt.Errorf("%s is read-only here (%s is not this subagent's to change)", asked, p)
+		}
+	}
+	return nil
 }
 
 // NewWorkspace returns the workspace rooted at dir, which must be an
