@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/deputy-run/deputy/agent"
@@ -73,6 +75,22 @@ func (f *Fencer) Check(def *agent.Definition) error {
 	return nil
 }
 
+// gitDirs returns a worktree's repository directory (shared by every
+// worktree) and its own admin directory, symlinks resolved.
+func gitDirs(root string) (common, admin string, err error) {
+	cmd := exec.Command("git", "-C", root, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
+	out, err := cmd.Output()
+	lines := strings.Fields(string(out))
+	if err != nil || len(lines) != 2 {
+		return "", "", fmt.Errorf("worktree %s: git rev-parse: %v", root, err)
+	}
+	if common, err = filepath.EvalSymlinks(lines[0]); err == nil {
+		admin, err = filepath.EvalSymlinks(lines[1])
+	}
+	return common, admin, err
+}
+
 // isRepository tells a workspace inside a git repository from one that is
 // not, in the words worktree.Add uses.
 func isRepository(dir string) error {
@@ -99,8 +117,21 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 	var box *sandbox.Box
 	note := ""
 	if def.Isolation == agent.IsolationSandbox || def.Isolation == agent.IsolationContainer {
+		p := f.policy(dir, def)
+		if tree != nil {
+			// git reads the repository (read-only: its hooks and config
+			// stay out of reach) and keeps this worktree's index and HEAD
+			// in its own admin directory (writable).
+			common, admin, err := gitDirs(tree.Root)
+			if err != nil {
+				f.drop(ctx, tree)
+				return nil, err
+			}
+			p.ReadPaths = append(slices.Clone(p.ReadPaths), common)
+			p.WritePaths = append(slices.Clone(p.WritePaths), admin)
+		}
 		var err error
-		box, err = sandbox.New(f.policy(dir, def))
+		box, err = sandbox.New(p)
 		switch {
 		case err != nil && def.Isolation == agent.IsolationSandbox && f.Config.AllowUnsandboxed && sandbox.AvailableAt(f.Bwrap) != nil:
 			note = "This subagent ran WITHOUT its sandbox (" + oneLine(err.Error()) + "): deputy.yaml allows it."
@@ -126,7 +157,11 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 	var say []string
 	if tree != nil {
 		say = append(say, "You work in your own git worktree, on branch "+tree.Branch+": nobody else sees your "+
-			"changes until your parent merges them, which it can once you complete.")
+			"changes until your parent merges them, which it can once you complete. Do not commit: deputy "+
+			"commits your changes on the branch when you complete.")
+		if box != nil {
+			say = append(say, "In the sandbox git can read the repository (status, diff, log) but not write to it.")
+		}
 	}
 	if box != nil {
 		say = append(say, box.Description())

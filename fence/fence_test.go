@@ -94,6 +94,9 @@ func TestWorktreeSandboxFence(t *testing.T) {
 	if out, isErr := call(t, fc.Tools, "read_file", `{"path":"b.txt"}`); isErr || !strings.Contains(out, "made") {
 		t.Errorf("the file tools do not see the fence's files: %q", out)
 	}
+	if out, _ := call(t, fc.Tools, "bash", `{"command":"git status --short; git log --oneline | wc -l; echo x >> ../../hooks/pre-commit; test -e ../../hooks/pre-commit && echo planted || echo absent"}`); !strings.Contains(out, "?? b.txt") || !strings.Contains(out, "absent") {
+		t.Errorf("git in the sandboxed worktree: %q", out)
+	}
 	// Its .git (here the worktree's pointer file) and deputy's files are
 	// out of reach of its programs and of its file tools.
 	if out, _ := call(t, fc.Tools, "bash", `{"command":"echo 'gitdir: /tmp/evil' > .git; mkdir -p .deputy/agents; cat .git"}`); !strings.Contains(out, "gitdir: ") || strings.Contains(out, "/tmp/evil") {
