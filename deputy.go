@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -127,10 +128,19 @@ type Runtime struct {
 	cfg     *Config
 	unlock  func()
 
+	// problems are what Open skipped or could not do without failing:
+	// a definition or skill file that does not parse, a failed clean-up.
+	problems []error
+
 	mu   sync.Mutex
 	subs map[int]func(Event)
 	next int
 }
+
+// Problems returns what Open skipped or could not do without failing: a
+// definition or skill file of the workspace that does not parse (file:line),
+// a failed clean-up after a dead process.
+func (rt *Runtime) Problems() []error { return slices.Clone(rt.problems) }
 
 // Open opens the database (creating it when it is a new SQLite file),
 // starts the engine and resumes the instances a previous process left
@@ -161,7 +171,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 			return nil, fmt.Errorf("deputy: %w", err)
 		}
 	}
-	runner, _, err := setup.Runner(ws, cfg, ms, o.Definitions)
+	runner, issues, err := setup.Runner(ws, cfg, ms, o.Definitions)
 	if err != nil {
 		return nil, fmt.Errorf("deputy: definitions: %w", err)
 	}
@@ -179,6 +189,9 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, fmt.Errorf("deputy: %w", err)
 	}
 	rt := &Runtime{st: st, opts: o, ws: ws, cfg: cfg, unlock: unlock, subs: map[int]func(Event){}}
+	for _, is := range issues {
+		rt.problems = append(rt.problems, is)
+	}
 	pgURL := ""
 	if st.Dialect() == store.Postgres {
 		pgURL = url
@@ -200,8 +213,10 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	}
 	rt.control = durable.Control{Store: st, URL: pgURL, Engine: rt.eng}
 	// What a process that died left in the workspace's repository; a
-	// failure to clean up is no reason not to run.
-	_, _ = setup.Recover(ctx, st, ws)
+	// failure to clean up is no reason not to run, but it is said.
+	if _, err := setup.Recover(ctx, st, ws); err != nil {
+		rt.problems = append(rt.problems, fmt.Errorf("cleaning up after a dead process: %w", err))
+	}
 	return rt, nil
 }
 
@@ -295,7 +310,9 @@ func (rt *Runtime) Pause(ctx context.Context, id string) error { return rt.contr
 // Resume starts the next run of a paused instance.
 func (rt *Runtime) Resume(ctx context.Context, id string) error { return rt.control.Resume(ctx, id) }
 
-// Cancel ends an instance and its descendants, keeping what they did.
+// Cancel ends an instance and its descendants, keeping their transcripts
+// and partial reports (a fenced child's worktree or snapshot is dropped,
+// as for any child that did not complete).
 func (rt *Runtime) Cancel(ctx context.Context, id string) error { return rt.control.Cancel(ctx, id) }
 
 // root refuses what only a root's person may do to a child (its parent

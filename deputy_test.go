@@ -202,10 +202,24 @@ func TestFanOutRejectsBadPlans(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `depends on "zz"`) {
 		t.Fatalf("missing dependency: %v", err)
 	}
-	_, err = rt.FanOut(ctx, deputy.FanOut{Tasks: []deputy.FanTask{{ID: "a", Type: "explorer", Task: "x"}},
+	res, err := rt.FanOut(ctx, deputy.FanOut{Tasks: []deputy.FanTask{{ID: "a", Type: "explorer", Task: "task a"}},
 		MergeFunc: func([]deputy.FanResult) (string, error) { return "", errors.New("no merge today") }})
-	if err == nil || !strings.Contains(err.Error(), "no merge today") {
-		t.Fatalf("a failing merge function: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "no merge today") || !strings.Contains(res.Merged, "## a\nyes") {
+		t.Fatalf("a failing merge function: %v (merged %q)", err, res.Merged)
+	}
+	one := []deputy.FanTask{{ID: "a", Type: "explorer", Task: "x"}}
+	for _, c := range []struct {
+		f    deputy.FanOut
+		want string
+	}{
+		{deputy.FanOut{Tasks: one, Merge: "average"}, `merge "average" is not`},
+		{deputy.FanOut{Tasks: one, Judge: "reviewer"}, "Judge goes with MergeVote"},
+		{deputy.FanOut{Tasks: one, Merge: deputy.MergeVote, Judge: "nosuch"}, `judge "nosuch" is not a subagent type`},
+		{deputy.FanOut{Tasks: one, Merge: deputy.MergeSummarize, Limit: 10}, "at least 200"},
+	} {
+		if _, err := rt.StartFanOut(ctx, c.f); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v", c.f, err)
+		}
 	}
 }
 
@@ -239,6 +253,9 @@ rules:
 	in, err := rt.Run(ctx, deputy.Task{Text: "how many?"})
 	if err != nil || in.Report != "3 words" {
 		t.Fatalf("%v %+v", err, in)
+	}
+	if p := rt.Problems(); len(p) != 0 {
+		t.Errorf("problems: %v", p)
 	}
 	if _, err := deputy.Open(ctx, o); err == nil || !strings.Contains(err.Error(), "another deputy process") {
 		t.Errorf("a second runtime on one database: %v", err)
@@ -275,4 +292,26 @@ func (wordCount) Run(_ context.Context, in json.RawMessage) (string, error) {
 		return "", err
 	}
 	return strconv.Itoa(len(strings.Fields(v.Text))), nil
+}
+
+// A workspace definition file that does not parse is skipped, not fatal,
+// and Problems names it with its line.
+func TestOpenReportsSkippedFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".deputy", "agents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".deputy", "agents", "bad.md"), []byte("---\nname: bad\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := deputy.Open(context.Background(), deputy.Options{Model: "fake", Workspace: dir, DB: filepath.Join(dir, "d.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	p := rt.Problems()
+	if len(p) != 1 || !strings.Contains(p[0].Error(), "bad.md") || !strings.Contains(p[0].Error(), "description") {
+		t.Fatalf("problems %v", p)
+	}
 }

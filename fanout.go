@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -87,6 +88,19 @@ func (rt *Runtime) FanOut(ctx context.Context, f FanOut) (*FanOutResult, error) 
 func (rt *Runtime) StartFanOut(ctx context.Context, f FanOut) (string, error) {
 	if _, err := agent.PlanFanOut(f.Tasks); err != nil {
 		return "", fmt.Errorf("deputy: fan-out: %w", err)
+	}
+	// What the fan_out tool would refuse inside the run, refused here,
+	// before anything is recorded.
+	switch {
+	case f.Merge != "" && f.Merge != MergeConcat && f.Merge != MergeSummarize && f.Merge != MergeVote:
+		return "", fmt.Errorf("deputy: fan-out: merge %q is not %s, %s or %s", f.Merge, MergeConcat, MergeSummarize, MergeVote)
+	case f.Judge != "" && f.Merge != MergeVote:
+		return "", errors.New("deputy: fan-out: Judge goes with MergeVote")
+	case f.Limit < 0 || f.Limit > 0 && f.Limit < 200:
+		return "", fmt.Errorf("deputy: fan-out: Limit %d: at least 200 characters", f.Limit)
+	}
+	if _, ok := rt.eng.Catalog().Lookup(f.Judge); f.Judge != "" && !ok {
+		return "", fmt.Errorf("deputy: fan-out: judge %q is not a subagent type", f.Judge)
 	}
 	in := agent.FanOutInput{Merge: f.Merge, Limit: f.Limit, Judge: f.Judge, Format: "json"}
 	for _, t := range f.Tasks {

@@ -257,8 +257,8 @@ func Prune(ctx context.Context, workspace string, alive func(id string) bool) ([
 
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…" // runes: never a split UTF-8 sequence
 	}
 	return s
 }
