@@ -14,8 +14,11 @@
 //
 // Without a root filesystem the system is the host's /usr, /bin, /sbin,
 // /lib*, /etc and /opt, read-only, and not the whole host "/": the rest
-// holds home directories, deputy's own database and configuration (API
-// keys) and the host's /run sockets, none of which a child needs. When
+// holds home directories, deputy's configuration in them (API keys) and
+// the host's /run sockets, none of which a child needs. What lies inside
+// the workspace is visible; Policy.Protect makes parts of it read-only (a
+// repository's .git, deputy's .deputy directory with its default
+// database). When
 // deputy runs as root, bwrap maps the sandbox user (uid 65534 inside) to
 // host uid 0, so DAC alone would let it read root's 0600 files: the files
 // and directories under /etc that are not world-readable are masked too.
