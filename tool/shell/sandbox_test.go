@@ -114,7 +114,7 @@ func TestBashSandboxStopKillsTree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ws := t.TempDir()
-			box, err := sandbox.New(sandbox.Policy{Workspace: ws})
+			box, err := sandbox.New(sandbox.Policy{Workspace: ws, Env: []string{"DEPUTY_SHELL_MARK"}}) // the mark finds its processes
 			if err != nil {
 				t.Fatal(err)
 			}
