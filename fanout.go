@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/llm"
@@ -126,7 +125,7 @@ func (rt *Runtime) WaitFanOut(ctx context.Context, id string) (*FanOutResult, er
 	}
 	var out agent.FanOutput
 	if err := json.Unmarshal([]byte(in.Report), &out); err != nil {
-		return nil, fmt.Errorf("deputy: fan-out %s: %s", id, oneLine(in.Report))
+		return nil, fmt.Errorf("deputy: fan-out %s: %s", id, agent.OneLine(in.Report, 300))
 	}
 	res := &FanOutResult{ID: id, Merged: out.Merged, Vote: out.Vote, Merger: out.Merger, Results: out.Results,
 		Usage: in.Usage}
@@ -139,12 +138,4 @@ func (rt *Runtime) WaitFanOut(ctx context.Context, id string) (*FanOutResult, er
 		res.Usage.Add(out.Merger.Usage)
 	}
 	return res, nil
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:300]) + "…"
-	}
-	return s
 }

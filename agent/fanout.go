@@ -178,21 +178,13 @@ func (v Vote) String() string {
 	case v.Judge != "" && v.Answer != "":
 		return fmt.Sprintf("vote: judge %s picked %q (%d of %d answers agree)", v.Judge, v.Answer, v.Votes, v.Counted)
 	case v.Judge != "":
-		return fmt.Sprintf("vote: judge %s picked no answer (%s)", v.Judge, oneLineReport(v.JudgeReport))
+		return fmt.Sprintf("vote: judge %s picked no answer (%s)", v.Judge, OneLine(v.JudgeReport, 200))
 	case v.Answer != "":
 		return fmt.Sprintf("vote: %q with %d of %d answers", v.Answer, v.Votes, v.Counted)
 	case len(v.Tie) > 0:
 		return fmt.Sprintf("vote: a tie at %d of %d answers between %q", v.Votes, v.Counted, v.Tie)
 	}
 	return "vote: no task completed with an answer"
-}
-
-func oneLineReport(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:200]) + "…"
-	}
-	return s
 }
 
 // normalized is an answer as votes compare it: trimmed, case-folded,
@@ -397,7 +389,7 @@ func (o FanOutput) text() string {
 	case o.Merge == MergeSummarizeName:
 		// The summary failed: the reports themselves, so nothing is lost.
 		fmt.Fprintf(&b, "summarize: the merge did not complete (%s: %s); the reports follow.\n\n", o.Merger.State,
-			oneLineReport(o.Merger.Report))
+			OneLine(o.Merger.Report, 200))
 	case o.Vote != nil:
 		b.WriteString(o.Merged + "\n\n")
 	}

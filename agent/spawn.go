@@ -80,10 +80,15 @@ func (s *spawnTool) describe() string {
 
 // oneLine folds a description onto one line and bounds it: the tool's
 // description is sent with every request of every instance.
-func oneLine(s string) string {
+func oneLine(s string) string { return OneLine(s, 400) }
+
+// OneLine folds s onto one line (whitespace runs become one space) and
+// bounds it to n runes, the last an ellipsis when it was cut: never a split
+// UTF-8 sequence. For errors, notes and lists that must stay one line.
+func OneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 400 {
-		s = string(r[:399]) + "…"
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-1]) + "…"
 	}
 	return s
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -231,7 +230,7 @@ func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (string, error) {
 			return "", err
 		}
 		if q != nil {
-			to, why = store.Asking, "asked: "+oneLine(q.Body, 200)
+			to, why = store.Asking, "asked: "+agent.OneLine(q.Body, 200)
 			if s.notify != "" {
 				if _, err := e.st.Post(c, store.Mail{InstanceID: s.notify, Sender: id, Kind: mailAsked,
 					Body: fmt.Sprintf("[deputy] Your subagent %s asks: %s\n(Answer with subagent_answer, then collect its report with subagent_wait.)", id, q.Body),
@@ -253,14 +252,6 @@ func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (string, error) {
 		}
 		return string(to), nil
 	})
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 // load reads the instance and the transcript it continues from; a new

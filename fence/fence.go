@@ -54,7 +54,7 @@ type Fencer struct {
 // with the fix.
 func (f *Fencer) Check(def *agent.Definition) error {
 	if def.Worktree {
-		if err := isRepository(f.Workspace); err != nil {
+		if err := worktree.Check(context.Background(), f.Workspace); err != nil {
 			return err
 		}
 	}
@@ -91,17 +91,6 @@ func gitDirs(root string) (common, admin string, err error) {
 	return common, admin, err
 }
 
-// isRepository tells a workspace inside a git repository from one that is
-// not, in the words worktree.Add uses.
-func isRepository(dir string) error {
-	cmd := exec.Command("git", "-C", dir, "rev-parse", "--show-toplevel")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("workspace %s is not a git repository: worktree isolation needs one (git init, or drop worktree: true)", dir)
-	}
-	return nil
-}
-
 // Fence implements agent.Fencer: the child's worktree (made, or found
 // again after a crash), its sandbox, and its tools working in them.
 func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*agent.Fence, error) {
@@ -134,7 +123,7 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 		box, err = sandbox.New(p)
 		switch {
 		case err != nil && def.Isolation == agent.IsolationSandbox && f.Config.AllowUnsandboxed && sandbox.AvailableAt(f.Bwrap) != nil:
-			note = "This subagent ran WITHOUT its sandbox (" + oneLine(err.Error()) + "): deputy.yaml allows it."
+			note = "This subagent ran WITHOUT its sandbox (" + agent.OneLine(err.Error(), 300) + "): deputy.yaml allows it."
 		case err != nil:
 			f.drop(ctx, tree)
 			return nil, err
@@ -249,16 +238,8 @@ func (f *Fencer) drop(ctx context.Context, tree *worktree.Tree) {
 // Prune removes the worktrees of instances that are no longer alive in
 // the repository holding workspace (a worker that died left them).
 func Prune(ctx context.Context, workspace string, alive func(id string) bool) ([]string, error) {
-	if isRepository(workspace) != nil {
+	if worktree.Check(ctx, workspace) != nil {
 		return nil, nil
 	}
 	return worktree.Prune(ctx, workspace, alive)
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:300]) + "…" // runes: never a split UTF-8 sequence
-	}
-	return s
 }

@@ -39,6 +39,13 @@ type repo struct {
 }
 
 // openRepo finds the repository that contains dir.
+// Check reports whether dir lies in a git repository a worktree can be
+// made of, in the words Add would use.
+func Check(ctx context.Context, dir string) error {
+	_, err := openRepo(ctx, dir)
+	return err
+}
+
 func openRepo(ctx context.Context, dir string) (*repo, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
