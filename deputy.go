@@ -106,7 +106,19 @@ type Options struct {
 type Task struct {
 	Text   string
 	System string // default: Options.System
-	Model  string // default: Options.Model
+	// Model is what the root runs on. Default: its type's model (a tier
+	// through deputy.yaml, or provider:model) when it has a Type that
+	// names one, else Options.Model.
+	Model string
+	// Type, when set, names the subagent type (Definitions) the root runs
+	// as, exactly as an agent's spawn of it would: the type's system
+	// prompt and report bound, its skills, its allowed tools, model,
+	// limits, tool choice and spawn rights (System is unused). An unknown
+	// type, or one that asks for isolation or a worktree (which deputy
+	// builds only for spawned children), is refused by Start with nothing
+	// recorded. The instance's type is the definition's name and its
+	// report is capped like a child's.
+	Type string
 	// MaxTurns bounds the root's model calls (default 30); MaxDepth how
 	// deep its tree may grow (default 1: only the root spawns; negative:
 	// no spawning); MaxParallel how many children of one parent run at
@@ -127,6 +139,9 @@ type Runtime struct {
 	ws      string
 	cfg     *Config
 	unlock  func()
+	// closeTel ends the spans still open and flushes them (package
+	// telemetry; a no-op when traces are off).
+	closeTel func() error
 
 	// problems are what Open skipped or could not do without failing:
 	// a definition or skill file that does not parse, a failed clean-up.
@@ -188,6 +203,13 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		st.Close()
 		return nil, fmt.Errorf("deputy: %w", err)
 	}
+	// Traces, when an OTLP endpoint variable or deputy.yaml asks for them.
+	tel, closeTel, err := setup.Telemetry(ctx, cfg, st, nil)
+	if err != nil {
+		unlock()
+		st.Close()
+		return nil, fmt.Errorf("deputy: %w", err)
+	}
 	rt := &Runtime{st: st, opts: o, ws: ws, cfg: cfg, unlock: unlock, subs: map[int]func(Event){}}
 	for _, is := range issues {
 		rt.problems = append(rt.problems, is)
@@ -203,19 +225,27 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		Tools:   setup.Tools(o.Tools...),
 		Fence:   setup.Fence(),
 		Runner:  *runner,
-		OnEvent: rt.publish,
+		OnEvent: tel.Hook(rt.publish),
 		MaxRuns: o.MaxRuns,
 	})
 	if err != nil {
+		_ = closeTel()
 		unlock()
 		st.Close()
 		return nil, fmt.Errorf("deputy: %w", err)
 	}
+	rt.closeTel = closeTel
 	rt.control = durable.Control{Store: st, URL: pgURL, Engine: rt.eng}
 	// What a process that died left in the workspace's repository; a
 	// failure to clean up is no reason not to run, but it is said.
 	if _, err := setup.Recover(ctx, st, ws); err != nil {
 		rt.problems = append(rt.problems, fmt.Errorf("cleaning up after a dead process: %w", err))
+	}
+	// Roots recorded but never started (a process died in between, or
+	// `deputy run --detach` queued them) start now.
+	if _, err := rt.eng.Adopt(ctx); err != nil {
+		rt.Close()
+		return nil, fmt.Errorf("deputy: %w", err)
 	}
 	return rt, nil
 }
@@ -224,8 +254,9 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 // seconds; unfinished instances resume at the next Open.
 func (rt *Runtime) Close() error {
 	rt.eng.Close(10 * time.Second)
+	telErr := rt.closeTel() // after the engine: its last events are spans too
 	rt.unlock()
-	return rt.st.Close()
+	return errors.Join(rt.st.Close(), telErr)
 }
 
 // Start records a root instance and starts it in the background; its id
@@ -235,9 +266,23 @@ func (rt *Runtime) Start(ctx context.Context, t Task) (string, error) {
 }
 
 func (rt *Runtime) spec(t Task) durable.Spec {
+	model := t.Model
+	var def *Definition
+	if t.Type != "" {
+		// Looked up once, here: the engine records this snapshot (an
+		// unknown type is left to its Start to refuse).
+		var ok bool
+		if def, ok = rt.Definition(t.Type); ok && model == "" {
+			if pm, inherit := rt.cfg.ResolveModel(def.Model); !inherit {
+				model = pm
+			}
+		}
+	}
 	return durable.Spec{
+		Type:        t.Type,
+		Definition:  def,
 		System:      cmp.Or(t.System, rt.opts.System, DefaultSystem),
-		Model:       cmp.Or(t.Model, rt.opts.Model),
+		Model:       cmp.Or(model, rt.opts.Model),
 		Workspace:   rt.ws,
 		MaxTurns:    t.MaxTurns,
 		MaxDepth:    t.MaxDepth,
@@ -323,10 +368,14 @@ func (rt *Runtime) root(ctx context.Context, id, what string) error {
 		return err
 	}
 	if in.Parent != "" {
-		return fmt.Errorf("deputy: %s is a subagent of %s: only its parent may be %s with it", id, in.Parent, what)
+		return fmt.Errorf("deputy: %w: %s is a subagent of %s: only its parent may be %s with it", ErrNotRoot, id, in.Parent, what)
 	}
 	return nil
 }
+
+// ErrNotRoot refuses to a program what only a child's parent may do:
+// answer it, send it messages.
+var ErrNotRoot = errors.New("not a root instance")
 
 // Subscribe calls fn with every event of every instance this runtime
 // runs, from the goroutines that run them (fn must be quick and safe for

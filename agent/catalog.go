@@ -284,3 +284,22 @@ func (c *Catalog) With(volatile ...*Definition) (*Catalog, error) {
 	}
 	return n, nil
 }
+
+// Describe renders defs as the spawn tool's description lists them: a line
+// per type with its description on one line, pinned and fork modes marked.
+// Everything that offers the catalog to a model (the spawn tool, the MCP
+// server's) renders it here, so they read the same.
+func Describe(defs []*Definition) string {
+	var b strings.Builder
+	for _, d := range defs {
+		b.WriteString("- " + d.Name + ": " + oneLine(d.Description))
+		switch {
+		case d.ModePinned:
+			b.WriteString(" [mode: " + string(d.Mode) + ", fixed]")
+		case d.Mode == ModeFork:
+			b.WriteString(" [mode: fork]")
+		}
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), "\n")
+}

@@ -60,6 +60,7 @@ type ChildEnd struct {
 // child that could not run relays that as a failure.
 func (tr *tree) runChild(ctx context.Context, c *node, msgs []llm.Message) Relay {
 	parent, n := tr.list(ctx, c, msgs)
+	defer tr.stopMCP(n) // its run has ended, or never started
 	release, err := tr.acquire(ctx, parent, n)
 	if err != nil {
 		res := &loop.Result{StopReason: loop.StopCancelled}
@@ -95,6 +96,7 @@ func (tr *tree) startChild(ctx context.Context, c *node, msgs []llm.Message) (st
 	parent, n := tr.list(ctx, c, msgs)
 	release, err := tr.acquire(ctx, parent, n)
 	if err != nil {
+		tr.stopMCP(n)
 		tr.relay(n, &loop.Result{StopReason: loop.StopCancelled}, "", err)
 		return "", fmt.Errorf("spawn failed: %w", err)
 	}
@@ -104,6 +106,7 @@ func (tr *tree) startChild(ctx context.Context, c *node, msgs []llm.Message) (st
 	}
 	if err := tr.r.Children.StartChild(context.WithoutCancel(ctx), n.inst.ID, work); err != nil {
 		release()
+		tr.stopMCP(n)
 		tr.relay(n, &loop.Result{StopReason: loop.StopStepError}, "", err)
 		return "", fmt.Errorf("spawn failed: %w", err)
 	}
@@ -116,6 +119,9 @@ func (tr *tree) startChild(ctx context.Context, c *node, msgs []llm.Message) (st
 // stopped to wait (it asked, or was paused) is not an end: its ChildEnd
 // says StateSuspended, and its usage so far rolls up like an end's.
 func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env ChildEnv) ChildEnd {
+	// Its MCP servers stop when this run does, however it ends: a child
+	// that asked or was paused starts them again in its next run.
+	defer tr.stopMCP(n)
 	if env.Skip {
 		return ChildEnd{}
 	}
@@ -128,6 +134,10 @@ func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env Child
 		if l.SoftWallTime > 0 {
 			l.SoftWallTime = max(l.SoftWallTime-env.Spent, time.Nanosecond)
 		}
+	}
+	if err := tr.startMCP(ctx, n); err != nil { // a later run's (the first started them at the spawn)
+		res := &loop.Result{Messages: msgs, StopReason: loop.StopStepError}
+		return tr.relay(n, res, "", err)
 	}
 	if err := tr.enterFence(ctx, n); err != nil {
 		res := &loop.Result{Messages: msgs, StopReason: loop.StopStepError}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"net/url"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -30,6 +31,27 @@ type Config struct {
 	Tiers     map[string]string `json:"tiers,omitempty"`
 	Prices    cost.Table        `json:"prices,omitempty"`
 	Isolation IsolationConfig   `json:"isolation,omitzero"`
+	// Telemetry belongs to the process, not to a run: it is never written
+	// into a run's recorded spec (json "-"), so a worker traces with its own
+	// deputy.yaml, and an endpoint with credentials in it stays out of the
+	// database.
+	Telemetry TelemetryConfig `json:"-"`
+}
+
+// TelemetryConfig is deputy.yaml's telemetry section: OpenTelemetry traces
+// (package telemetry). The OTEL_EXPORTER_OTLP_* variables, when set, win
+// over it.
+//
+//	telemetry:
+//	  enabled: true                    # implied by endpoint
+//	  endpoint: http://localhost:4318  # OTLP/HTTP; /v1/traces is added
+//	  content: false                   # prompts, tool arguments and results
+type TelemetryConfig struct {
+	Enabled  bool   `json:"enabled,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	// Content records message content (prompts, answers, tool arguments
+	// and results) in spans; off by default, since they may hold secrets.
+	Content bool `json:"content,omitempty"`
 }
 
 // IsolationConfig is deputy.yaml's isolation section: how fenced children
@@ -185,8 +207,10 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 			}
 		case "isolation":
 			parseIsolation(kv.Value, &c.Isolation, bad)
+		case "telemetry":
+			parseTelemetry(kv.Value, &c.Telemetry, bad)
 		default:
-			bad(kv, "unknown key %q (tiers, prices, isolation)", key)
+			bad(kv, "unknown key %q (tiers, prices, isolation, telemetry)", key)
 		}
 	}
 	if len(errs) > 0 {
@@ -232,6 +256,51 @@ func parseIsolation(n ast.Node, c *IsolationConfig, bad func(ast.Node, string, .
 			bad(kv, "isolation: unknown field %q (rootfs, allow_unsandboxed, cpu_seconds, memory_mb, processes)", name)
 		}
 	}
+}
+
+// parseTelemetry reads deputy.yaml's telemetry section into c. An endpoint
+// turns telemetry on unless enabled: false says otherwise. The endpoint is
+// never echoed in an error: it may carry credentials.
+func parseTelemetry(n ast.Node, c *TelemetryConfig, bad func(ast.Node, string, ...any)) {
+	pairs, ok := mappingPairs(n)
+	if !ok {
+		bad(n, "telemetry: want a mapping (enabled, endpoint, content)")
+		return
+	}
+	enabledSet := false
+	for _, kv := range pairs {
+		switch name := kv.Key.String(); name {
+		case "enabled", "content":
+			b, ok := kv.Value.(*ast.BoolNode)
+			if !ok {
+				bad(kv.Value, "telemetry.%s: want true or false", name)
+				continue
+			}
+			if name == "enabled" {
+				c.Enabled, enabledSet = b.Value, true
+			} else {
+				c.Content = b.Value
+			}
+		case "endpoint":
+			v, ok := stringNode(kv.Value)
+			if !ok || !httpURL(v) {
+				bad(kv.Value, "telemetry.endpoint: want an http or https URL of an OTLP/HTTP collector, such as http://localhost:4318")
+				continue
+			}
+			c.Endpoint = strings.TrimSpace(v)
+		default:
+			bad(kv, "telemetry: unknown field %q (enabled, endpoint, content)", name)
+		}
+	}
+	if c.Endpoint != "" && !enabledSet {
+		c.Enabled = true
+	}
+}
+
+// httpURL reports whether s is an absolute http(s) URL with a host.
+func httpURL(s string) bool {
+	u, err := url.Parse(strings.TrimSpace(s))
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // mappingPairs returns a mapping's entries; goccy represents a one-entry

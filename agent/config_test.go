@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,52 @@ func TestParseConfigIsolation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("missing %q in %v", w, err)
 		}
+	}
+}
+
+func TestParseConfigTelemetry(t *testing.T) {
+	t.Parallel()
+	c, err := ParseConfig("deputy.yaml", []byte(`telemetry:
+  endpoint: http://collector:4318
+  content: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An endpoint alone turns telemetry on.
+	if want := (TelemetryConfig{Enabled: true, Endpoint: "http://collector:4318", Content: true}); c.Telemetry != want {
+		t.Fatalf("telemetry %+v", c.Telemetry)
+	}
+	c, err = ParseConfig("deputy.yaml", []byte("telemetry: {enabled: false, endpoint: \"https://x:4318\"}\n"))
+	if err != nil || c.Telemetry.Enabled {
+		t.Fatalf("enabled: false must win over an endpoint: %+v %v", c.Telemetry, err)
+	}
+	// The section belongs to the process: it never travels in a run's spec.
+	if b, _ := json.Marshal(c); strings.Contains(string(b), "x:4318") {
+		t.Errorf("telemetry in the config's JSON: %s", b)
+	}
+	_, err = ParseConfig("deputy.yaml", []byte(`tiers: {}
+telemetry:
+  enabled: yes please
+  endpoint: "grpc://user:s3cret@collector:4317"
+  content: 1
+  sampler: always
+`))
+	for _, w := range []string{
+		"deputy.yaml:3: telemetry.enabled: want true or false",
+		"deputy.yaml:4: telemetry.endpoint: want an http or https URL",
+		"deputy.yaml:5: telemetry.content: want true or false",
+		`deputy.yaml:6: telemetry: unknown field "sampler"`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in %v", w, err)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the endpoint's credentials are in the error: %v", err)
+	}
+	if _, err = ParseConfig("deputy.yaml", []byte("telemetry: true\n")); err == nil ||
+		!strings.Contains(err.Error(), "deputy.yaml:1: telemetry: want a mapping") {
+		t.Errorf("scalar section: %v", err)
 	}
 }

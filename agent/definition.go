@@ -99,9 +99,11 @@ type Definition struct {
 	SystemPrompt string `json:"system_prompt"`
 
 	// Tools is the allowlist in deputy's tool names. nil means the parent's
-	// tools minus spawning; an empty non-nil list means no tools at all.
-	// mcp__server__tool entries stay as written until MCP servers are
-	// configured (see UnresolvedTools).
+	// tools minus spawning (and every tool of its MCP servers); an empty
+	// non-nil list means no tools at all. mcp__server__tool names one tool
+	// of an MCP server, mcp__server or mcp__server__* all of them; entries
+	// naming a server the definition does not define are kept and offer
+	// nothing (see UnresolvedTools).
 	Tools []string `json:"tools"`
 	// DeclaredTools is the tools list as the file wrote it, before mapping
 	// Claude Code names to deputy's (nil when the file had none).
@@ -109,6 +111,9 @@ type Definition struct {
 	DisallowedTools []string `json:"disallowed_tools,omitempty"`
 	// Skills are the skill names granted to the child; none unless listed.
 	Skills []string `json:"skills,omitempty"`
+	// MCPServers are started for each run of a child of this type, and
+	// their tools offered to it (see MCPServer, and agent/mcp.go).
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
 
 	// Model is a tier alias (haiku, sonnet, opus, inherit) or
 	// provider:model. Empty means inherit.
@@ -200,6 +205,7 @@ type Source struct {
 // file loader can give it a line.
 type Problem struct {
 	Field   string // front-matter key, e.g. "mode", "model"
+	Key     string // within Field, the entry it concerns (an MCP server's name), if any
 	Msg     string
 	Warning bool // soft: the definition still loads
 }
@@ -278,7 +284,7 @@ func (d *Definition) Check() []Problem {
 		bad("model", "a fork child runs on the parent's model; %q cannot be set with mode fork", d.Model)
 	}
 	if !slices.Contains(toolChoices, d.ToolChoice) {
-		if d.Tools != nil && !slices.Contains(d.Tools, d.ToolChoice) {
+		if d.Tools != nil && !slices.ContainsFunc(d.Tools, func(e string) bool { return allows(e, d.ToolChoice) }) {
 			bad("toolChoice", "%q is not auto, any, none, or a tool in the allowlist", d.ToolChoice)
 		}
 	}
@@ -291,7 +297,7 @@ func (d *Definition) Check() []Problem {
 			bad(list.field, "contains an empty entry")
 		}
 	}
-	return ps
+	return append(ps, d.checkMCP()...)
 }
 
 // Validate is Check that returns only the errors, joined; warnings are
@@ -330,12 +336,16 @@ func ParseModel(s string) (tier, providerModel string, ok bool) {
 	return "", "", false
 }
 
-// UnresolvedTools are the allowlist entries naming MCP tools
-// (mcp__server__tool), which resolve once MCP servers are configured.
+// UnresolvedTools are the allowlist entries naming MCP tools of servers
+// the definition does not start (not defined in MCPServers, or only named
+// there): they are kept, and offer nothing, like any tool that does not
+// exist for the child.
 func (d *Definition) UnresolvedTools() []string {
 	var out []string
 	for _, t := range d.Tools {
-		if IsMCPTool(t) {
+		if IsMCPTool(t) && !slices.ContainsFunc(d.MCPServers, func(s MCPServer) bool {
+			return !s.Ref && s.Name == mcpServerOf(t)
+		}) {
 			out = append(out, t)
 		}
 	}
@@ -354,6 +364,12 @@ func (d *Definition) Clone() *Definition {
 	c.Network = slices.Clone(d.Network)
 	c.ReadPaths = slices.Clone(d.ReadPaths)
 	c.WritePaths = slices.Clone(d.WritePaths)
+	if d.MCPServers != nil {
+		c.MCPServers = make([]MCPServer, len(d.MCPServers))
+		for i, s := range d.MCPServers {
+			c.MCPServers[i] = s.clone()
+		}
+	}
 	if d.Extra != nil {
 		c.Extra = make(map[string]any, len(d.Extra))
 		for k, v := range d.Extra {

@@ -4,6 +4,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/deputy-run/deputy/tool/mcptool/mcptest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	mcptest.MaybeServe() // the MCP tests start this binary again as their stdio server
+	goleak.VerifyTestMain(m)
+}

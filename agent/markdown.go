@@ -52,12 +52,12 @@ const (
 // (none|sandbox|container, or Claude Code's "worktree"); and deputy's own
 // mode (isolated|fork), modePinned, toolChoice, worktree, network,
 // readPaths, writePaths, reportCap, and budget {totalTokens, wallTime,
-// toolCalls, outputTokensPerCall}. Every other key goes to Extra with a
-// warning.
+// toolCalls, outputTokensPerCall}; mcpServers, Claude Code's, in the forms
+// decodeMCPServers reads. Every other key goes to Extra with a warning.
 
 // Claude Code keys deputy keeps in Extra without using them.
 var claudeKeptKeys = []string{
-	"mcpServers", "permissionMode", "effort", "color", "memory", "hooks", "initialPrompt",
+	"permissionMode", "effort", "color", "memory", "hooks", "initialPrompt",
 }
 
 var budgetKeys = []string{"totalTokens", "wallTime", "toolCalls", "outputTokensPerCall"}
@@ -154,6 +154,19 @@ func ParseDefinition(file string, data []byte) Parsed {
 			d.Isolation = Isolation(s)
 		case "budget":
 			err = decodeBudget(v, &d.Budgets)
+		case "mcpServers":
+			var issues []mcpIssue
+			d.MCPServers, issues = decodeMCPServers(v)
+			for _, is := range issues {
+				line := nestedLine(fm.lines, lineOf[k], is.server)
+				if is.warning {
+					warnAt(line, "%s: server %s: %s", k, is.server, is.msg)
+				} else if is.server != "" {
+					errAt(line, "%s: server %s: %s", k, is.server, is.msg)
+				} else {
+					errAt(line, "%s: %s", k, is.msg)
+				}
+			}
 		default:
 			if d.Extra == nil {
 				d.Extra = map[string]any{}
@@ -194,10 +207,14 @@ func ParseDefinition(file string, data []byte) Parsed {
 
 	for _, pr := range d.Check() {
 		key := pr.Field
+		line := keyLineOr1(lineOf, key)
+		if pr.Key != "" {
+			line = nestedLine(fm.lines, line, pr.Key)
+		}
 		if pr.Warning {
-			fieldWarn(key, "%s", pr.Msg)
+			warnAt(line, "%s: %s", key, pr.Msg)
 		} else {
-			fieldErr(key, "%s", pr.Msg)
+			errAt(line, "%s: %s", key, pr.Msg)
 		}
 	}
 	if len(p.Errors) > 0 {
@@ -212,6 +229,7 @@ func ParseDefinition(file string, data []byte) Parsed {
 // its body.
 type frontMatter struct {
 	fields      map[string]any
+	lines       []string       // the front matter's lines; line i is file line i+2
 	lineOf      map[string]int // top-level key -> file line
 	body        string         // trimmed
 	errs, warns []Issue
@@ -242,6 +260,7 @@ func splitFrontMatter(file string, data []byte) (fm frontMatter, ok bool) {
 		return fm, false
 	}
 	fmLines := lines[1:end]
+	fm.lines = fmLines
 	src := strings.Join(fmLines, "\n")
 	if len(src) > maxFrontMatter {
 		errAt(2, "front matter is %d bytes; at most %d", len(src), maxFrontMatter)
@@ -277,6 +296,26 @@ func splitFrontMatter(file string, data []byte) (fm frontMatter, ok bool) {
 	}
 	fm.body = strings.TrimSpace(strings.Join(lines[end+1:], "\n"))
 	return fm, true
+}
+
+// nestedLine is the file line of key within the top-level key at file
+// line under (an MCP server's name under mcpServers, as a mapping key or a
+// list entry), or under itself when it cannot be found.
+func nestedLine(fmLines []string, under int, key string) int {
+	if key == "" || under < 2 {
+		return under
+	}
+	q := regexp.QuoteMeta(key)
+	re := regexp.MustCompile(`^\s+(-\s+)?(` + q + `|"` + q + `"|'` + q + `')\s*(:|$)|"` + q + `"\s*:|^\s+(-\s+)?name:\s*["']?` + q + `["']?\s*$`)
+	for i := under - 2; i < len(fmLines); i++ { // from the key's own line: a flow mapping is on it
+		if i > under-2 && keyLine.MatchString(fmLines[i]) {
+			break // the next top-level key
+		}
+		if re.MatchString(fmLines[i]) {
+			return i + 2
+		}
+	}
+	return under
 }
 
 // keyLineOr1 is the line of a key, or line 1 (the front matter's opening

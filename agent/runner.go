@@ -95,11 +95,20 @@ type Runner struct {
 // Task is a root agent's work.
 type Task struct {
 	// ID names the root instance; NewID's when empty.
-	ID     string
-	Task   string // the user's task, the root's first message
-	Type   string // the root's name in the instance list; default "root"
-	System string
-	Model  llm.Model
+	ID   string
+	Task string // the user's task, the root's first message
+	// Type names the subagent type the root runs as, from the catalog;
+	// "" or "root": a plain root (System, Tools and Limits as given). A
+	// root of a type is built as spawn builds an isolated child of it
+	// (see typedRoot): the type's system prompt and report bound, its
+	// skills, its allowlist over Tools, its model (a tier through Config,
+	// Model when it inherits), limits, tool choice and spawn rights.
+	Type string
+	// Definition, when set, is the type itself (a snapshot recorded when
+	// the instance started), used instead of the catalog's Type.
+	Definition *Definition
+	System     string
+	Model      llm.Model
 	// ModelName is sent in requests (the provider's own model name).
 	ModelName string
 	// ModelSpec names the model as deputy does (provider:model), for
@@ -142,6 +151,9 @@ type ModelRef struct {
 // Outcome is a finished run of a tree.
 type Outcome struct {
 	Result *loop.Result // the root's run
+	// Report is the root's final text: its answer, or, for a root run as a
+	// type, that answer within the type's report cap, as a child's is.
+	Report string
 	// Instances lists the root first, then every child in the order it
 	// was spawned.
 	Instances []Instance
@@ -256,9 +268,15 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 	}
 	res, runErr := tr.run(ctx, root, msgs)
 	state, _ := stateOf(res.StopReason, runErr)
-	tr.end(root, res, state, res.Answer, runErr)
+	report := res.Answer
+	if root.def != nil && state != StateSuspended {
+		report = tr.report(ctx, root, res) // bounded like a child's
+	}
+	tr.end(root, res, state, report, runErr)
 	tr.emit(root, Event{Kind: EventEnded})
-	return tr.outcome(res), runErr
+	o := tr.outcome(res)
+	o.Report = report
+	return o, runErr
 }
 
 // rootNode makes the tree of a run and its root's node, ready to run.
@@ -272,6 +290,13 @@ func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 	tr, err := r.newTree(t)
 	if err != nil {
 		return nil, nil, err
+	}
+	if def, err := tr.rootType(t); err != nil || def != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		root, err := tr.typedRoot(t, def)
+		return tr, root, err
 	}
 	if !tr.budget.priced(t.ModelSpec) {
 		return nil, nil, fmt.Errorf("agent: a USD tree budget needs a price for %s (deputy.yaml prices)", t.ModelSpec)
@@ -463,7 +488,7 @@ func nodeFrom(ctx context.Context) *node {
 func (tr *tree) run(ctx context.Context, n *node, msgs []llm.Message) (*loop.Result, error) {
 	ctx = context.WithValue(ctx, nodeKey{}, n)
 	ev := Event{Kind: EventSpawned}
-	if n.def != nil {
+	if n.def != nil && n.parent != nil { // a root run as a type is still the root
 		ev.Spawned = &Spawned{Definition: n.def, Task: n.task, Mode: n.inst.Mode, Model: n.inst.Model, Messages: msgs}
 	}
 	tr.emit(n, ev)
@@ -538,6 +563,10 @@ func (tr *tree) outcome(res *loop.Result) *Outcome {
 	}
 	return o
 }
+
+// Prices is the price table the runner charges instances by: deputy.yaml's
+// prices over the built-in ones.
+func (r *Runner) Prices() cost.Table { return r.prices() }
 
 func (r *Runner) prices() cost.Table {
 	if r.Config == nil {

@@ -65,16 +65,7 @@ func (s *spawnTool) describe() string {
 		"your context, or to run independent tasks in parallel: several calls in one turn run at the "+
 		"same time (up to %d). Do not delegate what you can do in one or two tool calls.\n\n"+
 		"Subagent types:\n", s.tree.maxPar)
-	for _, d := range s.tree.catalog.List() {
-		b.WriteString("- " + d.Name + ": " + oneLine(d.Description))
-		switch {
-		case d.ModePinned:
-			b.WriteString(" [mode: " + string(d.Mode) + ", fixed]")
-		case d.Mode == ModeFork:
-			b.WriteString(" [mode: fork]")
-		}
-		b.WriteByte('\n')
-	}
+	b.WriteString(Describe(s.tree.catalog.List()))
 	return strings.TrimRight(b.String(), "\n")
 }
 
@@ -213,15 +204,22 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 	if !tr.budget.priced(c.inst.Model) {
 		return nil, nil, fmt.Errorf("spawn refused: the tree has a USD budget and %s has no price, so its spending could not be counted", c.inst.Model)
 	}
-	if mode != ModeFork {
-		return c, []llm.Message{llm.UserText(in.Task)}, nil
+	msgs := []llm.Message{llm.UserText(in.Task)}
+	if mode == ModeFork {
+		call, ok := loop.CallFrom(ctx)
+		if !ok {
+			return nil, nil, errors.New("spawn refused: fork needs the parent's transcript, and this call has none")
+		}
+		if msgs, err = ForkTranscript(call.Transcript, call.ID, forkTask(def, c.skills, in.Task)); err != nil {
+			return nil, nil, err
+		}
 	}
-	call, ok := loop.CallFrom(ctx)
-	if !ok {
-		return nil, nil, errors.New("spawn refused: fork needs the parent's transcript, and this call has none")
+	// Last, once nothing else can refuse the spawn: the servers run from
+	// here until the child's run ends (stopMCP), or it never runs.
+	if err := tr.startMCP(ctx, c); err != nil {
+		return nil, nil, fmt.Errorf("spawn refused: %w", err)
 	}
-	msgs, err := ForkTranscript(call.Transcript, call.ID, forkTask(def, c.skills, in.Task))
-	return c, msgs, err
+	return c, msgs, nil
 }
 
 // build makes the node of a child of parent: its model, tools, prompt and
@@ -316,6 +314,14 @@ func (tr *tree) forkChild(parent, c *node, def *Definition, cfg *loop.Config) {
 		allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == SpawnTool || n == FanOutTool })
 	}
 	allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == SkillTool })
+	// The parent's MCP tools run in its own sessions, which the child must
+	// not lean on (a background fork outlives them): only the tools of
+	// servers the child starts itself stay, served by its sessions
+	// (startMCP).
+	own := def.startedServers()
+	allowed = slices.DeleteFunc(allowed, func(n string) bool {
+		return IsMCPTool(n) && !slices.ContainsFunc(own, func(s MCPServer) bool { return s.Name == mcpServerOf(n) })
+	})
 	c.avail = parent.avail.Filter(allowed, nil)
 	cfg.Tools = p.Tools.Refuse(func(n string) bool { return slices.Contains(allowed, n) },
 		fmt.Sprintf("subagent type %s may use only: %s", def.Name, strings.Join(allowed, ", ")))

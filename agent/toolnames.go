@@ -106,14 +106,15 @@ func mapTools(declared []string, deny bool) (mapped []string, dropped, notes []s
 }
 
 // allows reports whether an allowlist entry admits a tool. An MCP entry
-// naming only a server (mcp__github) admits all of its tools, as in
-// Claude Code.
+// naming only a server (mcp__github, or mcp__github__*) admits all of its
+// tools, as in Claude Code.
 func allows(entry, tool string) bool {
 	if entry == tool {
 		return true
 	}
-	return IsMCPTool(entry) && !strings.Contains(strings.TrimPrefix(entry, "mcp__"), "__") &&
-		strings.HasPrefix(tool, entry+"__")
+	server := strings.TrimSuffix(entry, "__*")
+	return IsMCPTool(server) && !strings.Contains(strings.TrimPrefix(server, "mcp__"), "__") &&
+		strings.HasPrefix(tool, server+"__")
 }
 
 // EffectiveTools is the child's tool list given the tools that exist for

@@ -275,7 +275,7 @@ func (e *Engine) continueChild(ctx dbos.Context, runCtx context.Context, ld load
 		at = parent
 		if at.Parent == "" {
 			root := at
-			rec := &recorder{e: e, root: root.ID, seq: map[string]int{in.ID: len(ld.Messages)}}
+			rec := newRecorder(e, root.ID, ld.Instance, len(ld.Messages))
 			runner, task, _, err := e.setup(ctx, root, rec, "", ld.Spent)
 			if err != nil {
 				return agent.ChildEnd{}, err

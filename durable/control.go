@@ -266,7 +266,7 @@ func (c Control) answerAs(ctx context.Context, id, sender, text string) error {
 	if _, err := c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: sender, Kind: MailAnswer, Body: text,
 		Key: fmt.Sprintf("answer-%d", q.ID)}); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return fmt.Errorf("instance %s: its question was answered already", id)
+			return fmt.Errorf("%w: instance %s: its question was answered already", store.ErrConflict, id)
 		}
 		return err
 	}

@@ -46,15 +46,28 @@ const QueueName = "deputy"
 // Spec is what a root instance runs with, kept as its definition snapshot
 // so a worker in another process can run or resume it.
 type Spec struct {
-	System      string           `json:"system"`
-	Model       string           `json:"model"` // provider:model, or fake
-	Workspace   string           `json:"workspace"`
-	SearchURL   string           `json:"search_url,omitempty"`
-	MaxTurns    int              `json:"max_turns,omitempty"`
-	MaxDepth    int              `json:"max_depth,omitempty"`
-	MaxParallel int              `json:"max_parallel,omitempty"`
-	Budget      agent.TreeBudget `json:"budget,omitzero"`
-	Compaction  loop.Compaction  `json:"compaction,omitzero"`
+	System string `json:"system"`
+	// Model is what the root runs on: provider:model, or fake. For a root
+	// of a type it is the caller's choice: the type's own model (its tier
+	// through Config: agent.Config.ResolveModel) unless the task named one.
+	Model string `json:"model"`
+	// Type, when set, names the subagent type the root runs as, exactly
+	// as a parent's spawn of it would (agent.Task.Type): its prompt,
+	// tools, limits, report cap and spawn rights; System is then unused.
+	// Start looks it up in the catalog (an unknown type, or one asking for
+	// a fence, is refused and nothing is recorded) and keeps the
+	// definition as it was then in Definition, so every later run of the
+	// instance runs the same type. The instance's recorded type is its
+	// name.
+	Type        string            `json:"type,omitempty"`
+	Definition  *agent.Definition `json:"definition,omitempty"`
+	Workspace   string            `json:"workspace"`
+	SearchURL   string            `json:"search_url,omitempty"`
+	MaxTurns    int               `json:"max_turns,omitempty"`
+	MaxDepth    int               `json:"max_depth,omitempty"`
+	MaxParallel int               `json:"max_parallel,omitempty"`
+	Budget      agent.TreeBudget  `json:"budget,omitzero"`
+	Compaction  loop.Compaction   `json:"compaction,omitzero"`
 	// WallTime bounds the time the root spends running, over all its
 	// runs: time asking, paused or down after a crash does not count.
 	WallTime time.Duration `json:"wall_time,omitempty"`
@@ -269,6 +282,15 @@ func (e *Engine) stopRefresh() {
 
 // Start records a new root instance and starts its run in this process.
 func (e *Engine) Start(ctx context.Context, task string, spec Spec) (string, error) {
+	spec, err := e.typed(spec)
+	if err != nil {
+		return "", err
+	}
+	// A model that cannot be opened (unknown provider, no key) is refused
+	// here, with nothing recorded, rather than failing the run later.
+	if _, _, err := e.opts.Models(spec.Model); err != nil {
+		return "", fmt.Errorf("model %s: %w", spec.Model, err)
+	}
 	id, err := e.create(ctx, task, spec)
 	if err != nil {
 		return "", err
@@ -289,6 +311,9 @@ func Enqueue(ctx context.Context, st *store.Store, url, task string, spec Spec) 
 	// A context that is never launched: it creates or migrates DBOS's
 	// tables (a client would refuse a database no engine has opened yet)
 	// and enqueues, but recovers and dequeues nothing.
+	if err := checkType(spec); err != nil {
+		return "", err
+	}
 	id, err := create(ctx, st, task, spec)
 	if err != nil {
 		return "", err
@@ -375,12 +400,48 @@ func (e *Engine) create(ctx context.Context, task string, spec Spec) (string, er
 	return create(ctx, e.st, task, spec)
 }
 
+// typed resolves a spec's Type: the catalog's definition, recorded in the
+// spec, once checked that it can run as a root.
+func (e *Engine) typed(spec Spec) (Spec, error) {
+	if spec.Type == "" || spec.Definition != nil {
+		return spec, checkType(spec)
+	}
+	def, ok := e.Catalog().Lookup(spec.Type)
+	if !ok {
+		return spec, fmt.Errorf("start: %w", agent.UnknownType(spec.Type, e.Catalog().List()))
+	}
+	spec.Definition = def
+	return spec, checkType(spec)
+}
+
+// checkType refuses a spec whose definition cannot run as a root, or does
+// not match its Type.
+func checkType(spec Spec) error {
+	d := spec.Definition
+	switch {
+	case d == nil:
+		return nil
+	case spec.Type != "" && spec.Type != d.Name:
+		return fmt.Errorf("start: the spec's type %q and its definition's name %q differ", spec.Type, d.Name)
+	}
+	if err := agent.CheckRoot(d); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	return nil
+}
+
 func create(ctx context.Context, st *store.Store, task string, spec Spec) (string, error) {
 	def, err := json.Marshal(spec)
 	if err != nil {
 		return "", err
 	}
-	in := &store.Instance{ID: agent.NewID(), Type: "root", Definition: def, Task: task, Model: spec.Model}
+	typ := "root"
+	if spec.Definition != nil {
+		typ = spec.Definition.Name
+	} else if spec.Type != "" {
+		typ = spec.Type // queued (Enqueue): the worker looks it up
+	}
+	in := &store.Instance{ID: agent.NewID(), Type: typ, Definition: def, Task: task, Model: spec.Model}
 	if err := st.CreateInstance(ctx, in); err != nil {
 		return "", fmt.Errorf("record instance: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/cost"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
@@ -65,23 +66,31 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	if ld.Instance.State.Terminal() {
 		return string(ld.Instance.State), nil
 	}
-	rec := &recorder{e: e, root: id, seq: map[string]int{id: len(ld.Messages)}}
+	rec := newRecorder(e, id, ld.Instance, len(ld.Messages))
 	// A fresh nonce per execution: a side-effecting call whose start marker
 	// carries another execution's nonce had started before a crash.
 	runner, task, spec, err := e.setup(ctx, ld.Instance, rec, agent.NewID(), ld.Spent)
 	if err != nil {
 		return e.fail(ctx, id, err)
 	}
-	task.Limits = loop.Limits{WallTime: spec.WallTime, MaxOutputTokens: spec.MaxOutputTokens}
-	if spec.MaxTurns > 0 {
+	task.Limits = loop.Limits{WallTime: spec.WallTime, MaxOutputTokens: spec.MaxOutputTokens, MaxTurns: spec.MaxTurns}
+	if task.Definition != nil {
+		// A root of a type: the limits the spec leaves open are the
+		// type's, over all its runs like the spec's own.
+		task.Limits = agent.TypeLimits(task.Definition, task.Limits)
+	}
+	if l := &task.Limits; l.MaxTurns > 0 {
 		// Turns count over the instance's runs; a resumed run always gets
 		// one, to take in its answer.
-		task.Limits.MaxTurns = max(spec.MaxTurns-ld.Instance.Turns, 1)
+		l.MaxTurns = max(l.MaxTurns-ld.Instance.Turns, 1)
 	}
-	if task.Limits.WallTime > 0 {
+	if l := &task.Limits; l.WallTime > 0 {
 		// Only time spent running counts: earlier runs' (not the time
 		// asking or paused between them) is taken off.
-		task.Limits.WallTime = max(task.Limits.WallTime-ld.Active, time.Nanosecond)
+		l.WallTime = max(l.WallTime-ld.Active, time.Nanosecond)
+		if l.SoftWallTime > 0 {
+			l.SoftWallTime = max(l.SoftWallTime-ld.Active, time.Nanosecond)
+		}
 	}
 	task.Messages, task.Inbox, task.Hold = ld.Messages, e.inbox(ctx, id, ""), e.hold(ctx, id, "")
 	slotCtx, release, err := e.takeSlot(ctx, id)
@@ -110,7 +119,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	turns, calls := ld.Instance.Turns+root.Turns, ld.Instance.ToolCalls+root.ToolCalls
 	res := store.Result{
 		State: store.State(root.State), StopReason: root.StopReason, Incomplete: root.Incomplete,
-		Report: out.Result.Answer, Error: root.Error, Usage: usage, Cost: cost,
+		Report: out.Report, Error: root.Error, Usage: usage, Cost: cost,
 		Turns: turns, ToolCalls: calls, Artifacts: artifacts(root.Artifacts),
 	}
 	if out.Result.StopReason == loop.StopSuspended {
@@ -167,8 +176,24 @@ func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder,
 		runner.Fencer = e.opts.Fence(withConfig)
 	}
 	runner.OnEvent = rec.event
+	rec.prices = runner.Prices()
 	task := agent.Task{ID: root.ID, Task: root.Task, System: spec.System, Model: model, ModelName: name,
 		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget, Spent: spent}
+	if spec.Type != "" || spec.Definition != nil {
+		def := spec.Definition
+		if def == nil {
+			// Queued (Enqueue) before any engine looked the type up.
+			var ok bool
+			if def, ok = runner.Catalog.Lookup(spec.Type); !ok {
+				return agent.Runner{}, agent.Task{}, spec, agent.UnknownType(spec.Type, runner.Catalog.List())
+			}
+		}
+		// Its model was chosen when it started (spec.Model): the type's,
+		// or the one its task named.
+		def = def.Clone()
+		def.Model = agent.TierInherit
+		task.Type, task.Definition = def.Name, def
+	}
 	if spec.ChildModel != "" {
 		m, name, err := e.opts.Models(spec.ChildModel)
 		if err != nil {
@@ -374,10 +399,25 @@ func artifacts(paths []string) json.RawMessage {
 type recorder struct {
 	e    *Engine
 	root string
+	// models are the instances' provider:model, prices the run's table:
+	// the live cost of each model call.
+	models map[string]string
+	prices cost.Table
+	calls  map[string]int // tool calls since the instance's last progress
+	// base is what the instance this run resumes had spent in its earlier
+	// runs, as its load step read it: its record now also holds this
+	// run's live progress (AddProgress), so its end adds to this, not to
+	// the record. A child that starts in this run has none.
+	base store.Instance
 
 	mu  sync.Mutex
 	seq map[string]int // next message seq per instance
 	err error
+}
+
+func newRecorder(e *Engine, root string, in *store.Instance, messages int) *recorder {
+	return &recorder{e: e, root: root, seq: map[string]int{in.ID: messages}, models: map[string]string{in.ID: in.Model},
+		calls: map[string]int{}, base: *in}
 }
 
 func (r *recorder) event(ev agent.Event) {
@@ -402,6 +442,7 @@ func (r *recorder) event(ev agent.Event) {
 		if s := ev.Spawned; s != nil {
 			r.mu.Lock()
 			r.seq[ev.Instance] = len(s.Messages)
+			r.models[ev.Instance] = s.Model
 			r.mu.Unlock()
 		}
 	case agent.EventStep:
@@ -414,6 +455,28 @@ func (r *recorder) event(ev agent.Event) {
 			err = r.e.st.AppendMessages(ctx, ev.Instance, ev.Loop.Turn, seq, []llm.Message{ev.Loop.Message})
 		case loop.EventModelAttempt:
 			_, err = r.e.st.RecordAttempt(ctx, ev.Instance, ev.Loop.Turn, ev.Loop.Attempt)
+		case loop.EventModelResponse:
+			// The live totals (a replay after a crash counts its calls
+			// again until the run's end writes the true totals).
+			r.mu.Lock()
+			model, calls := r.models[ev.Instance], r.calls[ev.Instance]
+			delete(r.calls, ev.Instance)
+			r.mu.Unlock()
+			var usd *float64
+			if c, ok := r.prices.Cost(model, ev.Loop.Usage); ok {
+				usd = &c
+			}
+			err = r.e.st.AddProgress(ctx, ev.Instance, 1, calls, ev.Loop.Usage, usd)
+			if errors.Is(err, store.ErrTerminal) {
+				err = nil // cancelled meanwhile: its end has the totals
+			}
+		case loop.EventToolCall, loop.EventToolResult:
+			if ev.Loop.Kind == loop.EventToolCall {
+				r.mu.Lock()
+				r.calls[ev.Instance]++
+				r.mu.Unlock()
+			}
+			err = r.toolEvent(ctx, ev)
 		case loop.EventCompaction:
 			// Every message so far is stored (the loop emits them before
 			// it compacts); the summary covers all but the kept tail.
@@ -445,12 +508,41 @@ func (r *recorder) event(ev agent.Event) {
 	}
 }
 
+// toolEventCut bounds a tool's input or output in its event: the event
+// announces the call; the transcript holds it whole.
+const toolEventCut = 500
+
+// toolEvent adds a tool call or its result to the instance's event feed
+// (the store writes state, progress and mail events itself). A replay after
+// a crash announces the calls it replays again.
+func (r *recorder) toolEvent(ctx context.Context, ev agent.Event) error {
+	b := ev.Loop.Block
+	data := map[string]any{"turn": ev.Loop.Turn}
+	kind := "tool_call"
+	if ev.Loop.Kind == loop.EventToolCall {
+		data["id"], data["name"], data["input"] = b.ID, b.Name, agent.OneLine(string(b.Input), toolEventCut)
+	} else {
+		kind = "tool_result"
+		data["id"], data["is_error"], data["output"] = b.ToolUseID, b.IsError, agent.OneLine(b.Text, toolEventCut)
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	_, err = r.e.st.AppendEvent(ctx, ev.Instance, kind, raw)
+	return err
+}
+
 // finishChild records a child's end, with the totals of all its runs:
 // what earlier runs spent is on its record already.
 func (r *recorder) finishChild(ctx context.Context, id string, rl *agent.Relay, in *agent.Instance) error {
-	prev, err := r.e.st.GetInstance(ctx, id)
-	if err != nil || prev.State.Terminal() {
+	cur, err := r.e.st.GetInstance(ctx, id)
+	if err != nil || cur.State.Terminal() {
 		return err // ended already: a replay, or cancelled meanwhile
+	}
+	var prev store.Instance // earlier runs' totals: none for a child new in this run
+	if id == r.base.ID {
+		prev = r.base
 	}
 	usage := prev.Usage
 	usage.Add(in.Usage)

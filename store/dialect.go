@@ -211,6 +211,9 @@ type execer interface {
 type querier struct {
 	d Dialect
 	x execer
+	// events is set inside a transaction: appendEvent marks it, and the
+	// store signals its event watchers once the transaction commits.
+	events *bool
 }
 
 func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {

@@ -122,6 +122,14 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) error {
 			if err != nil {
 				return fmt.Errorf("record creation: %w", err)
 			}
+			stored, err = getInstance(ctx, q, want.ID)
+			if err != nil {
+				return err
+			}
+			ev := map[string]any{"from": "", "to": Created, "cause": "create", "type": want.Type,
+				"model": want.Model, "mode": want.Mode, "depth": want.Depth}
+			_, err = s.appendEvent(ctx, q, want.ID, EventState, ev)
+			return err
 		}
 		stored, err = getInstance(ctx, q, want.ID)
 		return err
@@ -243,18 +251,83 @@ func (s *Store) ListInstances(ctx context.Context, f Filter) ([]*Instance, error
 
 // UpdateProgress sets an active instance's running totals (absolute values,
 // so a repeated write is harmless). An ended instance is ErrTerminal.
+//
+// It writes a "progress" event with the totals in the same transaction.
 func (s *Store) UpdateProgress(ctx context.Context, id string, turns, toolCalls int, usage llm.Usage, cost *float64) error {
-	err := s.updateActive(ctx, id, `turns = ?, tool_calls = ?, usage = ?, cost = ?`,
-		turns, toolCalls, usageJSON(usage), nullFloat(cost))
+	err := s.tx(ctx, func(q querier) error {
+		err := s.updateActive(ctx, q, id, `turns = ?, tool_calls = ?, usage = ?, cost = ?`,
+			turns, toolCalls, usageJSON(usage), nullFloat(cost))
+		if err != nil {
+			return err
+		}
+		ev := map[string]any{"turns": turns, "tool_calls": toolCalls, "usage": usage}
+		if cost != nil {
+			ev["cost"] = *cost
+		}
+		_, err = s.appendEvent(ctx, q, id, EventProgress, ev)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("update progress of %s: %w", id, err)
 	}
 	return nil
 }
 
+// AddProgress adds one model call's share to an active instance's running
+// totals (turns, tool calls, usage, cost; cost nil adds nothing) and
+// writes a "progress" event with the new totals, in one transaction: what
+// a live view shows while a run goes on. The totals a run leaves when it
+// waits or ends (UpdateProgress, Finish) are absolute and replace these.
+func (s *Store) AddProgress(ctx context.Context, id string, turns, toolCalls int, usage llm.Usage, cost *float64) error {
+	err := s.tx(ctx, func(q querier) error {
+		var t, c int
+		var u string
+		var old sql.NullFloat64
+		err := q.row(ctx, `SELECT turns, tool_calls, usage, cost FROM deputy_instances WHERE id = ?`+q.forUpdate(), id).
+			Scan(&t, &c, &u, &old)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		var total llm.Usage
+		if err := json.Unmarshal([]byte(u), &total); err != nil {
+			return fmt.Errorf("usage of %s: %w", id, err)
+		}
+		total.Add(usage)
+		t, c = t+turns, c+toolCalls
+		sum := addCost(old, cost)
+		if err := s.updateActive(ctx, q, id, `turns = ?, tool_calls = ?, usage = ?, cost = ?`,
+			t, c, usageJSON(total), nullFloat(sum)); err != nil {
+			return err
+		}
+		ev := map[string]any{"turns": t, "tool_calls": c, "usage": total}
+		if sum != nil {
+			ev["cost"] = *sum
+		}
+		_, err = s.appendEvent(ctx, q, id, EventProgress, ev)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("add progress to %s: %w", id, err)
+	}
+	return nil
+}
+
+func addCost(old sql.NullFloat64, add *float64) *float64 {
+	switch {
+	case add == nil && !old.Valid:
+		return nil
+	case add == nil:
+		return &old.Float64
+	}
+	sum := *add + old.Float64
+	return &sum
+}
+
 // SetWorkflow records the durable workflow carrying an active instance.
 func (s *Store) SetWorkflow(ctx context.Context, id, workflowID string) error {
-	if err := s.updateActive(ctx, id, `workflow_id = ?`, workflowID); err != nil {
+	if err := s.updateActive(ctx, s.q(), id, `workflow_id = ?`, workflowID); err != nil {
 		return fmt.Errorf("set workflow of %s: %w", id, err)
 	}
 	return nil
@@ -262,9 +335,9 @@ func (s *Store) SetWorkflow(ctx context.Context, id, workflowID string) error {
 
 // updateActive sets columns of an instance that has not ended, and its
 // updated_at.
-func (s *Store) updateActive(ctx context.Context, id, set string, args ...any) error {
+func (s *Store) updateActive(ctx context.Context, q querier, id, set string, args ...any) error {
 	args = append(args, s.now().UnixMicro(), id, string(Completed), string(Failed), string(TimedOut), string(Cancelled))
-	res, err := s.q().exec(ctx, `UPDATE deputy_instances SET `+set+`, updated_at = ?
+	res, err := q.exec(ctx, `UPDATE deputy_instances SET `+set+`, updated_at = ?
 		WHERE id = ? AND state NOT IN (?, ?, ?, ?)`, args...)
 	if err != nil {
 		return classify(s.dialect, s.busy, err)
@@ -275,7 +348,7 @@ func (s *Store) updateActive(ctx context.Context, id, set string, args ...any) e
 		return nil
 	}
 	var st State
-	err = s.q().row(ctx, `SELECT state FROM deputy_instances WHERE id = ?`, id).Scan(&st)
+	err = q.row(ctx, `SELECT state FROM deputy_instances WHERE id = ?`, id).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	} else if err != nil {

@@ -50,9 +50,15 @@ func (s *Store) Post(ctx context.Context, m Mail) (int64, error) {
 				return err
 			}
 		}
-		return q.row(ctx, `INSERT INTO deputy_mailbox (instance_id, sender, kind, body, dedup_key, created_at)
+		err := q.row(ctx, `INSERT INTO deputy_mailbox (instance_id, sender, kind, body, dedup_key, created_at)
 			VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
 			m.InstanceID, m.Sender, m.Kind, m.Body, nullString(m.Key), s.now().UnixMicro()).Scan(&id)
+		if err != nil {
+			return err
+		}
+		_, err = s.appendEvent(ctx, q, m.InstanceID, EventMail, map[string]any{"mail_id": id, "mail_kind": m.Kind,
+			"sender": m.Sender, "body": cut(m.Body, EventBodyCut)})
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("post %s mail to %s: %w", m.Kind, m.InstanceID, err)

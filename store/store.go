@@ -22,7 +22,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/deputy-run/deputy/clock"
 )
@@ -50,6 +53,9 @@ type Store struct {
 	dialect Dialect
 	clock   clock.Clock
 	busy    time.Duration
+
+	evMu sync.Mutex
+	evCh chan struct{} // closed when this process commits events
 }
 
 // Open opens (creating if needed) the database at url and migrates it to the
@@ -84,7 +90,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, dialect: d, clock: opts.Clock, busy: opts.BusyTimeout}
+	s := &Store{db: db, dialect: d, clock: opts.Clock, busy: opts.BusyTimeout, evCh: make(chan struct{})}
 	if err := s.migrate(ctx, opts.MigrateTo); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", describe(d, target), err)
@@ -111,11 +117,32 @@ func (s *Store) now() time.Time { return s.clock.Now().UTC().Truncate(time.Micro
 // read-then-write inside fn cannot be overtaken by another writer; on
 // Postgres the read that must not be overtaken locks its row (forUpdate).
 func (s *Store) tx(ctx context.Context, fn func(q querier) error) error {
+	// Postgres may abort a transaction to break a deadlock or a
+	// serialization conflict; its work was rolled back, so it is run
+	// again (a few times: such aborts are rare and brief).
+	for attempt := 1; ; attempt++ {
+		err := s.tx1(ctx, fn)
+		if attempt < 4 && s.dialect == Postgres && retryable(err) && ctx.Err() == nil {
+			continue
+		}
+		return err
+	}
+}
+
+// retryable is a Postgres error that aborted the transaction only to
+// resolve a conflict: deadlock_detected, serialization_failure.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+func (s *Store) tx1(ctx context.Context, fn func(q querier) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return classify(s.dialect, s.busy, err)
 	}
-	if err := fn(querier{s.dialect, tx}); err != nil {
+	var events bool
+	if err := fn(querier{s.dialect, tx, &events}); err != nil {
 		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 		}
@@ -124,8 +151,14 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) error {
 	if err := tx.Commit(); err != nil {
 		return classify(s.dialect, s.busy, fmt.Errorf("commit: %w", err))
 	}
+	if events {
+		s.evMu.Lock()
+		close(s.evCh)
+		s.evCh = make(chan struct{})
+		s.evMu.Unlock()
+	}
 	return nil
 }
 
 // q runs single statements outside a transaction.
-func (s *Store) q() querier { return querier{s.dialect, s.db} }
+func (s *Store) q() querier { return querier{s.dialect, s.db, nil} }

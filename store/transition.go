@@ -44,7 +44,7 @@ func (s *Store) Transition(ctx context.Context, id string, to State, cause strin
 		if to.Terminal() {
 			set, args = set+`, ended_at = ?`, append(args, now.UnixMicro())
 		}
-		return s.move(ctx, q, id, from, to, cause, now, set, args)
+		return s.move(ctx, q, id, from, to, cause, now, set, args, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("transition %s to %s: %w", id, to, err)
@@ -105,7 +105,20 @@ func (s *Store) Finish(ctx context.Context, id string, r Result) error {
 			usage = ?, cost = ?, turns = ?, tool_calls = ?, artifacts = ?`
 		args := []any{string(r.State), now.UnixMicro(), now.UnixMicro(), r.StopReason, r.Incomplete, r.Report, r.Error,
 			usageJSON(r.Usage), nullFloat(r.Cost), r.Turns, r.ToolCalls, nullJSON(r.Artifacts)}
-		return s.move(ctx, q, id, from, r.State, cause, now, set, args)
+		// The state event of an end carries the relay's facts, so a
+		// follower needs no second read to show how it ended.
+		ev := map[string]any{"stop_reason": r.StopReason, "report": cut(r.Report, EventReportCut),
+			"usage": r.Usage, "turns": r.Turns, "tool_calls": r.ToolCalls}
+		if r.Incomplete {
+			ev["incomplete"] = true
+		}
+		if r.Error != "" {
+			ev["error"] = r.Error
+		}
+		if r.Cost != nil {
+			ev["cost"] = *r.Cost
+		}
+		return s.move(ctx, q, id, from, r.State, cause, now, set, args, ev)
 	})
 	if err != nil {
 		return fmt.Errorf("finish %s as %s: %w", id, r.State, err)
@@ -133,9 +146,9 @@ func lockState(ctx context.Context, q querier, id string) (State, error) {
 	return State(st), nil
 }
 
-// move writes the new state (set/args, compare-and-set on from) and the
-// transition record.
-func (s *Store) move(ctx context.Context, q querier, id string, from, to State, cause string, now time.Time, set string, args []any) error {
+// move writes the new state (set/args, compare-and-set on from), the
+// transition record and its state event (ev adds to the event's data).
+func (s *Store) move(ctx context.Context, q querier, id string, from, to State, cause string, now time.Time, set string, args []any, ev map[string]any) error {
 	res, err := q.exec(ctx, `UPDATE deputy_instances SET `+set+` WHERE id = ? AND state = ?`, append(args, id, string(from))...)
 	if err != nil {
 		return fmt.Errorf("update state: %w", err)
@@ -153,7 +166,15 @@ func (s *Store) move(ctx context.Context, q querier, id string, from, to State, 
 	if err != nil {
 		return fmt.Errorf("record transition: %w", err)
 	}
-	return nil
+	if ev == nil {
+		ev = map[string]any{}
+	}
+	ev["from"], ev["to"] = from, to
+	if cause != "" {
+		ev["cause"] = cause
+	}
+	_, err = s.appendEvent(ctx, q, id, EventState, ev)
+	return err
 }
 
 // Transitions lists an instance's recorded transitions in order.

@@ -96,6 +96,12 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 	if err != nil {
 		return fail(err)
 	}
+	// Traces, when an OTLP endpoint or deputy.yaml asks for them; export
+	// failures go to the process's stderr.
+	tel, closeTel, err := setup.Telemetry(ctx, runner.Config, st, nil)
+	if err != nil {
+		return fail(usageErr("%v", err))
+	}
 	pgURL := ""
 	if st.Dialect() == store.Postgres {
 		pgURL = url
@@ -107,10 +113,11 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 		Tools:     setup.Tools(),
 		Fence:     setup.Fence(),
 		Runner:    *runner,
-		OnEvent:   onEvent,
+		OnEvent:   tel.Hook(onEvent),
 		Failpoint: c.failpoint,
 	})
 	if err != nil {
+		_ = closeTel()
 		return fail(usageErr("%v", err))
 	}
 	// What a process that died left in the workspace's repository.
@@ -119,7 +126,14 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 	} else if len(gone) > 0 && !c.quiet {
 		fmt.Fprintf(stderr, "deputy: removed %d worktrees of instances no longer at work\n", len(gone))
 	}
-	return eng, st, func() { eng.Close(10 * time.Second); unlock(); st.Close() }, nil
+	return eng, st, func() {
+		eng.Close(10 * time.Second)
+		if err := closeTel(); err != nil { // the spans of the run, flushed once it stopped
+			fmt.Fprintf(stderr, "deputy: %v\n", err)
+		}
+		unlock()
+		st.Close()
+	}, nil
 }
 
 // openInstance opens an existing database and reads instance id from it;

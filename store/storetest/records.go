@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
@@ -217,6 +219,8 @@ func testEvents(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	e.create("a", "")
 	e.create("b", "a")
+	base, err := e.s.LastEventID(e.ctx)
+	noErr(t, "last event id", err)
 	var ids []int64
 	for i, ev := range []struct {
 		inst, kind string
@@ -230,21 +234,21 @@ func testEvents(t *testing.T, h Harness) {
 		e.clock.Advance(time.Second)
 		id, err := e.s.AppendEvent(e.ctx, ev.inst, ev.kind, ev.data)
 		noErr(t, fmt.Sprint("event ", i), err)
-		if len(ids) > 0 && id <= ids[len(ids)-1] {
-			t.Fatalf("event ids do not grow: %v then %d", ids, id)
+		if id <= base || len(ids) > 0 && id <= ids[len(ids)-1] {
+			t.Fatalf("event ids do not grow: %d, %v then %d", base, ids, id)
 		}
 		ids = append(ids, id)
 	}
-	evs, err := e.s.Events(e.ctx, "a", 0, 0)
+	evs, err := e.s.Events(e.ctx, "a", base, 0)
 	noErr(t, "events of a", err)
 	if len(evs) != 3 || evs[0].ID != ids[0] || evs[1].Kind != "tool" || string(evs[1].Data) != `{"name":"read",  "ok":true}` ||
-		evs[2].Data != nil || evs[2].InstanceID != "a" || !evs[2].At.Equal(Epoch.Add(4*time.Second)) {
+		evs[2].Data != nil || evs[2].InstanceID != "a" || evs[2].Root != "a" || !evs[2].At.Equal(Epoch.Add(4*time.Second)) {
 		t.Fatalf("events of a: %+v", evs)
 	}
 	if evs, _ := e.s.Events(e.ctx, "a", ids[0], 0); len(evs) != 2 || evs[0].ID != ids[2] {
 		t.Fatalf("events of a after the first: %+v", evs)
 	}
-	if evs, _ := e.s.Events(e.ctx, "a", 0, 1); len(evs) != 1 || evs[0].ID != ids[0] {
+	if evs, _ := e.s.Events(e.ctx, "a", base, 1); len(evs) != 1 || evs[0].ID != ids[0] {
 		t.Fatalf("events of a, limit 1: %+v", evs)
 	}
 	if evs, _ := e.s.Events(e.ctx, "", ids[0], 2); len(evs) != 2 || evs[0].ID != ids[1] || evs[1].ID != ids[2] {
@@ -253,11 +257,166 @@ func testEvents(t *testing.T, h Harness) {
 	if evs, err := e.s.Events(e.ctx, "b", ids[1], 0); err != nil || evs != nil {
 		t.Fatalf("no events of b after its last: %v, %v", evs, err)
 	}
+	// A tree's feed holds its children's events, with their parent.
+	evs, err = e.s.ListEvents(e.ctx, store.EventFilter{Root: "a", After: base})
+	noErr(t, "events of tree a", err)
+	if len(evs) != 4 || evs[1].InstanceID != "b" || evs[1].Parent != "a" || evs[1].Root != "a" {
+		t.Fatalf("events of tree a: %+v", evs)
+	}
+	_, err = e.s.ListEvents(e.ctx, store.EventFilter{Root: "nope"})
+	wantErr(t, "events of an unknown tree", err, store.ErrNotFound)
 	if _, err := e.s.AppendEvent(e.ctx, "a", "bad", json.RawMessage(`{`)); err == nil {
 		t.Fatal("event with invalid JSON: no error")
 	}
 	if _, err := e.s.AppendEvent(e.ctx, "a", "", nil); err == nil {
 		t.Fatal("event with no kind: no error")
+	}
+	_, err = e.s.AppendEvent(e.ctx, "nope", "turn", nil)
+	wantErr(t, "event of an unknown instance", err, store.ErrNotFound)
+}
+
+// testStoreEvents checks the events the store writes itself, in the
+// transaction of what they report: state changes (the end's with its
+// relay), progress, mail; and that a refused change writes none.
+func testStoreEvents(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	signal := e.s.EventsWritten()
+	e.create("r", "")
+	select {
+	case <-signal:
+	default:
+		t.Fatal("EventsWritten not signalled by a creation")
+	}
+	e.create("c", "r")
+	e.move("c", store.Running)
+	noErr(t, "progress", e.s.UpdateProgress(e.ctx, "c", 2, 3, llm.Usage{InputTokens: 10, OutputTokens: 5}, nil))
+	_, err := e.s.Post(e.ctx, store.Mail{InstanceID: "r", Sender: "c", Kind: "question", Body: "which one?"})
+	noErr(t, "post", err)
+	cost := 0.25
+	noErr(t, "finish", e.s.Finish(e.ctx, "c", store.Result{State: store.Completed, StopReason: "end_turn",
+		Report: strings.Repeat("é", store.EventReportCut+10), Turns: 2, ToolCalls: 3, Cost: &cost}))
+	last, err := e.s.LastEventID(e.ctx)
+	noErr(t, "last", err)
+	// Refused: a finished instance cannot run again; no event is written.
+	if err := e.s.Transition(e.ctx, "c", store.Running, "again"); err == nil {
+		t.Fatal("completed to running: no error")
+	}
+	if l, _ := e.s.LastEventID(e.ctx); l != last {
+		t.Fatalf("a refused transition wrote an event: last %d then %d", last, l)
+	}
+	evs, err := e.s.ListEvents(e.ctx, store.EventFilter{Root: "r"})
+	noErr(t, "events", err)
+	type want struct{ inst, kind, fields string }
+	wants := []want{
+		{"r", "state", `"from":"","to":"created","cause":"create","type":"worker"`},
+		{"c", "state", `"to":"created","depth":1`},
+		{"c", "state", `"from":"created","to":"running","cause":"test"`},
+		{"c", "progress", `"turns":2,"tool_calls":3`},
+		{"r", "mail", `"mail_kind":"question","sender":"c","body":"which one?"`},
+		{"c", "state", `"from":"running","to":"completed","stop_reason":"end_turn","cost":0.25,"turns":2`},
+	}
+	if len(evs) != len(wants) {
+		t.Fatalf("%d events, want %d: %+v", len(evs), len(wants), evs)
+	}
+	for i, w := range wants {
+		ev := evs[i]
+		var m map[string]any
+		if err := json.Unmarshal(ev.Data, &m); err != nil {
+			t.Fatalf("event %d data %s: %v", i, ev.Data, err)
+		}
+		// Compare the fields one by one: key order in the data is not a
+		// promise.
+		var wm map[string]any
+		if err := json.Unmarshal([]byte("{"+w.fields+"}"), &wm); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range wm {
+			if fmt.Sprint(m[k]) != fmt.Sprint(v) {
+				t.Errorf("event %d (%s %s) %s = %v, want %v; data %s", i, ev.InstanceID, ev.Kind, k, m[k], v, ev.Data)
+			}
+		}
+		if ev.InstanceID != w.inst || ev.Kind != w.kind || ev.Root != "r" {
+			t.Errorf("event %d: %s %s root %s, want %s %s", i, ev.InstanceID, ev.Kind, ev.Root, w.inst, w.kind)
+		}
+	}
+	var end map[string]any
+	_ = json.Unmarshal(evs[5].Data, &end)
+	if r, _ := end["report"].(string); utf8.RuneCountInString(r) != store.EventReportCut+1 || !strings.HasSuffix(r, "…") {
+		t.Errorf("the end's report is not cut to %d runes: %d", store.EventReportCut, utf8.RuneCountInString(r))
+	}
+}
+
+// testEventOrder has writers add events concurrently while a reader
+// follows the feed by the last id it saw, as an SSE client does: the
+// reader must end up with every event, none skipped. On Postgres this is
+// what the event lock is for (ids are handed out before commit).
+func testEventOrder(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	const writers, each = 8, 40
+	for w := range writers {
+		e.create(fmt.Sprint("w", w), "")
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Writers share instances and mix plain events with mail,
+			// whose transaction locks the instance's row before the
+			// event: the two orders of taking locks that deadlocked
+			// before the rule in store/event.go.
+			inst := fmt.Sprint("w", w%2)
+			for i := range each {
+				var err error
+				if i%2 == 0 {
+					_, err = e.s.AppendEvent(ctx, inst, "n", json.RawMessage(fmt.Sprint(i)))
+				} else {
+					_, err = e.s.Post(ctx, store.Mail{InstanceID: inst, Sender: "t", Kind: "note", Body: fmt.Sprint(i)})
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	var seen []int64
+	var after int64
+	follow := func() {
+		evs, err := e.s.ListEvents(e.ctx, store.EventFilter{After: after})
+		noErr(t, "follow", err)
+		for _, ev := range evs {
+			seen = append(seen, ev.ID)
+			after = ev.ID
+		}
+	}
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		follow()
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	follow()
+	all, err := e.s.ListEvents(e.ctx, store.EventFilter{})
+	noErr(t, "all", err)
+	if len(all) != len(seen) {
+		t.Fatalf("the follower saw %d events of %d: it skipped some", len(seen), len(all))
+	}
+	for i := range all {
+		if all[i].ID != seen[i] {
+			t.Fatalf("event %d: follower saw id %d, feed has %d", i, seen[i], all[i].ID)
+		}
 	}
 }
 

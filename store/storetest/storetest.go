@@ -55,6 +55,8 @@ func Run(t *testing.T, h Harness) {
 		{"Runs", testRuns},
 		{"Definitions", testDefinitions},
 		{"Events", testEvents},
+		{"StoreEvents", testStoreEvents},
+		{"EventOrder", testEventOrder},
 		{"Mailbox", testMailbox},
 		{"Deliver", testDeliver},
 		{"ConcurrentConsume", testConcurrentConsume},

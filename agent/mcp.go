@@ -1,0 +1,246 @@
+package agent
+
+// MCP servers of a definition at work: a child's servers start when it
+// starts (startMCP: at the spawn, and again at the start of each later
+// run), their tools join its tool set under mcp__server__tool, and they
+// stop when its run ends, however it ends (stopMCP). What a definition
+// says is mcpconfig.go's; the client itself is package tool/mcptool.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/tool"
+	"github.com/deputy-run/deputy/tool/mcptool"
+)
+
+// DefaultMCPStartTimeout bounds the start of one MCP server (its process
+// or connection, the handshake, its tool list) unless its definition says
+// otherwise (startTimeout).
+const DefaultMCPStartTimeout = 30 * time.Second
+
+// mcpBaseEnv are the variables of deputy's environment a stdio server
+// gets without asking, as a sandboxed program does (sandbox's allowlist,
+// plus the XDG directories npx and uvx keep their caches in). Anything
+// else, API keys first, it gets only through its definition's env.
+var mcpBaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE",
+	"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"}
+
+// resolve makes a server's config final: references expanded from the
+// environment, the process environment built. Its errors name the field,
+// never a value.
+func (s MCPServer) resolve(lookup func(string) (string, bool)) (mcptool.Server, error) {
+	out := mcptool.Server{Name: s.Name, Transport: s.Type}
+	var secrets []string
+	field := func(what, v string, keep bool) (string, error) {
+		var sink *[]string
+		if keep {
+			sink = &secrets
+		}
+		x, _, err := expandRefs(v, lookup, sink)
+		if err != nil {
+			return "", fmt.Errorf("mcp server %q: %s: %w", s.Name, what, err)
+		}
+		return x, nil
+	}
+	var err error
+	if out.Command, err = field("command", s.Command, false); err != nil {
+		return out, err
+	}
+	for _, a := range s.Args {
+		x, err := field("args", a, true)
+		if err != nil {
+			return out, err
+		}
+		out.Args = append(out.Args, x)
+	}
+	if out.URL, err = field("url", s.URL, true); err != nil {
+		return out, err
+	}
+	if s.Type == mcptool.Stdio {
+		env := map[string]string{}
+		for _, k := range mcpBaseEnv {
+			if v, ok := lookup(k); ok {
+				env[k] = v
+			}
+		}
+		for _, kv := range os.Environ() {
+			if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "LC_") {
+				env[k] = v
+			}
+		}
+		for _, k := range sortedKeys(s.Env) {
+			if env[k], err = field("env "+k, s.Env[k], true); err != nil {
+				return out, err
+			}
+		}
+		for _, k := range sortedKeys(env) {
+			out.Env = append(out.Env, k+"="+env[k])
+		}
+	}
+	if len(s.Headers) > 0 {
+		out.Headers = map[string]string{}
+		for _, k := range sortedKeys(s.Headers) {
+			if out.Headers[k], err = field("headers "+k, s.Headers[k], true); err != nil {
+				return out, err
+			}
+		}
+	}
+	out.Secrets = secrets
+	return out, nil
+}
+
+// mcpRun is what one run of a child holds of its servers.
+type mcpRun struct {
+	sessions []*mcptool.Session
+}
+
+// mcpRuns holds each running child's servers, by node, from startMCP to
+// stopMCP: kept beside the node rather than in it, since most children
+// have none.
+var mcpRuns sync.Map // *node → *mcpRun
+
+// startMCP starts the MCP servers of n's definition, lists their tools and
+// offers the ones its allowlist and deny list leave, under
+// mcp__server__tool. It is called when a spawn prepares the child (so a
+// server that cannot start refuses the spawn, nothing listed) and at the
+// start of each later run (work: a child resumed after it asked or was
+// paused starts them again); it does nothing when n's servers run already
+// or it has none. On error no server is left running.
+func (tr *tree) startMCP(ctx context.Context, n *node) error {
+	if n.def == nil {
+		return nil
+	}
+	if _, ok := mcpRuns.Load(n); ok {
+		return nil
+	}
+	servers := n.def.startedServers()
+	if len(servers) == 0 {
+		return nil
+	}
+	sessions := make([]*mcptool.Session, len(servers))
+	tools := make([][]*mcptool.Tool, len(servers))
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sessions[i], tools[i], errs[i] = tr.connectMCP(ctx, s)
+		}()
+	}
+	wg.Wait()
+	run := &mcpRun{}
+	for _, s := range sessions {
+		if s != nil {
+			run.sessions = append(run.sessions, s)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		run.stop()
+		return fmt.Errorf("%s cannot start its MCP servers: %w", n.def.Name, err)
+	}
+	if err := offerMCP(n, slices.Concat(tools...), servers); err != nil {
+		run.stop()
+		return fmt.Errorf("%s: %w", n.def.Name, err)
+	}
+	mcpRuns.Store(n, run)
+	return nil
+}
+
+// connectMCP starts one server and lists its tools within its start
+// timeout, on the tree's clock.
+func (tr *tree) connectMCP(ctx context.Context, s MCPServer) (*mcptool.Session, []*mcptool.Tool, error) {
+	srv, err := s.resolve(os.LookupEnv)
+	if err != nil {
+		return nil, nil, err
+	}
+	d := s.StartTimeout
+	if d <= 0 {
+		d = DefaultMCPStartTimeout
+	}
+	ctx, cancel := clock.WithTimeout(ctx, tr.clock, d, fmt.Errorf("start timeout of %s", d))
+	defer cancel()
+	sess, err := mcptool.Connect(ctx, srv)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, err := sess.Tools(ctx)
+	if err != nil {
+		sess.Close()
+		return nil, nil, err
+	}
+	return sess, ts, nil
+}
+
+// offerMCP adds the servers' allowed tools to n's tool set. An isolated
+// child's set has no MCP tools before (its parent's are its parent's).
+// A fork child's set is its parent's, which may hold the parent's MCP
+// tools: those of a server this child runs too are served by the child's
+// own session under the same names and specs, so the forked prefix holds;
+// those its server no longer lists are refused. Other parents' MCP tools
+// were refused already (forkChild).
+func offerMCP(n *node, tools []*mcptool.Tool, servers []MCPServer) error {
+	var full []string
+	byFull := map[string]tool.Tool{}
+	for _, t := range tools {
+		full = append(full, t.FullName())
+		byFull[t.FullName()] = t
+	}
+	var allowed []tool.Tool
+	for _, f := range n.def.EffectiveTools(full) {
+		allowed = append(allowed, byFull[f])
+	}
+	own, err := tool.NewSet(allowed...)
+	if err != nil {
+		return fmt.Errorf("MCP tools: %w", err)
+	}
+	ours := func(name string) bool {
+		return IsMCPTool(name) && slices.ContainsFunc(servers, func(s MCPServer) bool { return s.Name == mcpServerOf(name) })
+	}
+	cur := n.cfg.Tools.Refuse(func(name string) bool {
+		_, listed := own.Lookup(name)
+		outside := len(n.def.EffectiveTools([]string{name})) == 0 // refused already, by the allowlist
+		return !ours(name) || listed || outside
+	}, "its MCP server no longer offers it")
+	cur = cur.Replace(own)
+	var add []string
+	for _, name := range own.Names() {
+		if _, ok := cur.Lookup(name); !ok {
+			add = append(add, name)
+		}
+	}
+	if cur, err = cur.Join(own.Filter(add, nil)); err != nil {
+		return fmt.Errorf("MCP tools: %w", err)
+	}
+	n.cfg.Tools = cur
+	return nil
+}
+
+// stopMCP stops n's servers, if it has any running: when its run ends,
+// however it ends, and when a prepared child never runs.
+func (tr *tree) stopMCP(n *node) {
+	if r, ok := mcpRuns.LoadAndDelete(n); ok {
+		r.(*mcpRun).stop()
+	}
+}
+
+// stop closes the sessions at once: each may wait for its server to exit.
+func (r *mcpRun) stop() {
+	var wg sync.WaitGroup
+	for _, s := range r.sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = s.Close() // nothing to tell: the child's run is over
+		}()
+	}
+	wg.Wait()
+}

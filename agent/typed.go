@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/deputy-run/deputy/loop"
+)
+
+// A root run as a type (Task.Type): a program, a person or an MCP client
+// starts an instance of a subagent type directly, and it must run exactly
+// as a parent agent's spawn of that type would. So its node is built by the
+// very function that builds an isolated child (build), as the child of the
+// task itself: a parent that is never listed, whose model is what an
+// inheriting type runs on, whose tools are what the type's allowlist
+// filters, and which sits at depth -1 so the root is at depth 0 and spawns
+// only when its type names spawn_subagent and MaxDepth allows, as a child
+// would. What differs from a child is only what makes it a root: it is
+// listed first with no parent, it writes (its writing children take turns
+// under it), and the task's own limits, compaction, steps, inbox and hold
+// apply.
+
+// rootType is the definition t's root runs as, or nil for a plain root.
+func (tr *tree) rootType(t Task) (*Definition, error) {
+	if t.Definition != nil {
+		def := t.Definition.Clone()
+		if err := def.Validate(); err != nil {
+			return nil, fmt.Errorf("agent: root type: %w", err)
+		}
+		return def, nil
+	}
+	if t.Type == "" || t.Type == "root" {
+		return nil, nil
+	}
+	def, ok := tr.catalog.Lookup(t.Type)
+	if !ok {
+		return nil, UnknownType(t.Type, tr.catalog.List())
+	}
+	return def, nil
+}
+
+// UnknownType is the error for a type that is not among defs (the
+// catalog's); it lists those that are.
+func UnknownType(name string, defs []*Definition) error {
+	names := []string{}
+	for _, d := range defs {
+		names = append(names, d.Name)
+	}
+	return fmt.Errorf("unknown subagent type %q; the types are: %s", name, strings.Join(names, ", "))
+}
+
+// CheckRoot refuses a type that cannot run as a root: one asking for a
+// fence (sandbox, container, worktree). A root's fence is not built (its
+// tools are the workspace's own), and a fenced type must never run
+// unfenced, so such a type runs only as a spawned child.
+func CheckRoot(def *Definition) error {
+	if !fenced(def) {
+		return nil
+	}
+	what := "isolation " + string(def.Isolation)
+	switch {
+	case def.Worktree && (def.Isolation == "" || def.Isolation == IsolationNone):
+		what = "a git worktree"
+	case def.Worktree:
+		what += " and a git worktree"
+	}
+	return fmt.Errorf("subagent type %s asks for %s, which deputy builds only for a spawned child, never for a "+
+		"root: it is refused rather than run unfenced (start it from an agent that can spawn it, or use a type "+
+		"without isolation)", def.Name, what)
+}
+
+// typedRoot builds the root of t as an isolated child of type def (see
+// above), and lists it.
+func (tr *tree) typedRoot(t Task, def *Definition) (*node, error) {
+	if err := CheckRoot(def); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	origin := &node{inst: Instance{Depth: -1, Model: t.ModelSpec}, avail: t.Tools,
+		cfg: loop.Config{Model: t.Model, ModelName: t.ModelName}}
+	c, err := tr.build(origin, def, ModeIsolated, t.Task)
+	if err != nil {
+		return nil, fmt.Errorf("agent: root of type %s: %w", def.Name, err)
+	}
+	if !tr.budget.priced(c.inst.Model) {
+		return nil, fmt.Errorf("agent: a USD tree budget needs a price for %s (deputy.yaml prices)", c.inst.Model)
+	}
+	// A fork type has no conversation to fork here: it runs isolated, as
+	// under Task.Inherited. The root has no mode of its own.
+	c.inst.ID, c.inst.Mode, c.heir, c.writes = t.ID, "", t.Inherited, true
+	root := tr.add(nil, c)
+	cfg := &root.cfg
+	cfg.Limits = TypeLimits(def, t.Limits)
+	cfg.Compaction, cfg.Steps, cfg.Inbox, cfg.Hold = t.Compaction, tr.r.Steps, t.Inbox, t.Hold
+	if tr.r.Questions != nil && !slices.Contains(def.DisallowedTools, AskTool) {
+		// Its parent is whoever started it: a root may ask them even
+		// without a Manager (a child needs one, to be answered).
+		if _, ok := cfg.Tools.Lookup(AskTool); !ok {
+			if cfg.Tools, err = cfg.Tools.Join(tr.askSet); err != nil {
+				return nil, fmt.Errorf("root tools: %w", err)
+			}
+		}
+	}
+	return root, nil
+}
+
+// TypeLimits is the limits of a root run as def: each limit l leaves at
+// zero is the type's, as a child of it gets (limitsOf), and the soft
+// timeout is SoftTimeoutShare of the wall time, as a child's.
+func TypeLimits(def *Definition, l loop.Limits) loop.Limits {
+	d := limitsOf(def)
+	if l.MaxTurns == 0 {
+		l.MaxTurns = d.MaxTurns
+	}
+	if l.MaxTotalTokens == 0 {
+		l.MaxTotalTokens = d.MaxTotalTokens
+	}
+	if l.MaxToolCalls == 0 {
+		l.MaxToolCalls = d.MaxToolCalls
+	}
+	if l.MaxOutputTokens == 0 {
+		l.MaxOutputTokens = d.MaxOutputTokens
+	}
+	if l.WallTime == 0 {
+		l.WallTime = d.WallTime
+	}
+	if l.SoftWallTime == 0 && l.WallTime > 0 {
+		l.SoftWallTime = time.Duration(float64(l.WallTime) * SoftTimeoutShare)
+	}
+	return l
+}

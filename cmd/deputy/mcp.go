@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/deputy-run/deputy/mcpserver"
+)
+
+func newMcpCmd() *cobra.Command {
+	var c runtimeFlags
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve deputy's subagents to an MCP client (a coding agent, an editor) over stdio",
+		Long: `Speaks the Model Context Protocol on stdin and stdout until the client closes
+stdin. Its tools start subagents of the workspace's types (spawn_subagent, in the
+foreground or the background), follow them (subagent_wait, subagent_status,
+subagent_list), answer and steer them (subagent_answer, subagent_send,
+subagent_pause, subagent_resume, subagent_cancel) and describe the types
+(list_definitions). Instances are recorded in the database (--db) and run
+durably: one still running when the client goes away is resumed by the next
+deputy mcp, serve or worker on that database. Logs go to stderr only.
+
+A client's configuration, for example:
+    {"command": "deputy", "args": ["mcp", "--model", "anthropic:claude-sonnet-4-5"]}`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			stderr := cmd.ErrOrStderr()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rt, _, err := c.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			for _, p := range rt.Problems() {
+				fmt.Fprintln(stderr, "deputy mcp: warning:", p)
+			}
+			// stdout is the protocol: the SDK's logs, like everything
+			// else said, go to stderr.
+			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			srv := mcpserver.New(rt, mcpserver.Options{Version: versionString(), Logger: logger})
+			err = srv.Run(ctx, &mcp.StdioTransport{})
+			if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil // the client closed stdin, or a signal came
+			}
+			return &exitError{code: exitFailed, err: fmt.Errorf("mcp: %w", err)}
+		},
+	}
+	c.register(cmd.Flags())
+	return cmd
+}

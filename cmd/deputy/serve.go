@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	deputylib "github.com/deputy-run/deputy"
+	"github.com/deputy-run/deputy/mcpserver"
+	"github.com/deputy-run/deputy/serve"
+	"github.com/deputy-run/deputy/serve/web"
+)
+
+// defaultServeAddr is loopback: the API runs agents with the user's
+// tools, so it is reachable from other machines only when asked for.
+const defaultServeAddr = "127.0.0.1:7420"
+
+func newServeCmd() *cobra.Command {
+	var c runtimeFlags
+	var addr, tokenFile string
+	cmd := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:7420]",
+		Short: "Run instances and serve the HTTP API, live events, the web dashboard and MCP",
+		Long: `Runs instances like "deputy worker" (resuming those a stopped process left) and
+serves, on one port: the JSON API under /api/ (docs/api.md), server-sent events,
+the web dashboard at /, and the MCP server at /mcp.
+
+Every request needs the server's token. The first start writes one to the
+data directory (beside a SQLite database: .deputy/token; for Postgres:
+$DEPUTY_HOME/token or ~/.deputy/token), mode 0600, and prints it once. Programs
+send it as "Authorization: Bearer TOKEN"; the dashboard asks for it once and
+keeps an HttpOnly session cookie. It listens on loopback unless --addr names
+another address. SIGINT or SIGTERM stops it; running instances resume at the
+next start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			stderr := cmd.ErrOrStderr()
+			rt, url, err := c.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			for _, p := range rt.Problems() {
+				fmt.Fprintln(stderr, "deputy serve: warning:", p)
+			}
+			if tokenFile == "" {
+				tokenFile = defaultTokenFile(url)
+			}
+			token, created, err := serve.LoadToken(tokenFile)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			srv, err := serve.New(serve.Options{Runtime: rt, Token: token,
+				MCP: mcpserver.Handler(rt, mcpserver.Options{Version: versionString()}), Web: web.Handler()})
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				srv.Close()
+				return usageErr("listen on %s: %v", addr, err)
+			}
+			announce(stderr, ln.Addr().String(), tokenFile, token, created)
+			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+			done := make(chan error, 1)
+			go func() { done <- hs.Serve(ln) }()
+			select {
+			case err := <-done:
+				srv.Close()
+				return err
+			case <-ctx.Done():
+			}
+			fmt.Fprintln(stderr, "deputy serve: stopping")
+			// Streams end first (Shutdown waits for open ones), then the
+			// requests in flight get ten seconds.
+			srv.Close()
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := hs.Shutdown(sctx); err != nil {
+				hs.Close()
+			}
+			if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "addr", defaultServeAddr, "address to listen on (loopback unless you name another)")
+	f.StringVar(&tokenFile, "token-file", "", "the token's file (default: in the data directory)")
+	c.register(f)
+	return cmd
+}
+
+// announce says where the server is and, the one time it is made, what
+// the token is; a later start only says where the token is kept.
+func announce(w io.Writer, addr, tokenFile, token string, created bool) {
+	fmt.Fprintf(w, "deputy serve: listening on http://%s (dashboard /, API /api/, MCP /mcp)\n", addr)
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			fmt.Fprintf(w, "deputy serve: warning: %s is not a loopback address: other machines can reach this server (the token still guards it; use TLS in front of it)\n", host)
+		}
+	}
+	if created {
+		fmt.Fprintf(w, "deputy serve: a new token was written to %s (mode 0600); it is shown this once:\n\n    %s\n\n", tokenFile, token)
+	} else {
+		fmt.Fprintf(w, "deputy serve: the token is in %s\n", tokenFile)
+	}
+}
+
+// defaultTokenFile is the token's place in the data directory: beside a
+// SQLite database, or in deputy's home for Postgres.
+func defaultTokenFile(url string) string {
+	if !strings.Contains(url, "://") {
+		return filepath.Join(filepath.Dir(strings.TrimPrefix(url, "sqlite:")), "token")
+	}
+	if h := os.Getenv("DEPUTY_HOME"); h != "" {
+		return filepath.Join(h, "token")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".deputy", "token")
+	}
+	return filepath.Join(".deputy", "token")
+}
+
+// runtimeFlags are the flags of the commands that serve a Runtime (serve,
+// mcp): where the database is, the model, the workspace.
+type runtimeFlags struct {
+	db, model, scenario, workspace string
+}
+
+func (c *runtimeFlags) register(f interface {
+	StringVar(p *string, name, value, usage string)
+}) {
+	f.StringVar(&c.db, "db", "", dbFlagHelp)
+	f.StringVar(&c.model, "model", "", modelFlagHelp)
+	f.StringVar(&c.scenario, "scenario", "", "scenario file for --model fake (default: the built-in demo)")
+	f.StringVar(&c.workspace, "workspace", ".", "directory the agents work in, with their definitions, skills and deputy.yaml")
+}
+
+// open opens the runtime the flags describe, and returns the database URL.
+func (c *runtimeFlags) open(ctx context.Context) (*deputylib.Runtime, string, error) {
+	model, err := rootSpec(c.model)
+	if err != nil {
+		return nil, "", err
+	}
+	o := deputylib.Options{Model: model, Workspace: c.workspace, DB: dbURL(c.db),
+		FakeLatency: os.Getenv("DEPUTY_FAKE_LATENCY") != "off"}
+	if c.scenario != "" {
+		if o.Scenario, err = os.ReadFile(c.scenario); err != nil {
+			return nil, "", usageErr("scenario: %v", err)
+		}
+	}
+	if !strings.Contains(o.DB, "://") {
+		if err := os.MkdirAll(filepath.Dir(strings.TrimPrefix(o.DB, "sqlite:")), 0o755); err != nil {
+			return nil, "", usageErr("database directory: %v", err)
+		}
+	}
+	rt, err := deputylib.Open(ctx, o)
+	if err != nil {
+		return nil, "", usageErr("%v", err)
+	}
+	return rt, o.DB, nil
+}

@@ -1,0 +1,468 @@
+// Package mcpserver exposes deputy's managed subagents to MCP clients
+// (coding agents, editors) through the official Go SDK: `deputy mcp`
+// serves it over stdio, `deputy serve` over streamable HTTP at /mcp.
+//
+// A client is to deputy what a parent agent is: spawn_subagent starts a
+// root instance of a subagent type (deputy.Task.Type), which runs exactly
+// as an agent's spawn of that type would (its prompt, tools, model tier,
+// limits, report cap, spawn rights), durably; its relay, the text a parent
+// model reads as the spawn tool's result, is the tool's result. A
+// foreground spawn waits for the instance to settle; a background one
+// returns its id at once, and subagent_wait collects the relay. An instance
+// that asks settles with its question; subagent_answer answers it.
+//
+// Decisions:
+//   - The tools act on the runtime's database as a whole: subagent_list
+//     lists its root instances newest first, whoever started them (an MCP
+//     client, the CLI, a program), since they are all the client's to
+//     inspect and the runtime does not know one client from another; a
+//     child is reached by its id all the same (status, wait, cancel), and
+//     answered or steered by its own parent only.
+//   - A foreground spawn whose call is cancelled (the client gave up, or
+//     went away) cancels its instance, as a parent's cancelled spawn call
+//     cancels its child: nothing runs on unseen. A background instance
+//     outlives the session: it runs while the runtime does, and a later
+//     `deputy mcp`, `serve` or `worker` on the database resumes it.
+//   - Failures are tool results with IsError and a sentence that says what
+//     to do (an unknown id, an illegal transition, an unknown type), never
+//     protocol errors: the client's model reads them and goes on.
+//   - The spawn tool's description lists the catalog as Open found it (as
+//     agent's spawn tool renders it, agent.Describe); list_definitions
+//     reads the live catalog, which the engine refreshes from the database.
+//   - Authentication is not here: Handler is mounted behind the server's
+//     token check.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deputy-run/deputy"
+	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/store"
+)
+
+// Tool names. spawn_subagent and the subagent_* tools are named as a
+// parent agent's are, so a client's model that knows one knows the other.
+const (
+	SpawnTool       = agent.SpawnTool
+	WaitTool        = agent.WaitTool
+	StatusTool      = agent.StatusTool
+	ListTool        = agent.ListTool
+	AnswerTool      = agent.AnswerTool
+	SendTool        = agent.SendTool
+	PauseTool       = agent.PauseTool
+	ResumeTool      = agent.ResumeTool
+	CancelTool      = agent.CancelTool
+	DefinitionsTool = "list_definitions"
+)
+
+// Defaults.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 200
+	// cancelSettle bounds how long subagent_cancel waits for the instance
+	// to record its end before answering.
+	cancelSettle = 10 * time.Second
+)
+
+// Options configure the server.
+type Options struct {
+	// Clock times subagent_wait's timeout; clock.Real when nil.
+	Clock clock.Clock
+	// MaxWait caps subagent_wait's timeout (default and cap:
+	// agent.DefaultWaitTimeout, ten minutes).
+	MaxWait time.Duration
+	// Version is the server's version in the MCP handshake; "dev" when
+	// empty.
+	Version string
+	// Logger receives the SDK's logs (stderr for stdio: stdout is the
+	// protocol); nil discards them.
+	Logger *slog.Logger
+}
+
+// server holds what the tool handlers share.
+type server struct {
+	rt      *deputy.Runtime
+	clock   clock.Clock
+	maxWait time.Duration
+}
+
+// New returns an MCP server whose tools reach rt's instances. Serve it
+// with mcp.Server.Run on a transport (mcp.StdioTransport), or over HTTP
+// with Handler.
+func New(rt *deputy.Runtime, opts Options) *mcp.Server {
+	s := &server{rt: rt, clock: opts.Clock, maxWait: opts.MaxWait}
+	if s.clock == nil {
+		s.clock = clock.Real
+	}
+	if s.maxWait <= 0 || s.maxWait > agent.DefaultWaitTimeout {
+		s.maxWait = agent.DefaultWaitTimeout
+	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "deputy", Title: "deputy: managed subagents", Version: version},
+		&mcp.ServerOptions{
+			Instructions: "deputy runs subagents: separate agents, each with its own context window, tools and " +
+				"model, that work on a task durably and return a short report. spawn_subagent starts one " +
+				"(list_definitions describes the types); subagent_wait, subagent_status and subagent_list follow " +
+				"them; subagent_answer answers one that asks; subagent_send, subagent_pause, subagent_resume and " +
+				"subagent_cancel steer them.",
+			Logger:       opts.Logger,
+			Capabilities: &mcp.ServerCapabilities{}, // tools only (no logging to the client)
+		})
+	s.register(srv)
+	return srv
+}
+
+// Handler serves New's server over MCP's streamable HTTP transport, one
+// session per client. It does no authentication: mount it behind the
+// token check.
+func Handler(rt *deputy.Runtime, opts Options) http.Handler {
+	srv := New(rt, opts)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: 30 * time.Minute})
+}
+
+// Inputs of the tools. Field tags give the JSON schema the SDK infers: a
+// field without omitempty is required, the jsonschema tag is its
+// description.
+type (
+	spawnInput struct {
+		Type       string `json:"type" jsonschema:"The subagent type to start: one of those listed in this tool's description (list_definitions has more on each)."`
+		Task       string `json:"task" jsonschema:"The complete, self-contained task: what to do, what to report, and every fact the subagent needs. It sees nothing else of your conversation."`
+		Background bool   `json:"background,omitempty" jsonschema:"Return at once with the subagent's id instead of waiting for its report; collect the report with subagent_wait. Default false."`
+		Model      string `json:"model,omitempty" jsonschema:"Run on another model than the type's: a tier (haiku, sonnet, opus) or provider:model."`
+	}
+	waitInput struct {
+		ID      string  `json:"id" jsonschema:"The subagent's instance id, as spawn_subagent returned it."`
+		Timeout float64 `json:"timeout_seconds,omitempty" jsonschema:"Give up waiting after this many seconds (default and most: 600); the subagent goes on."`
+	}
+	idInput struct {
+		ID string `json:"id" jsonschema:"The subagent's instance id."`
+	}
+	textInput struct {
+		ID   string `json:"id" jsonschema:"The subagent's instance id."`
+		Text string `json:"text" jsonschema:"The text to give it."`
+	}
+	listInput struct {
+		State string `json:"state,omitempty" jsonschema:"Only instances in these states, comma-separated: created, running, asking, paused, completed, failed, timed_out, cancelled."`
+		Limit int    `json:"limit,omitempty" jsonschema:"At most this many, newest first (default 20, most 200)."`
+	}
+	noInput struct{}
+)
+
+func boolPtr(b bool) *bool { return &b }
+
+func (s *server) register(srv *mcp.Server) {
+	closed := boolPtr(false) // deputy's own instances, no outside world
+	mcp.AddTool(srv, &mcp.Tool{Name: SpawnTool, Description: s.describeSpawn(),
+		Annotations: &mcp.ToolAnnotations{Title: "Start a subagent", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(true)}},
+		s.spawn)
+	mcp.AddTool(srv, &mcp.Tool{Name: WaitTool, Description: "Wait for a subagent until it ends or asks a question, " +
+		"or the timeout passes, and return its report (or its question, or how it stands if it is still running).",
+		Annotations: &mcp.ToolAnnotations{Title: "Wait for a subagent", ReadOnlyHint: true, OpenWorldHint: closed}}, s.wait)
+	mcp.AddTool(srv, &mcp.Tool{Name: StatusTool, Description: "How a subagent is doing: its state, turns, tool calls " +
+		"and tokens; its question if it asks one; its report if it has ended.",
+		Annotations: &mcp.ToolAnnotations{Title: "Subagent status", ReadOnlyHint: true, OpenWorldHint: closed}}, s.status)
+	mcp.AddTool(srv, &mcp.Tool{Name: ListTool, Description: "List the subagents started on this deputy database (root " +
+		"instances, whoever started them), newest first, with their states.",
+		Annotations: &mcp.ToolAnnotations{Title: "List subagents", ReadOnlyHint: true, OpenWorldHint: closed}}, s.list)
+	mcp.AddTool(srv, &mcp.Tool{Name: AnswerTool, Description: "Answer the question a subagent asked; it goes on with " +
+		"the answer. Then subagent_wait for its report.",
+		Annotations: &mcp.ToolAnnotations{Title: "Answer a subagent", OpenWorldHint: closed}}, s.answer)
+	mcp.AddTool(srv, &mcp.Tool{Name: SendTool, Description: "Send a running subagent a message: it reads it at its " +
+		"next turn. Use it to steer or correct one.",
+		Annotations: &mcp.ToolAnnotations{Title: "Message a subagent", OpenWorldHint: closed}}, s.send)
+	mcp.AddTool(srv, &mcp.Tool{Name: PauseTool, Description: "Pause a subagent: a running one stops at its next turn " +
+		"until subagent_resume.",
+		Annotations: &mcp.ToolAnnotations{Title: "Pause a subagent", OpenWorldHint: closed}}, s.pause)
+	mcp.AddTool(srv, &mcp.Tool{Name: ResumeTool, Description: "Resume a paused subagent; subagent_wait then collects " +
+		"its report.",
+		Annotations: &mcp.ToolAnnotations{Title: "Resume a subagent", OpenWorldHint: closed}}, s.resume)
+	mcp.AddTool(srv, &mcp.Tool{Name: CancelTool, Description: "Cancel a subagent and the subagents it started; what " +
+		"they did so far is kept, and its partial report is returned.",
+		Annotations: &mcp.ToolAnnotations{Title: "Cancel a subagent", DestructiveHint: boolPtr(true), OpenWorldHint: closed}}, s.cancel)
+	mcp.AddTool(srv, &mcp.Tool{Name: DefinitionsTool, Description: "List the subagent types spawn_subagent can " +
+		"start: each one's description, model, tools, limits and mode.",
+		Annotations: &mcp.ToolAnnotations{Title: "Subagent types", ReadOnlyHint: true, OpenWorldHint: closed}}, s.definitions)
+}
+
+// describeSpawn is spawn_subagent's description: what it does, then the
+// catalog as agent's spawn tool lists it.
+func (s *server) describeSpawn() string {
+	return "Delegate a task to a deputy subagent: a separate agent with its own context window, tools and model " +
+		"that works on the task and returns only a short report, plus the files it changed and what it cost. " +
+		"By default the call waits for the report; with background: true it returns the subagent's id at once " +
+		"(subagent_wait collects the report). A subagent that asks a question returns it with its id: answer " +
+		"with subagent_answer, then subagent_wait.\n\nSubagent types:\n" + agent.Describe(s.rt.Definitions())
+}
+
+// text is a tool result of one text block.
+func text(s string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}, IsError: isError}
+}
+
+func (s *server) spawn(ctx context.Context, _ *mcp.CallToolRequest, in spawnInput) (*mcp.CallToolResult, any, error) {
+	if strings.TrimSpace(in.Task) == "" {
+		return nil, nil, errors.New("spawn refused: the task is empty")
+	}
+	if in.Type == "" {
+		var names []string
+		for _, d := range s.rt.Definitions() {
+			names = append(names, d.Name)
+		}
+		return nil, nil, fmt.Errorf("spawn refused: name the subagent type to start; the types are: %s", strings.Join(names, ", "))
+	}
+	if m := in.Model; m != "" && m != "fake" {
+		if _, _, ok := agent.ParseModel(m); !ok {
+			return nil, nil, fmt.Errorf("spawn refused: model %q is neither a tier (haiku, sonnet, opus, inherit) nor provider:model", m)
+		}
+	}
+	id, err := s.rt.Start(ctx, deputy.Task{Text: in.Task, Type: in.Type, Model: in.Model})
+	if err != nil {
+		return nil, nil, fmt.Errorf("spawn refused: %w", err)
+	}
+	if in.Background {
+		return text(fmt.Sprintf("subagent %s (%s): started in the background. It works while you go on; subagent_wait "+
+			"collects its report, subagent_status tells how it is doing.", id, in.Type), false), nil, nil
+	}
+	if _, err := s.rt.Wait(ctx, id); err != nil {
+		if ctx.Err() != nil {
+			// As a parent's cancelled spawn call cancels its child.
+			cerr := s.rt.Cancel(context.WithoutCancel(ctx), id)
+			return nil, nil, fmt.Errorf("spawn of %s interrupted (%v); the subagent was cancelled%s", id, context.Cause(ctx), failedTo(cerr))
+		}
+		return nil, nil, fmt.Errorf("waiting for %s: %w", id, err)
+	}
+	return s.relay(ctx, id)
+}
+
+func failedTo(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " (or tried to be: " + err.Error() + ")"
+}
+
+// relay is instance id's relay as the tool's result: an error result when
+// it failed.
+func (s *server) relay(ctx context.Context, id string) (*mcp.CallToolResult, any, error) {
+	out, failed, err := s.rt.Relay(ctx, id)
+	if err != nil {
+		return nil, nil, known(id, err)
+	}
+	return text(out, failed), nil, nil
+}
+
+// known turns a missing instance into an error that says what to do.
+func known(id string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no subagent %q on this deputy database (subagent_list lists them)", id)
+	}
+	return err
+}
+
+// errWaited is the cause of a wait whose timeout passed.
+var errWaited = errors.New("the wait's timeout passed")
+
+func (s *server) wait(ctx context.Context, _ *mcp.CallToolRequest, in waitInput) (*mcp.CallToolResult, any, error) {
+	if in.Timeout < 0 {
+		return nil, nil, errors.New("timeout_seconds must not be negative")
+	}
+	timeout := s.maxWait
+	if in.Timeout > 0 {
+		timeout = min(time.Duration(in.Timeout*float64(time.Second)), s.maxWait)
+	}
+	if _, err := s.rt.Get(ctx, in.ID); err != nil {
+		return nil, nil, known(in.ID, err)
+	}
+	wctx, cancel := clock.WithTimeout(ctx, s.clock, timeout, errWaited)
+	defer cancel()
+	if _, err := s.rt.Wait(wctx, in.ID); err != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(wctx), errWaited) {
+			now, err := s.rt.Get(ctx, in.ID)
+			if err != nil {
+				return nil, nil, known(in.ID, err)
+			}
+			return text(fmt.Sprintf("still running after %s; it goes on (wait again, or subagent_cancel it).\n%s",
+				timeout, statusLine(now)), false), nil, nil
+		}
+		return nil, nil, known(in.ID, err)
+	}
+	return s.relay(ctx, in.ID)
+}
+
+func (s *server) status(ctx context.Context, _ *mcp.CallToolRequest, in idInput) (*mcp.CallToolResult, any, error) {
+	now, err := s.rt.Get(ctx, in.ID)
+	if err != nil {
+		return nil, nil, known(in.ID, err)
+	}
+	if now.State.Terminal() || now.State == store.Asking {
+		return s.relay(ctx, in.ID) // the report, or the question, with the same facts
+	}
+	return text(statusLine(now), false), nil, nil
+}
+
+// statusLine is how an instance stands, on a line or two.
+func statusLine(in *deputy.Instance) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "subagent %s (%s): %s, %d turns, %d tool calls, %d tokens in, %d out", in.ID, in.Type, in.State,
+		in.Turns, in.ToolCalls, in.Usage.Prompt(), in.Usage.OutputTokens)
+	if in.Cost != nil {
+		fmt.Fprintf(&b, ", $%.4f", *in.Cost)
+	}
+	if in.Parent != "" {
+		fmt.Fprintf(&b, "\nit is a subagent of %s", in.Parent)
+	}
+	if in.State == store.Paused {
+		b.WriteString("\nit was paused: subagent_resume resumes it")
+	}
+	return b.String()
+}
+
+func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in listInput) (*mcp.CallToolResult, any, error) {
+	limit := in.Limit
+	switch {
+	case limit < 0:
+		return nil, nil, errors.New("limit must not be negative")
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit > MaxListLimit:
+		limit = MaxListLimit
+	}
+	f := deputy.Filter{OnlyRoots: true}
+	for _, st := range strings.Split(in.State, ",") {
+		st = strings.TrimSpace(st)
+		if st == "" {
+			continue
+		}
+		if !slices.Contains(states, store.State(st)) {
+			return nil, nil, fmt.Errorf("unknown state %q (the states: %s)", st, joinStates())
+		}
+		f.States = append(f.States, store.State(st))
+	}
+	all, err := s.rt.List(ctx, f) // oldest first
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(all) == 0 {
+		return text("No subagents yet.", false), nil, nil
+	}
+	var b strings.Builder
+	shown := 0
+	for i := len(all) - 1; i >= 0 && shown < limit; i, shown = i-1, shown+1 {
+		in := all[i]
+		fmt.Fprintf(&b, "%s (%s): %s, %d turns, %d tokens, started %s: %s\n", in.ID, in.Type, in.State, in.Turns,
+			in.Usage.Total(), in.CreatedAt.UTC().Format(time.RFC3339), agent.OneLine(in.Task, 80))
+	}
+	if more := len(all) - shown; more > 0 {
+		fmt.Fprintf(&b, "and %d older (a larger limit shows them)\n", more)
+	}
+	return text(strings.TrimRight(b.String(), "\n"), false), nil, nil
+}
+
+// states are an instance's states, as subagent_list accepts them.
+var states = []store.State{store.Created, store.Running, store.Asking, store.Paused, store.Completed, store.Failed,
+	store.TimedOut, store.Cancelled}
+
+func joinStates() string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+func (s *server) answer(ctx context.Context, _ *mcp.CallToolRequest, in textInput) (*mcp.CallToolResult, any, error) {
+	if err := s.rt.Answer(ctx, in.ID, in.Text); err != nil {
+		return nil, nil, known(in.ID, err)
+	}
+	return text("answered "+in.ID+"; it goes on (subagent_wait collects its report)", false), nil, nil
+}
+
+func (s *server) send(ctx context.Context, _ *mcp.CallToolRequest, in textInput) (*mcp.CallToolResult, any, error) {
+	if err := s.rt.Send(ctx, in.ID, in.Text); err != nil {
+		return nil, nil, known(in.ID, err)
+	}
+	return text("sent to "+in.ID+"; it reads the message at its next turn", false), nil, nil
+}
+
+func (s *server) pause(ctx context.Context, _ *mcp.CallToolRequest, in idInput) (*mcp.CallToolResult, any, error) {
+	if err := s.rt.Pause(ctx, in.ID); err != nil {
+		return nil, nil, known(in.ID, err)
+	}
+	return text("paused "+in.ID+" (a running one stops at its next turn; subagent_resume goes on)", false), nil, nil
+}
+
+func (s *server) resume(ctx context.Context, _ *mcp.CallToolRequest, in idInput) (*mcp.CallToolResult, any, error) {
+	if err := s.rt.Resume(ctx, in.ID); err != nil {
+		return nil, nil, known(in.ID, err)
+	}
+	return text("resumed "+in.ID+" (subagent_wait collects its report)", false), nil, nil
+}
+
+// cancel cancels the instance and returns its relay once its end is
+// recorded (at once for one this runtime runs), or says it stops at its
+// next turn boundary.
+func (s *server) cancel(ctx context.Context, _ *mcp.CallToolRequest, in idInput) (*mcp.CallToolResult, any, error) {
+	if err := s.rt.Cancel(ctx, in.ID); err != nil {
+		return nil, nil, known(in.ID, err)
+	}
+	wctx, stop := clock.WithTimeout(ctx, s.clock, cancelSettle, errWaited)
+	defer stop()
+	if _, err := s.rt.Wait(wctx, in.ID); err != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(wctx), errWaited) {
+			return text("cancelled "+in.ID+"; it stops at its next turn boundary (subagent_wait returns its partial report)", false), nil, nil
+		}
+		return nil, nil, known(in.ID, err)
+	}
+	out, _, err := s.rt.Relay(ctx, in.ID)
+	if err != nil {
+		return nil, nil, known(in.ID, err)
+	}
+	// Cancelled as asked: not an error of the call.
+	return text(out, false), nil, nil
+}
+
+func (s *server) definitions(_ context.Context, _ *mcp.CallToolRequest, _ noInput) (*mcp.CallToolResult, any, error) {
+	defs := s.rt.Definitions()
+	var b strings.Builder
+	for _, d := range defs {
+		b.WriteString(agent.Describe([]*agent.Definition{d}) + "\n")
+		model := d.Model
+		if model == "" {
+			model = agent.TierInherit
+		}
+		tools := "all but spawning"
+		if d.Tools != nil {
+			tools = strings.Join(d.Tools, ", ")
+			if tools == "" {
+				tools = "none"
+			}
+		}
+		fmt.Fprintf(&b, "  model: %s; tools: %s; max turns: %d; report: at most %d characters", model, tools, d.MaxTurns, d.ReportCap)
+		if len(d.DisallowedTools) > 0 {
+			b.WriteString("; denied: " + strings.Join(d.DisallowedTools, ", "))
+		}
+		if len(d.Skills) > 0 {
+			b.WriteString("; skills: " + strings.Join(d.Skills, ", "))
+		}
+		if err := agent.CheckRoot(d); err != nil {
+			b.WriteString("\n  not startable here: it runs fenced, so only as a subagent of an agent that spawns it")
+		}
+		b.WriteByte('\n')
+	}
+	return text(strings.TrimRight(b.String(), "\n"), false), nil, nil
+}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package mcptool
+
+import "os/exec"
+
+func ownGroup(*exec.Cmd) {}
+
+func killGroup(*exec.Cmd) {}
