@@ -106,9 +106,10 @@ type Options struct {
 type Task struct {
 	Text   string
 	System string // default: Options.System
-	// Model is what the root runs on. Default: its type's model (a tier
-	// through deputy.yaml, or provider:model) when it has a Type that
-	// names one, else Options.Model.
+	// Model is what the root runs on: provider:model, fake, or a tier
+	// (haiku, sonnet, opus: through deputy.yaml; Options.Model when it
+	// maps none). Default: its type's model when it has a Type that names
+	// one, else Options.Model.
 	Model string
 	// Type, when set, names the subagent type (Definitions) the root runs
 	// as, exactly as an agent's spawn of it would: the type's system
@@ -267,6 +268,12 @@ func (rt *Runtime) Start(ctx context.Context, t Task) (string, error) {
 
 func (rt *Runtime) spec(t Task) durable.Spec {
 	model := t.Model
+	if tier, _, ok := agent.ParseModel(model); ok && tier != "" && model != "" {
+		// A tier, as a spawn may name one: its model through deputy.yaml,
+		// the runtime's when it has none.
+		model, _ = rt.cfg.ResolveModel(model)
+		model = cmp.Or(model, rt.opts.Model)
+	}
 	var def *Definition
 	if t.Type != "" {
 		// Looked up once, here: the engine records this snapshot (an

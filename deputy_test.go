@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -313,5 +314,53 @@ func TestOpenReportsSkippedFiles(t *testing.T) {
 	p := rt.Problems()
 	if len(p) != 1 || !strings.Contains(p[0].Error(), "bad.md") || !strings.Contains(p[0].Error(), "description") {
 		t.Fatalf("problems %v", p)
+	}
+}
+
+// waitForever is a tool that returns only when its call is cancelled: a
+// run that a cancel did not reach would hold it for good.
+type waitForever struct{}
+
+func (waitForever) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "wait_forever", Description: "Waits.", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+func (waitForever) ReadOnly() bool { return true }
+func (waitForever) Run(ctx context.Context, _ json.RawMessage) (string, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+// A cancel that comes as a root's run starts (the instance read as created
+// while its workflow moves it to running) still stops the run: the record
+// never says cancelled while a run goes on.
+func TestCancelAsARunStarts(t *testing.T) {
+	t.Parallel()
+	rt := open(t, `
+rules:
+  - match: {turn: 1}
+    tool_calls: [{name: wait_forever, input: {}}]
+  - match: {turn: 2}
+    text: "done"
+`, deputy.Options{Tools: []deputy.Tool{waitForever{}}})
+	ctx := context.Background()
+	for i := range 30 {
+		id, err := rt.Start(ctx, deputy.Task{Text: "wait"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Cancel(ctx, id); err != nil {
+			t.Fatalf("try %d: cancel: %v", i, err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		in, err := rt.Wait(wctx, id)
+		cancel()
+		if err != nil {
+			now, _ := rt.Get(ctx, id)
+			msgs, _ := rt.Transcript(ctx, id)
+			t.Fatalf("try %d: the run went on after its cancel: %v (now %s, %d messages)", i, err, now.State, len(msgs))
+		}
+		if in.State != deputy.Cancelled {
+			t.Fatalf("try %d: %s after a cancel", i, in.State)
+		}
 	}
 }

@@ -533,3 +533,32 @@ rules:
 		t.Errorf("fork child offered %v; parent %v", child, parent)
 	}
 }
+
+// A root run as a type gets its type's MCP servers for the run, as a
+// spawned child of the type does, and they stop when the run ends.
+func TestMCPServersOfATypedRoot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	def := mcpDefinition(t, "calc", "tools: mcp__calc__add, mcp__calc__pid\n",
+		stdioServer("calc", mcptest.ModeServe, dir, ""))
+	w := newMCPWorld(t, `
+rules:
+  - match: {system: "You compute", turn: 1}
+    tool_calls:
+      - {name: mcp__calc__add, input: {a: 2, b: 3}}
+      - {name: mcp__calc__pid, input: {}}
+  - match: {system: "You compute", turn: 2}
+    text: 'add={{.Result "mcp__calc__add"}} pid={{.Result "mcp__calc__pid"}}'
+`, def)
+	w.task.Type = "calc"
+	o, err := w.runner.Run(context.Background(), w.task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(o.Report, "add=5 ") {
+		t.Fatalf("report %q", o.Report)
+	}
+	if pid := pidIn(t, o.Report); !gone(pid) {
+		t.Errorf("the server (pid %d) still runs after the root's run ended", pid)
+	}
+}

@@ -262,6 +262,12 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A root run as a type gets its type's MCP servers, as a spawned
+	// child of the type would, for this run.
+	if err := tr.startMCP(ctx, root); err != nil {
+		return nil, err
+	}
+	defer tr.stopMCP(root)
 	msgs := t.Messages
 	if len(msgs) == 0 {
 		msgs = []llm.Message{llm.UserText(t.Task)}

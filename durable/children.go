@@ -178,8 +178,7 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 	// while it waits ends it before its first step.
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	e.running.Store(id, cancel)
-	defer e.running.Delete(id)
+	defer e.register(ctx, id, cancel)()
 	if x != nil {
 		stop := context.AfterFunc(x.parent, func() { cancel(context.Cause(x.parent)) })
 		defer stop()

@@ -158,8 +158,23 @@ func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
 			return err
 		}
 		in = now
+	} else if err := c.postCancel(ctx, in.ID); err != nil {
+		// Posted first: a run that starts it between the read above and
+		// the end below finds the cancel at its first turn boundary.
+		return err
 	}
-	return cancelNow(ctx, c.Store, in, "cancelled by request while "+string(in.State))
+	err := cancelNow(ctx, c.Store, in, "cancelled by request while "+string(in.State))
+	var te *store.TransitionError
+	if errors.As(err, &te) && te.From == store.Running {
+		// A run started it meanwhile (created, answered or resumed): it
+		// stops at its next turn boundary on the mail posted above, and
+		// at once when this engine runs it.
+		if c.Engine != nil {
+			c.Engine.cancelRun(in.ID)
+		}
+		return nil
+	}
+	return err
 }
 
 // postCancel puts a cancel in id's mailbox, once (a repeat finds it).
@@ -172,7 +187,7 @@ func (c Control) postCancel(ctx context.Context, id string) error {
 // what it recorded, and tells its parent through its mailbox (nothing
 // runs it to relay its end).
 func cancelNow(ctx context.Context, st *store.Store, in *store.Instance, why string) error {
-	err := st.Finish(ctx, in.ID, store.Result{State: store.Cancelled, StopReason: string(loop.StopCancelled),
+	err := st.Finish(ctx, in.ID, store.Result{State: store.Cancelled, From: in.State, StopReason: string(loop.StopCancelled),
 		Incomplete: true, Report: in.Report, Error: why, Usage: in.Usage, Cost: in.Cost, Turns: in.Turns,
 		ToolCalls: in.ToolCalls})
 	if err != nil && !errors.Is(err, store.ErrTerminal) {

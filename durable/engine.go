@@ -352,6 +352,25 @@ func enqueue(ctx context.Context, st *store.Store, url, id, wf, name string) err
 	return nil
 }
 
+// register makes the run of instance id cancellable by cancelRun until the
+// returned function is called. A cancel posts its mail before it calls
+// cancelRun, so one that came before this registration is found in the
+// mailbox here: either cancelRun sees the run, or the run sees the mail
+// (a run's first turn reads no inbox, and a blocking tool call could hold
+// it past every later one).
+func (e *Engine) register(ctx context.Context, id string, cancel context.CancelCauseFunc) (unregister func()) {
+	e.running.Store(id, cancel)
+	if mail, err := e.st.Pending(context.WithoutCancel(ctx), id); err == nil {
+		for _, m := range mail {
+			if m.Kind == MailCancel {
+				cancel(errCancelled)
+				break
+			}
+		}
+	}
+	return func() { e.running.Delete(id) }
+}
+
 // cancelRun cancels the run of instance id if this engine carries it.
 func (e *Engine) cancelRun(id string) {
 	if c, ok := e.running.Load(id); ok {

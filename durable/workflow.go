@@ -100,8 +100,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	defer release()
 	runCtx, cancel := context.WithCancelCause(slotCtx)
 	defer cancel(nil)
-	e.running.Store(id, cancel)
-	defer e.running.Delete(id)
+	defer e.register(ctx, id, cancel)()
 	out, runErr := runner.Run(runCtx, task)
 	if out == nil {
 		return e.fail(ctx, id, runErr)
@@ -403,7 +402,9 @@ type recorder struct {
 	// the live cost of each model call.
 	models map[string]string
 	prices cost.Table
-	calls  map[string]int // tool calls since the instance's last progress
+	usage  map[string]llm.Usage // model calls not yet counted (their message follows)
+	live   map[string]*store.Progress // running totals: earlier runs' and this run's
+	tools  map[string]string    // tool names by call id, for the results' events
 	// base is what the instance this run resumes had spent in its earlier
 	// runs, as its load step read it: its record now also holds this
 	// run's live progress (AddProgress), so its end adds to this, not to
@@ -417,7 +418,8 @@ type recorder struct {
 
 func newRecorder(e *Engine, root string, in *store.Instance, messages int) *recorder {
 	return &recorder{e: e, root: root, seq: map[string]int{in.ID: messages}, models: map[string]string{in.ID: in.Model},
-		calls: map[string]int{}, base: *in}
+		usage: map[string]llm.Usage{}, tools: map[string]string{}, base: *in,
+		live: map[string]*store.Progress{in.ID: {Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage, Cost: in.Cost}}}
 }
 
 func (r *recorder) event(ev agent.Event) {
@@ -452,31 +454,18 @@ func (r *recorder) event(ev agent.Event) {
 			seq := r.seq[ev.Instance]
 			r.seq[ev.Instance] = seq + 1
 			r.mu.Unlock()
-			err = r.e.st.AppendMessages(ctx, ev.Instance, ev.Loop.Turn, seq, []llm.Message{ev.Loop.Message})
+			w := r.with(ev.Instance, ev.Loop.Turn, ev.Loop.Message)
+			err = r.e.st.AppendWith(ctx, ev.Instance, ev.Loop.Turn, seq, []llm.Message{ev.Loop.Message}, w)
 		case loop.EventModelAttempt:
 			_, err = r.e.st.RecordAttempt(ctx, ev.Instance, ev.Loop.Turn, ev.Loop.Attempt)
 		case loop.EventModelResponse:
-			// The live totals (a replay after a crash counts its calls
-			// again until the run's end writes the true totals).
+			// Counted with the assistant message that follows, in its
+			// transaction.
 			r.mu.Lock()
-			model, calls := r.models[ev.Instance], r.calls[ev.Instance]
-			delete(r.calls, ev.Instance)
+			u := r.usage[ev.Instance]
+			u.Add(ev.Loop.Usage)
+			r.usage[ev.Instance] = u
 			r.mu.Unlock()
-			var usd *float64
-			if c, ok := r.prices.Cost(model, ev.Loop.Usage); ok {
-				usd = &c
-			}
-			err = r.e.st.AddProgress(ctx, ev.Instance, 1, calls, ev.Loop.Usage, usd)
-			if errors.Is(err, store.ErrTerminal) {
-				err = nil // cancelled meanwhile: its end has the totals
-			}
-		case loop.EventToolCall, loop.EventToolResult:
-			if ev.Loop.Kind == loop.EventToolCall {
-				r.mu.Lock()
-				r.calls[ev.Instance]++
-				r.mu.Unlock()
-			}
-			err = r.toolEvent(ctx, ev)
 		case loop.EventCompaction:
 			// Every message so far is stored (the loop emits them before
 			// it compacts); the summary covers all but the kept tail.
@@ -512,25 +501,56 @@ func (r *recorder) event(ev agent.Event) {
 // announces the call; the transcript holds it whole.
 const toolEventCut = 500
 
-// toolEvent adds a tool call or its result to the instance's event feed
-// (the store writes state, progress and mail events itself). A replay after
-// a crash announces the calls it replays again.
-func (r *recorder) toolEvent(ctx context.Context, ev agent.Event) error {
-	b := ev.Loop.Block
-	data := map[string]any{"turn": ev.Loop.Turn}
-	kind := "tool_call"
-	if ev.Loop.Kind == loop.EventToolCall {
-		data["id"], data["name"], data["input"] = b.ID, b.Name, agent.OneLine(string(b.Input), toolEventCut)
-	} else {
-		kind = "tool_result"
-		data["id"], data["is_error"], data["output"] = b.ToolUseID, b.IsError, agent.OneLine(b.Text, toolEventCut)
+// with is what a message's append carries into its transaction: for an
+// assistant message, the model call's share of the instance's live totals
+// and a tool_call event per call it makes; for a user message, a
+// tool_result event per result. The store writes them only when the
+// message is new, so a replay after a crash counts nothing twice.
+func (r *recorder) with(id string, turn int, m llm.Message) store.With {
+	var w store.With
+	event := func(kind string, data map[string]any) {
+		raw, _ := json.Marshal(data) // strings and numbers only
+		w.Events = append(w.Events, store.NewEvent{Kind: kind, Data: raw})
 	}
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return err
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m.Role == llm.Assistant {
+		// Absolute totals, from the base the run's load step read plus
+		// every call of this run (a replay's too): the store needs no read
+		// to write them.
+		p := r.live[id]
+		if p == nil {
+			p = &store.Progress{}
+			r.live[id] = p
+		}
+		u := r.usage[id]
+		delete(r.usage, id)
+		p.Turns++
+		p.Usage.Add(u)
+		if c, ok := r.prices.Cost(r.models[id], u); ok {
+			p.Cost = addCost(p.Cost, &c)
+		}
+		for _, b := range m.Content {
+			if b.Type == llm.TypeToolUse {
+				p.ToolCalls++
+				r.tools[b.ID] = b.Name
+				event("tool_call", map[string]any{"turn": turn, "id": b.ID, "name": b.Name,
+					"input": agent.OneLine(string(b.Input), toolEventCut)})
+			}
+		}
+		cp := *p
+		w.Progress = &cp
+		return w
 	}
-	_, err = r.e.st.AppendEvent(ctx, ev.Instance, kind, raw)
-	return err
+	for _, b := range m.Content {
+		if b.Type == llm.TypeToolResult {
+			name := r.tools[b.ToolUseID]
+			delete(r.tools, b.ToolUseID)
+			event("tool_result", map[string]any{"turn": turn, "id": b.ToolUseID, "name": name, "is_error": b.IsError,
+				"output": agent.OneLine(b.Text, toolEventCut)})
+		}
+	}
+	return w
 }
 
 // finishChild records a child's end, with the totals of all its runs:

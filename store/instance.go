@@ -273,45 +273,29 @@ func (s *Store) UpdateProgress(ctx context.Context, id string, turns, toolCalls 
 	return nil
 }
 
-// AddProgress adds one model call's share to an active instance's running
-// totals (turns, tool calls, usage, cost; cost nil adds nothing) and
-// writes a "progress" event with the new totals, in one transaction: what
-// a live view shows while a run goes on. The totals a run leaves when it
-// waits or ends (UpdateProgress, Finish) are absolute and replace these.
-func (s *Store) AddProgress(ctx context.Context, id string, turns, toolCalls int, usage llm.Usage, cost *float64) error {
-	err := s.tx(ctx, func(q querier) error {
-		var t, c int
-		var u string
-		var old sql.NullFloat64
-		err := q.row(ctx, `SELECT turns, tool_calls, usage, cost FROM deputy_instances WHERE id = ?`+q.forUpdate(), id).
-			Scan(&t, &c, &u, &old)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		} else if err != nil {
-			return err
-		}
-		var total llm.Usage
-		if err := json.Unmarshal([]byte(u), &total); err != nil {
-			return fmt.Errorf("usage of %s: %w", id, err)
-		}
-		total.Add(usage)
-		t, c = t+turns, c+toolCalls
-		sum := addCost(old, cost)
-		if err := s.updateActive(ctx, q, id, `turns = ?, tool_calls = ?, usage = ?, cost = ?`,
-			t, c, usageJSON(total), nullFloat(sum)); err != nil {
-			return err
-		}
-		ev := map[string]any{"turns": t, "tool_calls": c, "usage": total}
-		if sum != nil {
-			ev["cost"] = *sum
-		}
-		_, err = s.appendEvent(ctx, q, id, EventProgress, ev)
+// Progress is an instance's running totals while a run goes on
+// (AppendWith writes them).
+type Progress struct {
+	Turns, ToolCalls int
+	Usage            llm.Usage
+	Cost             *float64 // nil: unpriced
+}
+
+// setProgress writes an active instance's running totals and a "progress"
+// event with them, inside transaction q, which holds the instance's row:
+// what a live view shows while a run goes on. The totals a run leaves when
+// it waits or ends (UpdateProgress, Finish) replace them.
+func (s *Store) setProgress(ctx context.Context, q querier, id string, p Progress) error {
+	if err := s.updateActive(ctx, q, id, `turns = ?, tool_calls = ?, usage = ?, cost = ?`,
+		p.Turns, p.ToolCalls, usageJSON(p.Usage), nullFloat(p.Cost)); err != nil {
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("add progress to %s: %w", id, err)
 	}
-	return nil
+	ev := map[string]any{"turns": p.Turns, "tool_calls": p.ToolCalls, "usage": p.Usage}
+	if p.Cost != nil {
+		ev["cost"] = *p.Cost
+	}
+	_, err := s.appendEvent(ctx, q, id, EventProgress, ev)
+	return err
 }
 
 func addCost(old sql.NullFloat64, add *float64) *float64 {

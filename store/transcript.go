@@ -31,6 +31,38 @@ func (s *Store) AppendMessages(ctx context.Context, id string, turn, firstSeq in
 // can neither lose it nor deliver it twice. Mail consumed already (a
 // repeat) is left as it is.
 func (s *Store) Deliver(ctx context.Context, id string, turn, firstSeq int, msgs []llm.Message, mailIDs []int64) error {
+	return s.AppendWith(ctx, id, turn, firstSeq, msgs, With{Mail: mailIDs})
+}
+
+// With is what an append brings along into its transaction.
+type With struct {
+	// Mail is consumed (Deliver).
+	Mail []int64
+	// Progress, when set, is the instance's running totals with the model
+	// call that produced the message, written with a "progress" event.
+	Progress *Progress
+	// Events are added to the instance's feed after the messages (the
+	// tool calls a message makes, the results it carries).
+	Events []NewEvent
+}
+
+// NewEvent is an event to write: its kind and data (JSON).
+type NewEvent struct {
+	Kind string
+	Data json.RawMessage
+}
+
+// AppendWith appends msgs like AppendMessages and, in the same
+// transaction, does what w asks. Progress and events are written only
+// when the append stores something new: a repeat after a crash (the same
+// messages again) announces nothing twice. Riding on the
+// append's transaction, they cost a turn no transaction of their own.
+func (s *Store) AppendWith(ctx context.Context, id string, turn, firstSeq int, msgs []llm.Message, w With) error {
+	for _, e := range w.Events {
+		if e.Kind == "" || len(e.Data) > 0 && !json.Valid(e.Data) {
+			return fmt.Errorf("append messages to %s: event %q without a kind or with invalid JSON", id, e.Kind)
+		}
+	}
 	if firstSeq < 0 {
 		return fmt.Errorf("append messages to %s: negative seq %d", id, firstSeq)
 	}
@@ -86,10 +118,23 @@ func (s *Store) Deliver(ctx context.Context, id string, turn, firstSeq int, msgs
 				return fmt.Errorf("insert message %d: %w", seq, err)
 			}
 		}
-		for _, m := range mailIDs {
+		for _, m := range w.Mail {
 			if _, err := q.exec(ctx, `UPDATE deputy_mailbox SET consumed_at = ? WHERE id = ? AND instance_id = ? AND consumed_at IS NULL`,
 				at, m, id); err != nil {
 				return fmt.Errorf("consume mail %d: %w", m, err)
+			}
+		}
+		if next >= firstSeq+len(msgs) {
+			return nil // all stored already: a repeat
+		}
+		if w.Progress != nil {
+			if err := s.setProgress(ctx, q, id, *w.Progress); err != nil {
+				return err
+			}
+		}
+		for _, e := range w.Events {
+			if _, err := s.appendEvent(ctx, q, id, e.Kind, e.Data); err != nil {
+				return err
 			}
 		}
 		return nil

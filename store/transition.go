@@ -54,7 +54,12 @@ func (s *Store) Transition(ctx context.Context, id string, to State, cause strin
 
 // Result is how an instance ended, for Finish.
 type Result struct {
-	State      State // terminal
+	State State // terminal
+	// From, when set, makes Finish a compare-and-set: it ends the
+	// instance only if it is in this state now, and is a *TransitionError
+	// naming the state it found otherwise (a run may have started it
+	// since the caller looked).
+	From       State
 	Cause      string
 	StopReason string
 	Incomplete bool
@@ -97,7 +102,7 @@ func (s *Store) Finish(ctx context.Context, id string, r Result) error {
 				return nil
 			}
 		}
-		if !CanTransition(from, r.State) {
+		if !CanTransition(from, r.State) || r.From != "" && from != r.From {
 			return &TransitionError{ID: id, From: from, To: r.State}
 		}
 		now := s.now()

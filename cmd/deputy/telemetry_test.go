@@ -68,7 +68,7 @@ func TestRunExportsTraces(t *testing.T) {
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
 	want := telemetry.TraceID(res.ID)
-	for _, name := range []string{"invoke_agent root", "chat fake"} {
+	for _, name := range []string{"invoke_agent root", "chat fake", "execute_tool spawn_subagent", "invoke_agent explorer"} {
 		ids := sink.spans[name]
 		if len(ids) == 0 {
 			t.Fatalf("no %q span; got %v", name, keys(sink.spans))
