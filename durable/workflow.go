@@ -402,9 +402,9 @@ type recorder struct {
 	// the live cost of each model call.
 	models map[string]string
 	prices cost.Table
-	usage  map[string]llm.Usage // model calls not yet counted (their message follows)
+	usage  map[string]llm.Usage       // model calls not yet counted (their message follows)
 	live   map[string]*store.Progress // running totals: earlier runs' and this run's
-	tools  map[string]string    // tool names by call id, for the results' events
+	tools  map[string]string          // tool names by call id, for the results' events
 	// base is what the instance this run resumes had spent in its earlier
 	// runs, as its load step read it: its record now also holds this
 	// run's live progress (AddProgress), so its end adds to this, not to
