@@ -243,10 +243,11 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		rt.problems = append(rt.problems, fmt.Errorf("cleaning up after a dead process: %w", err))
 	}
 	// Roots recorded but never started (a process died in between, or
-	// `deputy run --detach` queued them) start now.
+	// `deputy run --detach` queued them) start now. Failing that leaves
+	// them recorded, for the next Open or a worker: the runtime is still
+	// good for everything else, so it is a problem, not a failed Open.
 	if _, err := rt.eng.Adopt(ctx); err != nil {
-		rt.Close()
-		return nil, fmt.Errorf("deputy: %w", err)
+		rt.problems = append(rt.problems, fmt.Errorf("starting roots recorded but never started: %w", err))
 	}
 	return rt, nil
 }
@@ -383,6 +384,11 @@ func (rt *Runtime) root(ctx context.Context, id, what string) error {
 // ErrNotRoot refuses to a program what only a child's parent may do:
 // answer it, send it messages.
 var ErrNotRoot = errors.New("not a root instance")
+
+// ErrRefused is in the error of a Start refused for what it asked (an
+// unknown type, one that cannot run as a root, a model that cannot be
+// opened), with nothing recorded.
+var ErrRefused = durable.ErrRefused
 
 // Subscribe calls fn with every event of every instance this runtime
 // runs, from the goroutines that run them (fn must be quick and safe for

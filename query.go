@@ -25,28 +25,26 @@ func (rt *Runtime) Definitions() []*Definition { return rt.eng.Catalog().List() 
 // Definition returns the subagent type called name.
 func (rt *Runtime) Definition(name string) (*Definition, bool) { return rt.eng.Catalog().Lookup(name) }
 
-// Relay returns what a parent agent would read as the spawn tool's result
-// for instance id: a compact header and its bounded report; failed is true
-// when that result is an error. An instance that has not ended yet relays
-// its state (and its question when it asks).
-func (rt *Runtime) Relay(ctx context.Context, id string) (text string, failed bool, err error) {
+// Relay is what an instance relays: its state, report, artifacts and
+// spending; its ToolResult is what a parent agent reads as the spawn
+// tool's result.
+type Relay = agent.Relay
+
+// Relay returns instance id's relay. An instance that has not ended yet
+// relays its state (and its question when it asks).
+func (rt *Runtime) Relay(ctx context.Context, id string) (Relay, error) {
 	in, err := rt.st.GetInstance(ctx, id)
 	if err != nil {
-		return "", false, err
+		return Relay{}, err
 	}
-	r, err := rt.relayOf(ctx, in)
-	if err != nil {
-		return "", false, err
-	}
-	text, failed = r.ToolResult()
-	return text, failed, nil
+	return rt.relayOf(ctx, in)
 }
 
-func (rt *Runtime) relayOf(ctx context.Context, in *Instance) (agent.Relay, error) {
+func (rt *Runtime) relayOf(ctx context.Context, in *Instance) (Relay, error) {
 	var arts []string
 	if len(in.Artifacts) > 0 {
 		if err := json.Unmarshal(in.Artifacts, &arts); err != nil {
-			return agent.Relay{}, fmt.Errorf("relay of %s: artifacts: %w", in.ID, err)
+			return Relay{}, fmt.Errorf("relay of %s: artifacts: %w", in.ID, err)
 		}
 	}
 	r := agent.Relay{ID: in.ID, Type: in.Type, State: string(in.State), Report: in.Report, Incomplete: in.Incomplete,
@@ -58,7 +56,7 @@ func (rt *Runtime) relayOf(ctx context.Context, in *Instance) (agent.Relay, erro
 	if in.State == store.Asking {
 		q, err := rt.Question(ctx, in.ID)
 		if err != nil {
-			return agent.Relay{}, err
+			return Relay{}, err
 		}
 		r.Question = q
 	}

@@ -36,6 +36,22 @@ type Config struct {
 	// deputy.yaml, and an endpoint with credentials in it stays out of the
 	// database.
 	Telemetry TelemetryConfig `json:"-"`
+	MCP       MCPConfig       `json:"mcp,omitzero"`
+}
+
+// MCPConfig is deputy.yaml's mcp section: what definitions' MCP servers
+// may take from deputy's environment.
+//
+//	mcp:
+//	  env: [GITHUB_TOKEN, SENTRY_URL]
+type MCPConfig struct {
+	// Env names the variables of deputy's environment that a definition's
+	// mcpServers may reference as ${VAR}, beyond the harmless ones every
+	// stdio server gets (PATH, HOME, ...). Any other reference refuses to
+	// start the server: definitions come from files and the API, and a
+	// reference is read in deputy's process, where the provider keys are,
+	// so reading one is the operator's decision, not a definition's.
+	Env []string `json:"env,omitempty"`
 }
 
 // TelemetryConfig is deputy.yaml's telemetry section: OpenTelemetry traces
@@ -209,8 +225,10 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 			parseIsolation(kv.Value, &c.Isolation, bad)
 		case "telemetry":
 			parseTelemetry(kv.Value, &c.Telemetry, bad)
+		case "mcp":
+			parseMCP(kv.Value, &c.MCP, bad)
 		default:
-			bad(kv, "unknown key %q (tiers, prices, isolation, telemetry)", key)
+			bad(kv, "unknown key %q (tiers, prices, isolation, telemetry, mcp)", key)
 		}
 	}
 	if len(errs) > 0 {
@@ -294,6 +312,34 @@ func parseTelemetry(n ast.Node, c *TelemetryConfig, bad func(ast.Node, string, .
 	}
 	if c.Endpoint != "" && !enabledSet {
 		c.Enabled = true
+	}
+}
+
+// parseMCP reads deputy.yaml's mcp section into c.
+func parseMCP(n ast.Node, c *MCPConfig, bad func(ast.Node, string, ...any)) {
+	pairs, ok := mappingPairs(n)
+	if !ok {
+		bad(n, "mcp: want a mapping (env)")
+		return
+	}
+	for _, kv := range pairs {
+		if name := kv.Key.String(); name != "env" {
+			bad(kv, "mcp: unknown field %q (env)", name)
+			continue
+		}
+		seq, ok := kv.Value.(*ast.SequenceNode)
+		if !ok {
+			bad(kv.Value, "mcp.env: want a list of variable names")
+			continue
+		}
+		for _, v := range seq.Values {
+			name, ok := stringNode(v)
+			if !ok || !envName.MatchString(name) {
+				bad(v, "mcp.env: want a variable name, such as GITHUB_TOKEN")
+				continue
+			}
+			c.Env = append(c.Env, name)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -171,5 +172,29 @@ telemetry:
 	if _, err = ParseConfig("deputy.yaml", []byte("telemetry: true\n")); err == nil ||
 		!strings.Contains(err.Error(), "deputy.yaml:1: telemetry: want a mapping") {
 		t.Errorf("scalar section: %v", err)
+	}
+}
+
+func TestParseConfigMCP(t *testing.T) {
+	t.Parallel()
+	c, err := ParseConfig("deputy.yaml", []byte("mcp:\n  env: [GITHUB_TOKEN, SENTRY_URL]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.MCP.Env, []string{"GITHUB_TOKEN", "SENTRY_URL"}) {
+		t.Fatalf("mcp %+v", c.MCP)
+	}
+	_, err = ParseConfig("deputy.yaml", []byte("mcp:\n  env: [GOOD, 'not a name']\n  servers: {}\n"))
+	for _, w := range []string{
+		"deputy.yaml:2: mcp.env: want a variable name",
+		`deputy.yaml:3: mcp: unknown field "servers"`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in %v", w, err)
+		}
+	}
+	if _, err = ParseConfig("deputy.yaml", []byte("mcp:\n  env: GITHUB_TOKEN\n")); err == nil ||
+		!strings.Contains(err.Error(), "deputy.yaml:2: mcp.env: want a list of variable names") {
+		t.Errorf("scalar env: %v", err)
 	}
 }

@@ -34,34 +34,47 @@ var mcpBaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "T
 	"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"}
 
 // resolve makes a server's config final: references expanded from the
-// environment, the process environment built. Its errors name the field,
-// never a value.
-func (s MCPServer) resolve(lookup func(string) (string, bool)) (mcptool.Server, error) {
+// environment (only the variables allowed names, and mcpBaseEnv's), the
+// process environment built. Every value read from an allowed variable is
+// kept as a secret, scrubbed from what the server says back. Its errors
+// name the field, never a value.
+func (s MCPServer) resolve(lookup func(string) (string, bool), allowed []string) (mcptool.Server, error) {
 	out := mcptool.Server{Name: s.Name, Transport: s.Type}
 	var secrets []string
-	field := func(what, v string, keep bool) (string, error) {
-		var sink *[]string
-		if keep {
-			sink = &secrets
+	field := func(what, v string) (string, error) {
+		refused := ""
+		look := func(name string) (string, bool) {
+			if !slices.Contains(allowed, name) && !slices.Contains(mcpBaseEnv, name) {
+				refused = name
+				return "", false
+			}
+			return lookup(name)
 		}
-		x, _, err := expandRefs(v, lookup, sink)
+		x, _, err := expandRefs(v, look, func(name, value string) {
+			if !slices.Contains(mcpBaseEnv, name) {
+				secrets = append(secrets, value)
+			}
+		})
+		if refused != "" {
+			return "", fmt.Errorf("mcp server %q: %s: ${%s} may not be read: deputy.yaml's mcp.env does not list %s", s.Name, what, refused, refused)
+		}
 		if err != nil {
 			return "", fmt.Errorf("mcp server %q: %s: %w", s.Name, what, err)
 		}
 		return x, nil
 	}
 	var err error
-	if out.Command, err = field("command", s.Command, false); err != nil {
+	if out.Command, err = field("command", s.Command); err != nil {
 		return out, err
 	}
 	for _, a := range s.Args {
-		x, err := field("args", a, true)
+		x, err := field("args", a)
 		if err != nil {
 			return out, err
 		}
 		out.Args = append(out.Args, x)
 	}
-	if out.URL, err = field("url", s.URL, true); err != nil {
+	if out.URL, err = field("url", s.URL); err != nil {
 		return out, err
 	}
 	if s.Type == mcptool.Stdio {
@@ -77,7 +90,7 @@ func (s MCPServer) resolve(lookup func(string) (string, bool)) (mcptool.Server, 
 			}
 		}
 		for _, k := range sortedKeys(s.Env) {
-			if env[k], err = field("env "+k, s.Env[k], true); err != nil {
+			if env[k], err = field("env "+k, s.Env[k]); err != nil {
 				return out, err
 			}
 		}
@@ -88,7 +101,7 @@ func (s MCPServer) resolve(lookup func(string) (string, bool)) (mcptool.Server, 
 	if len(s.Headers) > 0 {
 		out.Headers = map[string]string{}
 		for _, k := range sortedKeys(s.Headers) {
-			if out.Headers[k], err = field("headers "+k, s.Headers[k], true); err != nil {
+			if out.Headers[k], err = field("headers "+k, s.Headers[k]); err != nil {
 				return out, err
 			}
 		}
@@ -158,7 +171,11 @@ func (tr *tree) startMCP(ctx context.Context, n *node) error {
 // connectMCP starts one server and lists its tools within its start
 // timeout, on the tree's clock.
 func (tr *tree) connectMCP(ctx context.Context, s MCPServer) (*mcptool.Session, []*mcptool.Tool, error) {
-	srv, err := s.resolve(os.LookupEnv)
+	var allowed []string
+	if c := tr.r.Config; c != nil {
+		allowed = c.MCP.Env
+	}
+	srv, err := s.resolve(os.LookupEnv, allowed)
 	if err != nil {
 		return nil, nil, err
 	}

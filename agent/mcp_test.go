@@ -114,7 +114,8 @@ func newMCPWorld(t *testing.T, scenario string, defs ...*agent.Definition) *mcpW
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &mcpWorld{model: &recorder{Model: fake.NewModel(s, fake.WithoutLatency())}, runner: &agent.Runner{}}
+	w := &mcpWorld{model: &recorder{Model: fake.NewModel(s, fake.WithoutLatency())}, runner: &agent.Runner{
+		Config: &agent.Config{MCP: agent.MCPConfig{Env: []string{"DEPUTY_TEST_MCP_TOKEN", "DEPUTY_TEST_SURELY_UNSET"}}}}}
 	w.task = agent.Task{Task: "go", System: "root", Model: w.model, ModelName: "fake", Volatile: defs}
 	return w
 }
@@ -305,7 +306,8 @@ rules:
 }
 
 // A server that cannot start refuses the spawn, naming the server and the
-// cause; nothing is listed. So does a ${VAR} deputy's environment lacks.
+// cause; nothing is listed. So does a ${VAR} deputy's environment lacks,
+// and one deputy.yaml's mcp.env does not list.
 func TestMCPServerThatCannotStartRefusesTheSpawn(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -317,6 +319,10 @@ func TestMCPServerThatCannotStartRefusesTheSpawn(t *testing.T) {
 			`fatal: token "[redacted]" refused by upstream`},
 		{"unset variable", "  calc:\n    command: x\n    env:\n      T: ${DEPUTY_TEST_SURELY_UNSET}\n",
 			`spawn refused: calc cannot start its MCP servers: mcp server "calc": env T: ${DEPUTY_TEST_SURELY_UNSET} is not set in deputy's environment`},
+		// A reference deputy.yaml does not allow is refused even when the
+		// variable is set: a definition cannot read deputy's provider key.
+		{"variable not allowed", "  calc:\n    url: http://127.0.0.1:9/x\n    headers:\n      X-Key: ${OPENAI_API_KEY}\n",
+			`spawn refused: calc cannot start its MCP servers: mcp server "calc": headers X-Key: ${OPENAI_API_KEY} may not be read: deputy.yaml's mcp.env does not list OPENAI_API_KEY`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

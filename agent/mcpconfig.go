@@ -398,9 +398,15 @@ func (d *Definition) checkMCP() []Problem {
 				bad(s.Name, "%s: %v", f.what, err)
 			}
 		}
-		for _, a := range s.Args {
+		if what := literalURLSecret(s.URL); what != "" {
+			bad(s.Name, "url: %s is a literal value; a definition is stored with every instance, so write a ${VAR} there", what)
+		}
+		for i, a := range s.Args {
 			if _, err := countRefs(a); err != nil {
 				bad(s.Name, "args: %v", err)
+			}
+			if flag := literalArgSecret(s.Args, i); flag != "" {
+				bad(s.Name, "args: the value of %s is a literal; a definition is stored with every instance, so write a ${VAR} there", flag)
 			}
 		}
 		for _, kv := range []struct {
@@ -436,6 +442,64 @@ func (d *Definition) checkMCP() []Problem {
 	return ps
 }
 
+// secretName reports whether a flag, query parameter or header name says
+// its value is a credential.
+func secretName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"token", "key", "secret", "password", "passwd", "auth", "credential", "sig"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// literal reports whether v is a non-empty value with no ${VAR} in it.
+func literal(v string) bool { return v != "" && !strings.Contains(v, "${") }
+
+// literalURLSecret names the part of u that carries a credential as a
+// literal (a password in its user info, a query parameter named like a
+// token), or returns "".
+func literalURLSecret(u string) string {
+	x, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	if p, ok := x.User.Password(); ok && literal(p) {
+		return "the password in its user info"
+	}
+	q := x.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if secretName(k) && slices.ContainsFunc(q[k], literal) {
+			return "query parameter " + k
+		}
+	}
+	return ""
+}
+
+// literalArgSecret returns the flag whose literal value args[i] is when
+// that flag is named like a credential (--token VALUE, --api-key=VALUE),
+// or "".
+func literalArgSecret(args []string, i int) string {
+	a := args[i]
+	if flag, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(flag, "-") {
+		if secretName(flag) && literal(v) {
+			return flag
+		}
+		return ""
+	}
+	if i > 0 && strings.HasPrefix(args[i-1], "-") && !strings.Contains(args[i-1], "=") && !strings.HasPrefix(a, "-") &&
+		secretName(args[i-1]) && literal(a) {
+		return args[i-1]
+	}
+	return ""
+}
+
 // envRef is the variable a refused literal should come from: the env
 // name itself, or for a header its name in upper case.
 func envRef(k string) string {
@@ -466,9 +530,9 @@ func countRefs(s string) (int, error) {
 }
 
 // expandRefs replaces the references in s. A variable lookup does not find
-// takes its default, or is an error. Values taken from the environment are
-// appended to *secrets when secrets is not nil.
-func expandRefs(s string, lookup func(string) (string, bool), secrets *[]string) (string, int, error) {
+// takes its default, or is an error. Each value taken from the
+// environment is passed to read, when it is not nil.
+func expandRefs(s string, lookup func(string) (string, bool), read func(name, value string)) (string, int, error) {
 	var b strings.Builder
 	n := 0
 	for {
@@ -490,8 +554,8 @@ func expandRefs(s string, lookup func(string) (string, bool), secrets *[]string)
 		v, ok := lookup(name)
 		switch {
 		case ok && v != "":
-			if secrets != nil {
-				*secrets = append(*secrets, v)
+			if read != nil {
+				read(name, v)
 			}
 		case hasDef:
 			v = def

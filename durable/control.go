@@ -163,18 +163,37 @@ func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
 		// the end below finds the cancel at its first turn boundary.
 		return err
 	}
-	err := cancelNow(ctx, c.Store, in, "cancelled by request while "+string(in.State))
-	var te *store.TransitionError
-	if errors.As(err, &te) && te.From == store.Running {
-		// A run started it meanwhile (created, answered or resumed): it
-		// stops at its next turn boundary on the mail posted above, and
-		// at once when this engine runs it.
-		if c.Engine != nil {
-			c.Engine.cancelRun(in.ID)
+	for range 3 {
+		err := cancelNow(ctx, c.Store, in, "cancelled by request while "+string(in.State))
+		var te *store.TransitionError
+		switch {
+		case errors.As(err, &te) && te.From == store.Running:
+			// A run started it meanwhile (created, answered or resumed):
+			// it stops at its next turn boundary on the mail posted
+			// above, and at once when this engine runs it.
+			if c.Engine != nil {
+				c.Engine.cancelRun(in.ID)
+			}
+			return nil
+		case errors.As(err, &te):
+			// It moved between two states no run carries (asking to
+			// paused): cancel it as it is now. Giving up instead would
+			// leave the mail above to cancel a later run, after the
+			// request was said to have failed.
+			if in, err = c.Store.GetInstance(ctx, in.ID); err != nil {
+				return err
+			}
+			if in.State == store.Running {
+				if c.Engine != nil {
+					c.Engine.cancelRun(in.ID)
+				}
+				return nil // its run reads the mail
+			}
+		default:
+			return err
 		}
-		return nil
 	}
-	return err
+	return fmt.Errorf("cancel %s: its state kept changing; try again", in.ID)
 }
 
 // postCancel puts a cancel in id's mailbox, once (a repeat finds it).

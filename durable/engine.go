@@ -280,16 +280,28 @@ func (e *Engine) stopRefresh() {
 	}
 }
 
+// ErrRefused is in the error of a Start or Enqueue refused before anything
+// was recorded, for what the caller asked: an unknown type, one that cannot
+// run as a root, a model that cannot be opened. Other errors are the
+// store's or the engine's.
+var ErrRefused = errors.New("start refused")
+
+// refusal marks err as ErrRefused without changing its message.
+type refusal struct{ error }
+
+func (r refusal) Is(target error) bool { return target == ErrRefused }
+func (r refusal) Unwrap() error        { return r.error }
+
 // Start records a new root instance and starts its run in this process.
 func (e *Engine) Start(ctx context.Context, task string, spec Spec) (string, error) {
 	spec, err := e.typed(spec)
 	if err != nil {
-		return "", err
+		return "", refusal{err}
 	}
 	// A model that cannot be opened (unknown provider, no key) is refused
 	// here, with nothing recorded, rather than failing the run later.
 	if _, _, err := e.opts.Models(spec.Model); err != nil {
-		return "", fmt.Errorf("model %s: %w", spec.Model, err)
+		return "", refusal{fmt.Errorf("model %s: %w", spec.Model, err)}
 	}
 	id, err := e.create(ctx, task, spec)
 	if err != nil {
@@ -312,7 +324,7 @@ func Enqueue(ctx context.Context, st *store.Store, url, task string, spec Spec) 
 	// tables (a client would refuse a database no engine has opened yet)
 	// and enqueues, but recovers and dequeues nothing.
 	if err := checkType(spec); err != nil {
-		return "", err
+		return "", refusal{err}
 	}
 	id, err := create(ctx, st, task, spec)
 	if err != nil {

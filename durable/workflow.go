@@ -407,7 +407,7 @@ type recorder struct {
 	tools  map[string]string          // tool names by call id, for the results' events
 	// base is what the instance this run resumes had spent in its earlier
 	// runs, as its load step read it: its record now also holds this
-	// run's live progress (AddProgress), so its end adds to this, not to
+	// run's live progress (store.With.Progress), so its end adds to this, not to
 	// the record. A child that starts in this run has none.
 	base store.Instance
 

@@ -39,7 +39,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -259,11 +258,11 @@ func failedTo(err error) string {
 // relay is instance id's relay as the tool's result: an error result when
 // it failed.
 func (s *server) relay(ctx context.Context, id string) (*mcp.CallToolResult, any, error) {
-	out, failed, err := s.rt.Relay(ctx, id)
+	rel, err := s.rt.Relay(ctx, id)
 	if err != nil {
 		return nil, nil, known(id, err)
 	}
-	return text(out, failed), nil, nil
+	return text(rel.ToolResult()), nil, nil
 }
 
 // known turns a missing instance into an error that says what to do.
@@ -282,8 +281,10 @@ func (s *server) wait(ctx context.Context, _ *mcp.CallToolRequest, in waitInput)
 		return nil, nil, errors.New("timeout_seconds must not be negative")
 	}
 	timeout := s.maxWait
-	if in.Timeout > 0 {
-		timeout = min(time.Duration(in.Timeout*float64(time.Second)), s.maxWait)
+	if in.Timeout > 0 && in.Timeout < s.maxWait.Seconds() {
+		// Compared in seconds first: a huge float would overflow the
+		// conversion to a Duration and wrap negative.
+		timeout = time.Duration(in.Timeout * float64(time.Second))
 	}
 	if _, err := s.rt.Get(ctx, in.ID); err != nil {
 		return nil, nil, known(in.ID, err)
@@ -348,8 +349,8 @@ func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in listInput)
 		if st == "" {
 			continue
 		}
-		if !slices.Contains(states, store.State(st)) {
-			return nil, nil, fmt.Errorf("unknown state %q (the states: %s)", st, joinStates())
+		if !store.State(st).Valid() {
+			return nil, nil, fmt.Errorf("unknown state %q (the states: %v)", st, store.States())
 		}
 		f.States = append(f.States, store.State(st))
 	}
@@ -371,18 +372,6 @@ func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in listInput)
 		fmt.Fprintf(&b, "and %d older (a larger limit shows them)\n", more)
 	}
 	return text(strings.TrimRight(b.String(), "\n"), false), nil, nil
-}
-
-// states are an instance's states, as subagent_list accepts them.
-var states = []store.State{store.Created, store.Running, store.Asking, store.Paused, store.Completed, store.Failed,
-	store.TimedOut, store.Cancelled}
-
-func joinStates() string {
-	out := make([]string, len(states))
-	for i, s := range states {
-		out[i] = string(s)
-	}
-	return strings.Join(out, ", ")
 }
 
 func (s *server) answer(ctx context.Context, _ *mcp.CallToolRequest, in textInput) (*mcp.CallToolResult, any, error) {
@@ -428,10 +417,11 @@ func (s *server) cancel(ctx context.Context, _ *mcp.CallToolRequest, in idInput)
 		}
 		return nil, nil, known(in.ID, err)
 	}
-	out, _, err := s.rt.Relay(ctx, in.ID)
+	rel, err := s.rt.Relay(ctx, in.ID)
 	if err != nil {
 		return nil, nil, known(in.ID, err)
 	}
+	out, _ := rel.ToolResult()
 	// Cancelled as asked: not an error of the call.
 	return text(out, false), nil, nil
 }

@@ -194,7 +194,8 @@ func TestMcpHTTPBackgroundAndForeground(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _, _ := r.rt.Relay(ctx, id)
+	rel, _ := r.rt.Relay(ctx, id)
+	want, _ := rel.ToolResult()
 	if isErr || relay != want || in.State != deputy.Completed || in.Type != "explorer" || in.Parent != "" ||
 		!strings.HasSuffix(relay, "\n\n"+in.Report) || !strings.HasPrefix(in.Report, "Conclusion: the answer is 42.") {
 		t.Fatalf("wait: %v\n%s\ninstance %s %s %q", isErr, relay, in.State, in.Type, in.Report)
@@ -352,6 +353,12 @@ func TestMcpHTTPErrorsAreToolErrors(t *testing.T) {
 	out, isErr := r.call(t, mcpserver.SpawnTool, map[string]any{"type": "broken", "task": "x"})
 	if !isErr || !strings.Contains(out, "(broken): failed") || !strings.Contains(out, "\nerror: ") {
 		t.Errorf("failed instance: %v\n%s", isErr, out)
+	}
+	// A timeout too large for a Duration is the longest wait, not a
+	// negative one that has passed already.
+	waited, _ := r.call(t, mcpserver.WaitTool, map[string]any{"id": idOf(t, out), "timeout_seconds": 1e300})
+	if !strings.Contains(waited, "(broken): failed") {
+		t.Errorf("wait with a huge timeout: %s", waited)
 	}
 }
 

@@ -78,7 +78,7 @@ func (s *Server) startInstance(w http.ResponseWriter, r *http.Request) {
 	id, err := s.rt.Start(r.Context(), deputy.Task{Text: in.Task, Type: in.Type, Model: in.Model, System: in.System,
 		MaxTurns: in.MaxTurns, MaxDepth: in.MaxDepth})
 	if err != nil {
-		fail(w, badRequest("%v", err))
+		fail(w, err) // 400 when refused for what it asked, 500 when the store failed
 		return
 	}
 	if !in.Wait {
@@ -246,25 +246,19 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getRelay(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	in, err := s.rt.Get(r.Context(), id)
+	rel, err := s.rt.Relay(r.Context(), id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	if !in.State.Terminal() {
-		writeError(w, http.StatusConflict, "conflict", "instance "+id+" is "+string(in.State)+": it relays when it ends")
+	if !store.State(rel.State).Terminal() {
+		writeError(w, http.StatusConflict, "conflict", "instance "+id+" is "+rel.State+": it relays when it ends")
 		return
 	}
-	text, failed, err := s.rt.Relay(r.Context(), id)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	var arts []string
-	_ = json.Unmarshal(in.Artifacts, &arts) // the store checked it is JSON
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": in.State, "text": text, "failed": failed,
-		"report": in.Report, "incomplete": in.Incomplete, "error": in.Error, "usage": in.Usage, "cost": in.Cost,
-		"artifacts": arts, "duration_ms": in.EndedAt.Sub(in.CreatedAt) / time.Millisecond})
+	text, failed := rel.ToolResult()
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "state": rel.State, "text": text, "failed": failed,
+		"report": rel.Report, "incomplete": rel.Incomplete, "error": rel.Error, "usage": rel.Usage, "cost": rel.Cost,
+		"artifacts": rel.Artifacts, "duration_ms": rel.Duration / time.Millisecond})
 }
 
 // control answers a pause, resume or cancel with the instance after it.

@@ -27,8 +27,9 @@ const CookieName = "deputy_session"
 func (s *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h := r.Header.Get("Authorization"); h != "" {
-			bearer, ok := strings.CutPrefix(h, "Bearer ")
-			if ok && s.tokenOK(bearer) {
+			// The scheme is case-insensitive (RFC 9110, 11.1).
+			scheme, bearer, ok := strings.Cut(h, " ")
+			if ok && strings.EqualFold(scheme, "Bearer") && s.tokenOK(strings.TrimSpace(bearer)) {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -68,7 +69,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	id, exp := s.sessions.open()
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", Expires: exp, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: secure(r)})
 	writeJSON(w, http.StatusOK, map[string]any{"signed_in": true, "expires": exp})
 }
 
@@ -77,8 +78,16 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 		s.sessions.close(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: secure(r)})
 	writeJSON(w, http.StatusOK, map[string]bool{"signed_in": false})
+}
+
+// secure reports whether the browser reached deputy over TLS: its own,
+// or a TLS proxy's in front of it (X-Forwarded-Proto). The cookie is then
+// Secure. Trusting the header costs nothing: a forged https only keeps the
+// cookie off plain http, where the proxy's users do not go anyway.
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // sessions are the browsers signed in, in memory: a restart signs

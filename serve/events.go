@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
@@ -54,22 +55,24 @@ type hub struct {
 	rt    *deputy.Runtime
 	clock clock.Clock
 	poll  time.Duration
+	log   *slog.Logger
 
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
 	last int64 // the newest event handed out
+	shut bool  // closed: no more subscribers
 
 	stop context.CancelFunc
 	done chan struct{}
 }
 
-func newHub(rt *deputy.Runtime, c clock.Clock, poll time.Duration) (*hub, error) {
+func newHub(rt *deputy.Runtime, c clock.Clock, poll time.Duration, log *slog.Logger) (*hub, error) {
 	last, err := rt.LastEventID(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	h := &hub{rt: rt, clock: c, poll: poll, subs: map[*subscriber]struct{}{}, last: last, stop: stop,
+	h := &hub{rt: rt, clock: c, poll: poll, log: log, subs: map[*subscriber]struct{}{}, last: last, stop: stop,
 		done: make(chan struct{})}
 	go h.follow(ctx)
 	return h, nil
@@ -79,6 +82,7 @@ func (h *hub) close() {
 	h.stop()
 	<-h.done
 	h.mu.Lock()
+	h.shut = true
 	for s := range h.subs {
 		close(s.ch)
 		delete(h.subs, s)
@@ -90,12 +94,19 @@ func (h *hub) close() {
 // interval for what other processes wrote.
 func (h *hub) follow(ctx context.Context) {
 	defer close(h.done)
+	failing := false
 	for {
 		written := h.rt.EventsWritten() // before the read: nothing slips between
-		if err := h.read(ctx); err != nil && ctx.Err() == nil {
-			// A failed read is tried again at the next wake-up; the
-			// streams lose nothing, they only wait.
-			_ = err
+		// A failed read is tried again at the next wake-up; the streams
+		// lose nothing, they only wait. The log hears of the first
+		// failure and of the recovery, not of every poll in between.
+		switch err := h.read(ctx); {
+		case err != nil && ctx.Err() == nil && !failing:
+			failing = true
+			h.log.Error("serve: reading the event feed failed; streams wait until it reads again", "err", err)
+		case err == nil && failing:
+			failing = false
+			h.log.Info("serve: the event feed reads again")
 		}
 		tick := make(chan struct{})
 		t := h.clock.AfterFunc(h.poll, func() { close(tick) })
@@ -146,8 +157,14 @@ func (h *hub) publish(f frame) {
 func (h *hub) subscribe(instance, root string) *subscriber {
 	s := &subscriber{instance: instance, root: root, ch: make(chan frame, subBuffer)}
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.shut {
+		// A stream opened as the server closes ends at once rather than
+		// waiting on a hub that hands out nothing more.
+		close(s.ch)
+		return s
+	}
 	h.subs[s] = struct{}{}
-	h.mu.Unlock()
 	return s
 }
 

@@ -48,7 +48,7 @@ func fail(w http.ResponseWriter, err error) {
 	case errors.Is(err, store.ErrIllegalTransition), errors.Is(err, store.ErrTerminal),
 		errors.Is(err, store.ErrConflict), errors.Is(err, deputy.ErrNotRoot):
 		writeError(w, http.StatusConflict, "conflict", err.Error())
-	case errors.As(err, &de), errors.Is(err, errBadRequest):
+	case errors.As(err, &de), errors.Is(err, errBadRequest), errors.Is(err, deputy.ErrRefused):
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
@@ -103,9 +103,9 @@ func readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit in
 	return data, true
 }
 
-// contentType checks the request's media type. An HTML form cannot send
-// application/json or text/markdown, so this also keeps a cross-site form
-// from using a session cookie.
+// contentType checks the request's media type, so a body is never read
+// as something it does not say it is. (Cross-site requests riding the
+// session cookie are CrossOriginProtection's, and SameSite's, to stop.)
 func contentType(w http.ResponseWriter, r *http.Request, want string) bool {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != want {

@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -42,6 +43,9 @@ type Options struct {
 	Ping time.Duration
 	// SessionTTL is how long a browser session lasts. Default 24 h.
 	SessionTTL time.Duration
+	// Log receives what the server cannot tell a client: the event feed
+	// failing to read, and reading again. Default: discarded.
+	Log *slog.Logger
 }
 
 // Limits on request bodies: an API call is small; a definition file is a
@@ -73,8 +77,11 @@ func New(o Options) (*Server, error) {
 	o.PollInterval = cmp.Or(o.PollInterval, time.Second)
 	o.Ping = cmp.Or(o.Ping, 15*time.Second)
 	o.SessionTTL = cmp.Or(o.SessionTTL, 24*time.Hour)
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
 	s := &Server{o: o, rt: o.Runtime, sessions: newSessions(o.Clock, o.SessionTTL), mux: http.NewServeMux()}
-	h, err := newHub(o.Runtime, o.Clock, o.PollInterval)
+	h, err := newHub(o.Runtime, o.Clock, o.PollInterval, o.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +93,13 @@ func New(o Options) (*Server, error) {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "forbidden", "cross-origin request refused")
 	}))
-	s.handler = cop.Handler(s.mux)
+	protected := cop.Handler(s.mux)
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every answer is exactly the type it says (JSON, the event
+		// stream, the dashboard's assets): no browser may guess another.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		protected.ServeHTTP(w, r)
+	})
 	return s, nil
 }
 

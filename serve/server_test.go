@@ -168,6 +168,10 @@ func TestAuth(t *testing.T) {
 	e.wantError(401, "unauthorized", "GET", "/mcp", "", "Authorization", "")
 	e.wantError(401, "unauthorized", "GET", "/api/events", "", "Authorization", "")
 	e.want(200, "GET", "/api/instances", "", nil)
+	e.want(200, "GET", "/api/instances", "", nil, "Authorization", "bearer  "+token) // the scheme's case is free
+	if _, _, h := e.do("GET", "/api/instances", ""); h.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q", h.Get("X-Content-Type-Options"))
+	}
 	// A wrong token never comes back in the answer.
 	if _, b, _ := e.do("GET", "/api/instances", "", "Authorization", "Bearer guess-"+token); bytes.Contains(b, []byte(token)) {
 		t.Fatalf("the answer echoes the token: %s", b)
@@ -186,7 +190,15 @@ func TestAuth(t *testing.T) {
 		c[0].Path != "/" || strings.Contains(c[0].Value, token) {
 		t.Fatalf("session cookie %+v", c)
 	}
+	if c[0].Secure {
+		t.Errorf("a Secure cookie over plain http would never come back")
+	}
 	cookie := c[0].Name + "=" + c[0].Value
+	// Behind a TLS proxy, the cookie is Secure.
+	_, _, h = e.do("POST", "/api/session", `{"token":"`+token+`"}`, "Authorization", "", "X-Forwarded-Proto", "https")
+	if c := (&http.Response{Header: h}).Cookies(); len(c) != 1 || !c[0].Secure {
+		t.Errorf("behind a TLS proxy: cookie %+v", c)
+	}
 	e.want(200, "GET", "/api/instances", "", nil, "Authorization", "", "Cookie", cookie)
 	e.want(200, "GET", "/api/session", "", nil, "Authorization", "", "Cookie", cookie)
 	e.wantError(401, "unauthorized", "GET", "/api/instances", "", "Authorization", "", "Cookie", serve.CookieName+"=forged")
@@ -232,6 +244,9 @@ func TestInstances(t *testing.T) {
 	}
 	e.want(200, "GET", "/api/instances/"+in.ID+"/tree", "", &tree)
 	kids := tree.Root.Children
+	// Children list in the order they were created; the two spawn calls
+	// of one turn run at once, so either may be first.
+	slices.SortFunc(kids, func(a, b instance) int { return strings.Compare(a.Report, b.Report) })
 	if tree.Root.ID != in.ID || len(kids) != 2 || kids[0].Type != "explorer" || kids[0].State != "completed" ||
 		kids[0].Report != "found part one" || tree.Totals.Instances != 3 || tree.Root.Subtree.Instances != 3 {
 		t.Fatalf("tree %+v", tree)
@@ -248,7 +263,7 @@ func TestInstances(t *testing.T) {
 	// Lists and their filters.
 	var list struct{ Instances []instance }
 	e.want(200, "GET", "/api/instances", "", &list)
-	if len(list.Instances) != 3 || list.Instances[0].ID != kids[1].ID { // newest first
+	if len(list.Instances) != 3 || list.Instances[2].ID != in.ID || list.Instances[0].Parent != in.ID { // newest first
 		t.Fatalf("list %+v", list)
 	}
 	e.want(200, "GET", "/api/instances?roots=true", "", &list)

@@ -55,6 +55,14 @@ func parseURL(raw string) (Dialect, string, error) {
 	return SQLite, path, nil
 }
 
+// SQLitePath returns the file a SQLite database URL names (a path,
+// sqlite:PATH or sqlite://PATH); ok is false for a Postgres URL or a URL
+// that names no file.
+func SQLitePath(url string) (path string, ok bool) {
+	d, p, err := parseURL(url)
+	return p, err == nil && d == SQLite
+}
+
 // describe names the database in errors without leaking a password.
 func describe(d Dialect, target string) string {
 	if d == Postgres {

@@ -43,6 +43,11 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("parseURL(%q) = %s, %q, %v; want %s, %q", tc.in, d, target, err, tc.dialect, tc.target)
 		}
 	}
+	for in, want := range map[string]string{"sqlite://rel/x.db": "rel/x.db", "sqlite:x.db": "x.db", "x.db": "x.db", "postgres://h/db": ""} {
+		if got, ok := SQLitePath(in); ok != (want != "") || (ok && got != want) {
+			t.Errorf("SQLitePath(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
 	if got := describe(Postgres, "postgres://deputy:hunter2@db:5432/x"); strings.Contains(got, "hunter2") {
 		t.Fatalf("describe leaks the password: %s", got)
 	}

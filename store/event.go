@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 	"unicode/utf8"
 )
@@ -17,9 +18,10 @@ import (
 // The store writes the events of what it records itself, in the same
 // transaction: a state change ("state"), an instance's totals after a model
 // call ("progress"), a posted mail ("mail"). So an event is never lost when a
-// process dies, and never announces what did not commit. Other writers add
-// their own kinds with AppendEvent (the engine's "tool_call" and
-// "tool_result").
+// process dies, and never announces what did not commit. Writers add their
+// own kinds with an append (With.Events: the engine's "tool_call" and
+// "tool_result", in the transaction of the message they come from) or
+// alone, with AppendEvent.
 type Event struct {
 	ID         int64           `json:"id"`
 	InstanceID string          `json:"instance"`
@@ -65,11 +67,8 @@ const pgEventLock = 0x64657075747965
 // AppendEvent adds an event of kind to instance id's feed and returns its
 // id. data may be nil.
 func (s *Store) AppendEvent(ctx context.Context, id, kind string, data json.RawMessage) (int64, error) {
-	if kind == "" {
-		return 0, fmt.Errorf("append event to %s: empty kind", id)
-	}
-	if len(data) > 0 && !json.Valid(data) {
-		return 0, fmt.Errorf("append event %s to %s: data is not valid JSON", kind, id)
+	if err := checkEvent(kind, data); err != nil {
+		return 0, fmt.Errorf("append event to %s: %w", id, err)
 	}
 	var eid int64
 	err := s.tx(ctx, func(q querier) error {
@@ -85,6 +84,21 @@ func (s *Store) AppendEvent(ctx context.Context, id, kind string, data json.RawM
 		return 0, fmt.Errorf("append event %s to %s: %w", kind, id, err)
 	}
 	return eid, nil
+}
+
+// eventKind is what a kind may be: it is a line of the server-sent event
+// stream (event: KIND), where a newline would forge frames.
+var eventKind = regexp.MustCompile(`^[a-z][a-z_]{0,31}$`)
+
+// checkEvent refuses an event the feed could not carry.
+func checkEvent(kind string, data json.RawMessage) error {
+	if !eventKind.MatchString(kind) {
+		return fmt.Errorf("event kind %q is not lower-case letters and _ (at most 32)", kind)
+	}
+	if len(data) > 0 && !json.Valid(data) {
+		return fmt.Errorf("event %s: data is not valid JSON", kind)
+	}
+	return nil
 }
 
 // appendEvent inserts an event inside transaction q; it must be the

@@ -298,17 +298,6 @@ func (s *Store) setProgress(ctx context.Context, q querier, id string, p Progres
 	return err
 }
 
-func addCost(old sql.NullFloat64, add *float64) *float64 {
-	switch {
-	case add == nil && !old.Valid:
-		return nil
-	case add == nil:
-		return &old.Float64
-	}
-	sum := *add + old.Float64
-	return &sum
-}
-
 // SetWorkflow records the durable workflow carrying an active instance.
 func (s *Store) SetWorkflow(ctx context.Context, id, workflowID string) error {
 	if err := s.updateActive(ctx, s.q(), id, `workflow_id = ?`, workflowID); err != nil {

@@ -59,6 +59,11 @@ type NewEvent struct {
 // append's transaction, they cost a turn no transaction of their own.
 func (s *Store) AppendWith(ctx context.Context, id string, turn, firstSeq int, msgs []llm.Message, w With) error {
 	for _, e := range w.Events {
+		if err := checkEvent(e.Kind, e.Data); err != nil {
+			return fmt.Errorf("append to %s: %w", id, err)
+		}
+	}
+	for _, e := range w.Events {
 		if e.Kind == "" || len(e.Data) > 0 && !json.Valid(e.Data) {
 			return fmt.Errorf("append messages to %s: event %q without a kind or with invalid JSON", id, e.Kind)
 		}

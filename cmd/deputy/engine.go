@@ -47,8 +47,7 @@ func openExisting(ctx context.Context, flag string) (*store.Store, string, error
 
 func openStoreMode(ctx context.Context, flag string, create bool) (*store.Store, string, error) {
 	url := dbURL(flag)
-	if !create && !strings.Contains(url, "://") {
-		path := strings.TrimPrefix(url, "sqlite:")
+	if path, ok := store.SQLitePath(url); ok && !create {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return nil, "", usageErr("no database at %s: deputy run creates one there (or give --db / $DEPUTY_DB)", path)
 		}

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +20,7 @@ import (
 	"github.com/deputy-run/deputy/mcpserver"
 	"github.com/deputy-run/deputy/serve"
 	"github.com/deputy-run/deputy/serve/web"
+	"github.com/deputy-run/deputy/store"
 )
 
 // defaultServeAddr is loopback: the API runs agents with the user's
@@ -63,7 +64,7 @@ next start.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			srv, err := serve.New(serve.Options{Runtime: rt, Token: token,
+			srv, err := serve.New(serve.Options{Runtime: rt, Token: token, Log: slog.New(slog.NewTextHandler(stderr, nil)),
 				MCP: mcpserver.Handler(rt, mcpserver.Options{Version: versionString()}), Web: web.Handler()})
 			if err != nil {
 				return err
@@ -124,8 +125,8 @@ func announce(w io.Writer, addr, tokenFile, token string, created bool) {
 // defaultTokenFile is the token's place in the data directory: beside a
 // SQLite database, or in deputy's home for Postgres.
 func defaultTokenFile(url string) string {
-	if !strings.Contains(url, "://") {
-		return filepath.Join(filepath.Dir(strings.TrimPrefix(url, "sqlite:")), "token")
+	if path, ok := store.SQLitePath(url); ok {
+		return filepath.Join(filepath.Dir(path), "token")
 	}
 	if h := os.Getenv("DEPUTY_HOME"); h != "" {
 		return filepath.Join(h, "token")
@@ -164,8 +165,8 @@ func (c *runtimeFlags) open(ctx context.Context) (*deputylib.Runtime, string, er
 			return nil, "", usageErr("scenario: %v", err)
 		}
 	}
-	if !strings.Contains(o.DB, "://") {
-		if err := os.MkdirAll(filepath.Dir(strings.TrimPrefix(o.DB, "sqlite:")), 0o755); err != nil {
+	if path, ok := store.SQLitePath(o.DB); ok {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, "", usageErr("database directory: %v", err)
 		}
 	}

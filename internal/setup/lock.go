@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 
 	"github.com/deputy-run/deputy/store"
@@ -45,7 +44,8 @@ func LockEngine(ctx context.Context, st *store.Store, url string) (release func(
 			conn.Close()
 		}, nil
 	}
-	path := strings.TrimPrefix(url, "sqlite:") + ".engine.lock"
+	path, _ := store.SQLitePath(url) // st opened it: it is one
+	path += ".engine.lock"
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("engine lock: %w", err)

@@ -268,8 +268,20 @@ func testEvents(t *testing.T, h Harness) {
 	if _, err := e.s.AppendEvent(e.ctx, "a", "bad", json.RawMessage(`{`)); err == nil {
 		t.Fatal("event with invalid JSON: no error")
 	}
-	if _, err := e.s.AppendEvent(e.ctx, "a", "", nil); err == nil {
-		t.Fatal("event with no kind: no error")
+	for _, kind := range []string{"", "x\nevent: forged", "Kind", strings.Repeat("k", 33)} {
+		if _, err := e.s.AppendEvent(e.ctx, "a", kind, nil); err == nil {
+			t.Fatalf("event of kind %q: no error", kind)
+		}
+	}
+	// A bad event refuses its whole append: no message lands without the
+	// events it came with.
+	err = e.s.AppendWith(e.ctx, "a", 1, 0, []llm.Message{llm.UserText("hi")},
+		store.With{Events: []store.NewEvent{{Kind: "tool call"}}})
+	if err == nil {
+		t.Fatal("append with an event of a bad kind: no error")
+	}
+	if msgs, err := e.s.Transcript(e.ctx, "a"); err != nil || len(msgs) != 0 {
+		t.Fatalf("after a refused append: %d messages, %v", len(msgs), err)
 	}
 	_, err = e.s.AppendEvent(e.ctx, "nope", "turn", nil)
 	wantErr(t, "event of an unknown instance", err, store.ErrNotFound)
