@@ -133,6 +133,22 @@ var migrations = [][]string{
 		`CREATE INDEX deputy_mailbox_pending ON deputy_mailbox (instance_id, id) WHERE consumed_at IS NULL`,
 		`CREATE INDEX deputy_events_instance ON deputy_events (instance_id, id)`,
 	},
+	// 3: the workers and their leases (several processes on one database).
+	{
+		`CREATE TABLE deputy_workers (
+			id          TEXT PRIMARY KEY,
+			host        TEXT NOT NULL DEFAULT '',
+			pid         INTEGER NOT NULL DEFAULT 0,
+			version     TEXT NOT NULL DEFAULT '',
+			state       TEXT NOT NULL,
+			started_at  BIGINT NOT NULL,
+			renewed_at  BIGINT NOT NULL,
+			lease_until BIGINT NOT NULL,
+			load        INTEGER NOT NULL DEFAULT 0,
+			claimed_by  TEXT NOT NULL DEFAULT '',
+			ended_at    BIGINT
+		)`,
+	},
 }
 
 // dialectWords expands the tokens of the migrations.

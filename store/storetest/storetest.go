@@ -65,6 +65,9 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentOpen", testConcurrentOpen},
 		{"NewerSchema", testNewerSchema},
 		{"Locked", testLocked},
+		{"Workers", testWorkers},
+		{"WorkerLeaving", testWorkerLeaving},
+		{"ConcurrentClaims", testConcurrentClaims},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
