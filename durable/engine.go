@@ -127,6 +127,25 @@ type Options struct {
 	// OnRefresh, when set, hears each refresh's problems (a stored
 	// definition that no longer checks), or nil.
 	OnRefresh func(errs []error)
+	// Lease, when positive, makes this engine one worker of a fleet on a
+	// shared database (store.Worker): it joins under ExecutorID (which
+	// must then be its own), renews a lease of this length, stops starting
+	// steps when it cannot, and takes over the work of workers whose lease
+	// ran out (see lease.go). Zero: the engine is alone on its database.
+	Lease time.Duration
+	// ClaimInterval is how often a worker looks for leases that ran out.
+	// Default 1 s.
+	ClaimInterval time.Duration
+	// OnLeaseLost is called once if the worker loses its lease, after its
+	// runs here were cancelled. Nothing it runs may write again, so the
+	// default prints why and exits the process with status 3.
+	OnLeaseLost func(error)
+	// OnLeaseWait hears that the executor id's lease is still held (by
+	// this id's process before a restart), and until when: Open waits.
+	OnLeaseWait func(until time.Time)
+	// OnTakeover hears of each dead worker whose runs this one
+	// re-enqueued, and how many.
+	OnTakeover func(dead string, runs int)
 	// MaxRuns caps the runs this engine carries at once, roots' and
 	// children's, over every tree (DefaultMaxRuns when 0); a run waiting
 	// for its children gives its place up meanwhile. Each parent's own cap
@@ -156,6 +175,9 @@ type Engine struct {
 	catalog atomic.Pointer[agent.Catalog] // base plus the database's, as of the last refresh
 	refresh clock.Timer
 	closed  atomic.Bool
+
+	lease *lease // nil unless Options.Lease
+	log   func(msg string, args ...any)
 }
 
 // Open starts the durable engine: DBOS on the store's database, the
@@ -199,8 +221,12 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.MaxRuns <= 0 {
 		opts.MaxRuns = DefaultMaxRuns
 	}
+	if opts.ClaimInterval <= 0 {
+		opts.ClaimInterval = time.Second
+	}
 	e := &Engine{opts: opts, st: opts.Store, dbos: dctx, base: opts.Runner.Catalog,
-		slots: slots{ch: make(chan struct{}, opts.MaxRuns)}, ch: make(chan struct{})}
+		slots: slots{ch: make(chan struct{}, opts.MaxRuns)}, ch: make(chan struct{}),
+		log: func(msg string, args ...any) { logger.Warn("deputy: "+msg, args...) }}
 	if e.base == nil {
 		e.base, _ = agent.Load(agent.LoadOptions{})
 	}
@@ -214,7 +240,16 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		dbos.Shutdown(dctx, time.Second)
 		return nil, fmt.Errorf("durable: queue: %w", err)
 	}
+	if opts.Lease > 0 {
+		// The lease first: DBOS's launch recovers this executor id's
+		// pending runs, which a previous holder of the id may still run.
+		if err := e.join(ctx); err != nil {
+			dbos.Shutdown(dctx, time.Second)
+			return nil, err
+		}
+	}
 	if err := dbos.Launch(dctx); err != nil {
+		e.leave(time.Second)
 		dbos.Shutdown(dctx, time.Second)
 		return nil, fmt.Errorf("durable: launch DBOS: %w", err)
 	}
@@ -222,11 +257,46 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// Close stops the engine, waiting up to timeout for running steps.
+// Close stops the engine, waiting up to timeout for running steps. A
+// worker of a fleet drains: it is marked draining, takes no new work, lets
+// its running steps finish within timeout, and gives its lease back, so
+// the others take its unfinished runs over at once instead of after the
+// lease runs out.
 func (e *Engine) Close(timeout time.Duration) {
 	e.closed.Store(true)
 	e.stopRefresh()
+	if e.lease != nil {
+		if err := e.st.DrainWorker(context.Background(), e.opts.ExecutorID); err != nil {
+			e.log("marking this worker draining failed", "err", err)
+		}
+		// DBOS's shutdown cancels every run at once; a worker leaving
+		// lets the steps it is in finish first, and starts no other.
+		if !e.lease.drain(timeout) {
+			e.log("steps still running after the drain's timeout; they are cut off", "timeout", timeout)
+		}
+	}
 	dbos.Shutdown(e.dbos, timeout)
+	e.leave(timeout)
+}
+
+// leave stops a worker's lease keeper and releases its lease, unless a
+// run is still here (a step that outlived the shutdown's timeout): then
+// the lease is left to run out, as a dead worker's would, so the run is
+// not taken over while it may still write.
+func (e *Engine) leave(timeout time.Duration) {
+	if e.lease == nil {
+		return
+	}
+	e.lease.close()
+	if n := e.runsHere(); n > 0 {
+		e.log("leaving with runs still here; the lease is left to run out", "runs", n)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := e.st.ReleaseLease(ctx, e.opts.ExecutorID); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		e.log("releasing the lease failed; it runs out instead", "err", err)
+	}
 }
 
 // Refresh reads the definitions table and makes the catalog the base plus

@@ -129,6 +129,15 @@ func runStep[R any](e *Engine, ctx dbos.Context, label, name string, fn func(con
 // moment to die.
 func during[R any](e *Engine, name string, fn func(context.Context) (R, error)) dbos.Step[R] {
 	return func(ctx context.Context) (R, error) {
+		if e.lease != nil {
+			// A worker whose lease may be running out, or that is
+			// draining, starts nothing.
+			if err := e.lease.admit(ctx); err != nil {
+				var zero R
+				return zero, err
+			}
+			defer e.lease.stepDone()
+		}
 		r, err := fn(ctx)
 		e.failpoint("during:" + name)
 		return r, err

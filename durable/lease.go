@@ -1,0 +1,305 @@
+package durable
+
+// A worker of a fleet (Options.Lease > 0): several processes, each under
+// its own executor id, on one Postgres database. DBOS recovers only a
+// process's own executor id at launch; knowing that another worker is dead
+// is deputy's, through the leases of store.Worker.
+//
+// The timeline of one lease of length L, from the start t of its last
+// successful renewal (renewals every L/3):
+//
+//	t + 2L/3   steps stop starting (admit waits): a late renewal may yet
+//	           come, but no new step begins on a lease that may be lost
+//	t + 5L/6   the worker gives up: OnLeaseLost (by default the process
+//	           exits, so nothing it runs writes again)
+//	t + L      the lease has run out; survivors claim it (they look every
+//	           ClaimInterval) and re-enqueue its pending workflows, which
+//	           resume from their last finished step on any worker
+//
+// So a step never runs on two live workers, provided the workers' clocks
+// agree to well within L/6 (2.5 s at the default 15 s). A step that was
+// running when its worker died runs again on the new one: it had not
+// finished, its result was never recorded.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
+	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/store"
+)
+
+// DefaultLease is a worker's lease unless Options.Lease says otherwise.
+const DefaultLease = 15 * time.Second
+
+// ErrLeaseLost is what OnLeaseLost hears.
+var ErrLeaseLost = errors.New("this worker lost its lease")
+
+// lease is a worker's hold on its executor id.
+type lease struct {
+	e   *Engine
+	ttl time.Duration
+
+	mu       sync.Mutex
+	valid    time.Time     // steps start only before this
+	lost     error         // set once, never cleared
+	draining bool          // set once: no step starts again
+	inflight int           // steps started and not yet done
+	moved    chan struct{} // closed and replaced when valid, lost, draining or inflight change
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// join records this engine as a live worker, waiting out a lease its
+// executor id still holds (the same id's process before a restart), then
+// starts the keeper.
+func (e *Engine) join(ctx context.Context) error {
+	l := &lease{e: e, ttl: e.opts.Lease, moved: make(chan struct{}), done: make(chan struct{})}
+	host, _ := os.Hostname()
+	w := store.Worker{ID: e.opts.ExecutorID, Host: host, PID: os.Getpid(), Version: AppVersion}
+	for {
+		start := e.opts.Clock.Now()
+		held, err := e.st.JoinWorkers(ctx, w, l.ttl)
+		if err == nil {
+			l.valid = start.Add(l.ttl - l.ttl/3)
+			break
+		}
+		if !errors.Is(err, store.ErrLeaseHeld) || held.Sub(start) > l.ttl {
+			return fmt.Errorf("durable: %w", err)
+		}
+		if e.opts.OnLeaseWait != nil {
+			e.opts.OnLeaseWait(held)
+		}
+		if err := clock.Sleep(ctx, e.opts.Clock, held.Sub(start)+time.Millisecond); err != nil {
+			return fmt.Errorf("durable: waiting for the lease of %s: %w", w.ID, err)
+		}
+	}
+	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	l.stop = stop
+	e.lease = l
+	go l.keep(kctx)
+	return nil
+}
+
+// keep renews the lease, claims the leases that ran out and takes their
+// work over, until stopped or the lease is lost.
+func (l *lease) keep(ctx context.Context) {
+	defer close(l.done)
+	e := l.e
+	renewEvery, claimEvery := l.ttl/3, e.opts.ClaimInterval
+	lastOK := e.opts.Clock.Now()
+	nextRenew, nextClaim := lastOK.Add(renewEvery), lastOK // claim at once: a worker may have died while none ran
+	for {
+		next := earliest(nextRenew, nextClaim, lastOK.Add(l.ttl-l.ttl/6))
+		if err := clock.Sleep(ctx, e.opts.Clock, next.Sub(e.opts.Clock.Now())); err != nil {
+			return
+		}
+		now := e.opts.Clock.Now()
+		if !now.Before(nextRenew) {
+			err := e.st.RenewLease(ctx, e.opts.ExecutorID, l.ttl, e.runsHere())
+			switch {
+			case err == nil:
+				lastOK = now
+				l.extend(now.Add(l.ttl - l.ttl/3))
+				nextRenew = now.Add(renewEvery)
+			case errors.Is(err, store.ErrLeaseLost):
+				l.lose(err)
+				return
+			case ctx.Err() != nil:
+				return
+			default:
+				// The database may be out of reach: try again soon, and
+				// give up before the lease can run out.
+				nextRenew = now.Add(min(time.Second, renewEvery))
+				e.log("renewing the lease failed", "err", err)
+			}
+		}
+		if !now.Before(lastOK.Add(l.ttl - l.ttl/6)) {
+			l.lose(fmt.Errorf("%w: not renewed since %s", ErrLeaseLost, lastOK.Format(time.RFC3339Nano)))
+			return
+		}
+		if !now.Before(nextClaim) {
+			nextClaim = now.Add(claimEvery)
+			l.claim(ctx)
+		}
+	}
+}
+
+// claim takes over the work of every worker whose lease ran out.
+func (l *lease) claim(ctx context.Context) {
+	e := l.e
+	ids, err := e.st.ClaimExpired(ctx, e.opts.ExecutorID)
+	if err != nil {
+		e.log("claiming expired leases failed", "err", err)
+		return
+	}
+	for _, dead := range ids {
+		if err := e.takeOver(ctx, dead); err != nil {
+			// Owed still: the next claim returns it again.
+			e.log("taking over a dead worker's work failed", "worker", dead, "err", err)
+		}
+	}
+}
+
+// takeOver re-enqueues dead's pending workflows of this version, each on
+// the queue it was on (DBOS's internal queue when none), so they resume
+// from their last finished step on whichever worker dequeues them, this
+// one included. Only the claimer does this: re-enqueueing a workflow
+// another worker has dequeued meanwhile would run it twice.
+func (e *Engine) takeOver(ctx context.Context, dead string) error {
+	wfs, err := dbos.ListWorkflows(e.dbos, dbos.WithFilterExecutorIDs(dead), dbos.WithFilterStatus(dbos.WorkflowStatusPending),
+		dbos.WithFilterAppVersion(AppVersion), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return fmt.Errorf("list the runs of %s: %w", dead, err)
+	}
+	byQueue := map[string][]string{}
+	for _, w := range wfs {
+		byQueue[w.QueueName] = append(byQueue[w.QueueName], w.ID)
+	}
+	queues := make([]string, 0, len(byQueue))
+	for q := range byQueue {
+		queues = append(queues, q)
+	}
+	slices.Sort(queues)
+	for _, q := range queues {
+		var opts []dbos.ResumeWorkflowOption
+		if q != "" {
+			opts = append(opts, dbos.WithResumeQueue(q))
+		}
+		if _, err := e.dbos.ResumeWorkflows(e.dbos, byQueue[q], opts...); err != nil {
+			return fmt.Errorf("resume the runs of %s: %w", dead, err)
+		}
+	}
+	if err := e.st.FinishTakeover(ctx, dead, e.opts.ExecutorID); err != nil {
+		return err
+	}
+	if h := e.opts.OnTakeover; h != nil {
+		h(dead, len(wfs))
+	}
+	return nil
+}
+
+// extend moves the time steps may start until.
+func (l *lease) extend(valid time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost != nil {
+		return
+	}
+	l.valid = valid
+	l.changed()
+}
+
+// lose gives the lease up for good: no step starts again (admit waits
+// until its run's context ends), and OnLeaseLost hears why. The runs here
+// are not cancelled: a cancelled run records its end, and its end is not
+// this worker's to record any more.
+func (l *lease) lose(err error) {
+	l.mu.Lock()
+	if l.lost != nil {
+		l.mu.Unlock()
+		return
+	}
+	if !errors.Is(err, ErrLeaseLost) {
+		err = fmt.Errorf("%w: %w", ErrLeaseLost, err)
+	}
+	l.lost = err
+	l.changed()
+	l.mu.Unlock()
+	if h := l.e.opts.OnLeaseLost; h != nil {
+		h(err)
+		return
+	}
+	// Nothing this process runs may write again: its work is another
+	// worker's now. Exiting is the one sure way.
+	fmt.Fprintf(os.Stderr, "deputy: %v; exiting so that nothing runs twice\n", err)
+	os.Exit(3)
+}
+
+// admit waits until the lease lets a step start: at once while it is
+// fresh, after the next renewal when one is late. Once the lease is lost,
+// or the worker drains, it waits until ctx ends (the engine's shutdown),
+// so the step fails as at any shutdown and its run stays pending for the
+// worker taking over. A step admitted must call stepDone.
+func (l *lease) admit(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		if l.lost == nil && !l.draining && l.e.opts.Clock.Now().Before(l.valid) {
+			l.inflight++
+			l.mu.Unlock()
+			return nil
+		}
+		moved := l.moved
+		if l.lost != nil || l.draining {
+			moved = nil // for this step, nothing changes any more
+		}
+		l.mu.Unlock()
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			// context.Canceled, as a step cut off by a shutdown fails:
+			// the run then stops without recording an end.
+			return ctx.Err()
+		}
+	}
+}
+
+func (l *lease) stepDone() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inflight--
+	l.changed()
+}
+
+// changed wakes whoever waits on moved; l.mu is held.
+func (l *lease) changed() {
+	close(l.moved)
+	l.moved = make(chan struct{})
+}
+
+// drain stops steps starting and waits, up to timeout, for those running
+// to finish; it reports whether they did.
+func (l *lease) drain(timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout) // the real clock: a bound on a shutdown
+	defer deadline.Stop()
+	l.mu.Lock()
+	l.draining = true
+	l.changed()
+	for l.inflight > 0 {
+		moved := l.moved
+		l.mu.Unlock()
+		select {
+		case <-moved:
+		case <-deadline.C:
+			return false
+		}
+		l.mu.Lock()
+	}
+	l.mu.Unlock()
+	return true
+}
+
+// close stops the keeper (the lease stays until released or run out).
+func (l *lease) close() {
+	l.stop()
+	<-l.done
+}
+
+func earliest(ts ...time.Time) time.Time {
+	return slices.MinFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+}
+
+// runsHere is the runs this engine carries now.
+func (e *Engine) runsHere() int {
+	n := 0
+	e.running.Range(func(_, _ any) bool { n++; return true })
+	return n
+}
