@@ -59,8 +59,8 @@ func openWorker(t *testing.T, url, id string, clk clock.Clock, model llm.Model, 
 	w := &worker{st: st, lost: make(chan error, 1), takeovers: make(chan string, 8)}
 	w.e, err = durable.Open(ctx, durable.Options{
 		Store: st, URL: url, ExecutorID: id, Clock: clk, Lease: 15 * time.Second,
-		Models: func(string) (llm.Model, string, error) { return model, "fake", nil },
-		Tools:  func(durable.Spec) (*tool.Set, error) { return tool.NewSet(tools...) },
+		Models:      func(string) (llm.Model, string, error) { return model, "fake", nil },
+		Tools:       func(durable.Spec) (*tool.Set, error) { return tool.NewSet(tools...) },
 		OnLeaseLost: func(err error) { w.lost <- err },
 		OnTakeover:  func(dead string, n int) { w.takeovers <- dead },
 	})
