@@ -99,6 +99,15 @@ type Options struct {
 	// MaxRuns caps the runs this process carries at once (durable.DefaultMaxRuns
 	// when 0).
 	MaxRuns int
+	// ExecutorID, on Postgres, makes this process one of the database's
+	// workers (several processes, on several machines): it works under
+	// this id, which must be its own, holds a lease, and takes over the
+	// runs of workers that die (setup.ExecutorID picks one). Empty: the
+	// process holds the database alone, and another Open of it is refused
+	// while it runs. SQLite is held by one process at a time.
+	ExecutorID string
+	// Lease is a worker's lease (durable.DefaultLease when 0).
+	Lease time.Duration
 }
 
 // Task is a root instance's work and limits. Zero limits take deputy's
@@ -131,7 +140,8 @@ type Task struct {
 }
 
 // Runtime runs instances on one database. It is safe for concurrent use.
-// One process at a time runs instances on a database.
+// One process at a time runs instances on a database, unless each is a
+// worker under its own Options.ExecutorID (Postgres).
 type Runtime struct {
 	eng     *durable.Engine
 	st      *store.Store
@@ -199,10 +209,16 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deputy: %w", err)
 	}
-	unlock, err := setup.LockEngine(ctx, st, url)
-	if err != nil {
+	unlock := func() {}
+	switch {
+	case o.ExecutorID != "" && st.Dialect() != store.Postgres:
 		st.Close()
-		return nil, fmt.Errorf("deputy: %w", err)
+		return nil, errors.New("deputy: Options.ExecutorID needs a Postgres database: SQLite is held by one process at a time")
+	case o.ExecutorID == "":
+		if unlock, err = setup.LockEngine(ctx, st, url); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("deputy: %w", err)
+		}
 	}
 	// Traces, when an OTLP endpoint variable or deputy.yaml asks for them.
 	tel, closeTel, err := setup.Telemetry(ctx, cfg, st, nil)
@@ -228,6 +244,9 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		Runner:  *runner,
 		OnEvent: tel.Hook(rt.publish),
 		MaxRuns: o.MaxRuns,
+		// A worker of a fleet; alone on the database, "local".
+		ExecutorID: o.ExecutorID,
+		Lease:      leaseOf(o),
 	})
 	if err != nil {
 		_ = closeTel()
@@ -250,6 +269,13 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		rt.problems = append(rt.problems, fmt.Errorf("starting roots recorded but never started: %w", err))
 	}
 	return rt, nil
+}
+
+func leaseOf(o Options) time.Duration {
+	if o.ExecutorID == "" {
+		return 0
+	}
+	return cmp.Or(o.Lease, durable.DefaultLease)
 }
 
 // Close stops the engine, letting running steps end for up to ten

@@ -132,7 +132,14 @@ func (e *Engine) StartChild(ctx context.Context, id string, work func(context.Co
 	wf := workflowID(id)
 	x := &launch{parent: ctx, work: work}
 	e.launches.put(wf, x)
-	h, err := dbos.RunWorkflow(e.dbos, e.runChild, id, dbos.WithWorkflowID(wf))
+	opts := []dbos.WorkflowOption{dbos.WithWorkflowID(wf)}
+	if e.lease != nil {
+		// On a fleet a background child goes through the queue, to
+		// whichever worker has room: here it takes its launch, elsewhere
+		// it is built from the store, as after a crash.
+		opts = append(opts, dbos.WithQueue(e.queue))
+	}
+	h, err := dbos.RunWorkflow(e.dbos, e.runChild, id, opts...)
 	if err != nil {
 		e.launches.drop(wf, x)
 		return fmt.Errorf("start child %s: %w", id, err)

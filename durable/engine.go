@@ -146,6 +146,10 @@ type Options struct {
 	// OnTakeover hears of each dead worker whose runs this one
 	// re-enqueued, and how many.
 	OnTakeover func(dead string, runs int)
+	// FleetMaxRuns, for a worker of a fleet, caps the queued runs all the
+	// workers carry at once (every worker must say the same); 0: no cap
+	// but each worker's MaxRuns.
+	FleetMaxRuns int
 	// MaxRuns caps the runs this engine carries at once, roots' and
 	// children's, over every tree (DefaultMaxRuns when 0); a run waiting
 	// for its children gives its place up meanwhile. Each parent's own cap
@@ -211,7 +215,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	} else {
 		cfg.DatabaseURL = opts.URL
 	}
-	dctx, err := dbos.NewContext(ctx, cfg)
+	dctx, err := newDBOS(ctx, opts.Store, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("durable: start DBOS: %w", err)
 	}
@@ -236,7 +240,20 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	dbos.RegisterWorkflow(dctx, e.runInstance, dbos.WithWorkflowName(WorkflowName))
 	dbos.RegisterWorkflow(dctx, e.runChild, dbos.WithWorkflowName(ChildWorkflowName))
-	if e.queue, err = dbos.RegisterQueue(dctx, QueueName, dbos.WithQueueBasePollingInterval(opts.PollInterval)); err != nil {
+	qopts := []dbos.QueueOption{dbos.WithQueueBasePollingInterval(opts.PollInterval)}
+	if opts.Lease > 0 {
+		// A worker of a fleet dequeues no more than it runs at once, so
+		// the queue's work spreads over the workers; FleetMaxRuns caps
+		// the fleet. A queued run waiting for its own queued children
+		// keeps its place meanwhile, so a tree whose waiting parents
+		// fill every place of the fleet stalls: keep MaxRuns well above
+		// the depth of background spawns.
+		qopts = append(qopts, dbos.WithWorkerConcurrency(opts.MaxRuns))
+		if opts.FleetMaxRuns > 0 {
+			qopts = append(qopts, dbos.WithGlobalConcurrency(opts.FleetMaxRuns))
+		}
+	}
+	if e.queue, err = dbos.RegisterQueue(dctx, QueueName, qopts...); err != nil {
 		dbos.Shutdown(dctx, time.Second)
 		return nil, fmt.Errorf("durable: queue: %w", err)
 	}
@@ -255,6 +272,19 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e.scheduleRefresh()
 	return e, nil
+}
+
+// newDBOS makes a DBOS context under the store's schema lock: DBOS
+// creates and migrates its tables as it starts, and workers starting at
+// once on a new Postgres database would race to ("duplicate key value
+// violates unique constraint pg_namespace_nspname_index").
+func newDBOS(ctx context.Context, st *store.Store, cfg dbos.Config) (dbos.Context, error) {
+	var dctx dbos.Context
+	err := st.SchemaLock(ctx, func() (err error) {
+		dctx, err = dbos.NewContext(ctx, cfg)
+		return err
+	})
+	return dctx, err
 }
 
 // Close stops the engine, waiting up to timeout for running steps. A
@@ -422,7 +452,7 @@ func enqueue(ctx context.Context, st *store.Store, url, id, wf, name string) err
 	} else {
 		cfg.DatabaseURL = url
 	}
-	dctx, err := dbos.NewContext(ctx, cfg)
+	dctx, err := newDBOS(ctx, st, cfg)
 	if err != nil {
 		return fmt.Errorf("durable: connect to the queue: %w", err)
 	}

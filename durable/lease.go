@@ -259,6 +259,17 @@ func (l *lease) stepDone() {
 	l.changed()
 }
 
+// park takes a step that waits out of the steps a drain waits for, until
+// the returned function puts it back.
+func (l *lease) park() (unpark func()) {
+	l.stepDone()
+	return func() {
+		l.mu.Lock()
+		l.inflight++
+		l.mu.Unlock()
+	}
+}
+
 // changed wakes whoever waits on moved; l.mu is held.
 func (l *lease) changed() {
 	close(l.moved)

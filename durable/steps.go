@@ -124,6 +124,10 @@ func runStep[R any](e *Engine, ctx dbos.Context, label, name string, fn func(con
 	return r, err
 }
 
+// inStepKey marks the context of a step admitted by a worker's lease: its
+// waits are parked (lease.park).
+type inStepKey struct{}
+
 // during wraps a step's function with the failpoint "during:NAME": the
 // step's work is done but its result not yet checkpointed, the worst
 // moment to die.
@@ -137,6 +141,7 @@ func during[R any](e *Engine, name string, fn func(context.Context) (R, error)) 
 				return zero, err
 			}
 			defer e.lease.stepDone()
+			ctx = context.WithValue(ctx, inStepKey{}, true)
 		}
 		r, err := fn(ctx)
 		e.failpoint("during:" + name)

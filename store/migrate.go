@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // migrations are the schema's history, oldest first: migration i takes a
@@ -173,6 +174,49 @@ func LatestSchemaVersion() int { return len(migrations) }
 // pgMigrationLock keys the advisory lock that keeps two processes opening
 // one Postgres database from migrating it at once ("deputy" in ASCII).
 const pgMigrationLock = 0x646570757479
+
+// pgSchemaLock keys SchemaLock ("deputz"): not the migration lock, so a
+// store opening meanwhile does not wait for another program's migration.
+const pgSchemaLock = pgMigrationLock + 1
+
+// SchemaLock runs fn while no other process runs its own under it (on
+// Postgres an advisory lock held by a transaction of its own; SQLite
+// serializes schema changes by itself). Programs that keep tables of
+// their own beside deputy's migrate them under it: DBOS's own migrations
+// are not safe when several workers start at once on a new database.
+func (s *Store) SchemaLock(ctx context.Context, fn func() error) error {
+	if s.dialect != Postgres {
+		return fn()
+	}
+	// A session lock on a connection of its own, taken by trying: no
+	// transaction stays open while fn runs (DBOS builds indexes
+	// CONCURRENTLY, which waits for every open transaction, this one's
+	// too), and no lock_timeout cuts the wait short while another
+	// process migrates.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("schema lock: %w", err)
+	}
+	defer conn.Close()
+	for {
+		var ok bool
+		if err := conn.QueryRowContext(ctx, fmt.Sprintf("SELECT pg_try_advisory_lock(%d)", pgSchemaLock)).Scan(&ok); err != nil {
+			return fmt.Errorf("take the schema lock: %w", err)
+		}
+		if ok {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("take the schema lock: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	defer func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("SELECT pg_advisory_unlock(%d)", pgSchemaLock))
+	}()
+	return fn()
+}
 
 // migrate brings the schema to version target (0: the latest), all in one
 // transaction: a failed migration leaves the database as it was.

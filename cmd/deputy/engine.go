@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,36 @@ type engineConfig struct {
 	loaded    *agent.Config
 	quiet     bool
 	failpoint string
+	// executorID is --executor-id: on Postgres, the id this process
+	// works under among the database's workers (default: the machine's);
+	// lease is --lease (durable.DefaultLease when 0).
+	executorID string
+	lease      time.Duration
+	maxRuns    int // durable.Options.MaxRuns
+}
+
+// executorFlagHelp is the --executor-id flag's help.
+const executorFlagHelp = "on Postgres, the executor id this process works under among the database's workers " +
+	"(default: $" + setup.ExecutorEnv + ", else this machine's, kept in ~/.deputy/executor-id)"
+
+// workerID is the executor id a process opening st works under: on
+// Postgres one of its own (setup.ExecutorID), said on stderr when fresh;
+// on SQLite none (the engine lock holds the database for one process).
+func workerID(ctx context.Context, st *store.Store, flag string, stderr io.Writer) (string, error) {
+	if st.Dialect() != store.Postgres {
+		if flag != "" {
+			return "", usageErr("--executor-id needs a Postgres database: SQLite is held by one process at a time")
+		}
+		return "", nil
+	}
+	id, fresh, err := setup.ExecutorID(ctx, st, flag)
+	if err != nil {
+		return "", usageErr("%v", err)
+	}
+	if fresh {
+		fmt.Fprintf(stderr, "deputy: this machine's executor id is in use by a live process; working as %s\n", id)
+	}
+	return id, nil
 }
 
 // openEngine opens the store and the durable engine over it, with the
@@ -80,10 +111,17 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	unlock, err := lockEngine(ctx, st, url)
+	executor, err := workerID(ctx, st, c.executorID, stderr)
 	if err != nil {
 		st.Close()
 		return nil, nil, nil, err
+	}
+	unlock := func() {}
+	if executor == "" {
+		if unlock, err = lockEngine(ctx, st, url); err != nil {
+			st.Close()
+			return nil, nil, nil, err
+		}
 	}
 	fail := func(err error) (*durable.Engine, *store.Store, func(), error) {
 		unlock()
@@ -105,7 +143,7 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 	if st.Dialect() == store.Postgres {
 		pgURL = url
 	}
-	eng, err := durable.Open(ctx, durable.Options{
+	opts := durable.Options{
 		Store:     st,
 		URL:       pgURL,
 		Models:    ms.Open,
@@ -114,7 +152,12 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 		Runner:    *runner,
 		OnEvent:   tel.Hook(onEvent),
 		Failpoint: c.failpoint,
-	})
+		MaxRuns:   c.maxRuns,
+	}
+	if executor != "" {
+		opts.ExecutorID, opts.Lease = executor, cmp.Or(c.lease, durable.DefaultLease)
+	}
+	eng, err := durable.Open(ctx, opts)
 	if err != nil {
 		_ = closeTel()
 		return fail(usageErr("%v", err))

@@ -137,10 +137,22 @@ func defaultTokenFile(url string) string {
 	return filepath.Join(".deputy", "token")
 }
 
+// worker picks the executor id of a Runtime on url (workerID), on a
+// store of its own that is closed again.
+func (c *runtimeFlags) worker(ctx context.Context, url string) (string, error) {
+	st, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		return "", usageErr("%v", err)
+	}
+	defer st.Close()
+	return workerID(ctx, st, c.executorID, os.Stderr)
+}
+
 // runtimeFlags are the flags of the commands that serve a Runtime (serve,
 // mcp): where the database is, the model, the workspace.
 type runtimeFlags struct {
 	db, model, scenario, workspace string
+	executorID                     string
 }
 
 func (c *runtimeFlags) register(f interface {
@@ -150,6 +162,7 @@ func (c *runtimeFlags) register(f interface {
 	f.StringVar(&c.model, "model", "", modelFlagHelp)
 	f.StringVar(&c.scenario, "scenario", "", "scenario file for --model fake (default: the built-in demo)")
 	f.StringVar(&c.workspace, "workspace", ".", "directory the agents work in, with their definitions, skills and deputy.yaml")
+	f.StringVar(&c.executorID, "executor-id", "", executorFlagHelp)
 }
 
 // open opens the runtime the flags describe, and returns the database URL.
@@ -169,6 +182,9 @@ func (c *runtimeFlags) open(ctx context.Context) (*deputylib.Runtime, string, er
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, "", usageErr("database directory: %v", err)
 		}
+	}
+	if o.ExecutorID, err = c.worker(ctx, o.DB); err != nil {
+		return nil, "", err
 	}
 	rt, err := deputylib.Open(ctx, o)
 	if err != nil {

@@ -62,6 +62,9 @@ once no instance in the database is active.`,
 	f.BoolVar(&untilIdle, "until-idle", false, "exit once no instance is active (for scripts and tests)")
 	f.DurationVar(&poll, "poll", 100*time.Millisecond, "with --until-idle, how often to look")
 	f.BoolVarP(&c.quiet, "quiet", "q", false, "no progress on stderr")
+	f.IntVar(&c.maxRuns, "max-runs", durable.DefaultMaxRuns, "runs this worker carries at once (on Postgres also the most it takes from the queue at once)")
+	f.StringVar(&c.executorID, "executor-id", "", executorFlagHelp)
+	f.DurationVar(&c.lease, "lease", durable.DefaultLease, "on Postgres, this worker's lease: another takes its runs over once it has not renewed it for this long")
 	return cmd
 }
 
