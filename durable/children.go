@@ -92,8 +92,14 @@ func (l *launches) drop(wf string, x *launch) bool {
 func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) (agent.ChildEnd, error) {
 	wf := workflowID(id)
 	x := &launch{parent: ctx, work: work, foreground: true}
-	e.launches.put(wf, x)
-	defer e.launches.drop(wf, x)
+	fresh, err := e.fresh(wf)
+	if err != nil {
+		return agent.ChildEnd{}, fmt.Errorf("start child %s: %w", id, err)
+	}
+	if fresh {
+		e.launches.put(wf, x)
+		defer e.launches.drop(wf, x)
+	}
 	h, err := dbos.RunWorkflow(e.dbos, e.runChild, id, dbos.WithWorkflowID(wf))
 	if err != nil {
 		return agent.ChildEnd{}, fmt.Errorf("start child %s: %w", id, err)
@@ -131,7 +137,13 @@ func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Cont
 func (e *Engine) StartChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) error {
 	wf := workflowID(id)
 	x := &launch{parent: ctx, work: work}
-	e.launches.put(wf, x)
+	fresh, err := e.fresh(wf)
+	if err != nil {
+		return fmt.Errorf("start child %s: %w", id, err)
+	}
+	if fresh {
+		e.launches.put(wf, x)
+	}
 	opts := []dbos.WorkflowOption{dbos.WithWorkflowID(wf)}
 	if e.lease != nil {
 		// On a fleet a background child goes through the queue, to
@@ -146,11 +158,30 @@ func (e *Engine) StartChild(ctx context.Context, id string, work func(context.Co
 	}
 	go func() {
 		_, _ = h.GetResult(dbos.WithHandlePollingInterval(e.opts.PollInterval))
-		if e.launches.drop(wf, x) {
+		if !fresh || e.launches.drop(wf, x) {
 			x.skip()
 		}
 	}()
 	return nil
+}
+
+// fresh reports whether child workflow wf does not exist yet: only then
+// may its run take this process's launch. On a fleet a replayed spawn can
+// find its child's workflow waiting in a queue (a takeover re-enqueued
+// it, after it had run part of the way elsewhere) and about to be
+// dequeued here: its run must continue from the store, not start the
+// launch's work afresh. Alone on its database the engine needs no look:
+// an existing child workflow is running or done, never dequeued later.
+func (e *Engine) fresh(wf string) (bool, error) {
+	if e.lease == nil {
+		return true, nil
+	}
+	wfs, err := dbos.ListWorkflows(e.dbos, dbos.WithFilterWorkflowIDs(wf), dbos.WithFilterLoadInput(false),
+		dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return false, fmt.Errorf("look for workflow %s: %w", wf, err)
+	}
+	return len(wfs) == 0, nil
 }
 
 // skip lets a launch's work go without running (agent.ChildEnv.Skip).
@@ -163,6 +194,22 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 		return agent.ChildEnd{}, err
 	}
 	x := e.launches.take(wf)
+	if x != nil && e.lease != nil {
+		// On a fleet the launch may be stale: the child's workflow ran
+		// part of the way on another worker, which died, and a takeover
+		// queued it again, to be dequeued here. Then its run continues
+		// from the store; the launch's work, a first run, would start
+		// over what is recorded.
+		runs, err := e.st.Runs(ctx, id)
+		if err != nil {
+			x.skip()
+			return agent.ChildEnd{}, err
+		}
+		if len(runs) > 0 {
+			x.skip()
+			x = nil
+		}
+	}
 	ran := false
 	defer func() {
 		if x != nil && !ran {

@@ -215,7 +215,11 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	} else {
 		cfg.DatabaseURL = opts.URL
 	}
-	dctx, err := newDBOS(ctx, opts.Store, cfg)
+	// DBOS's context lives as long as the engine, not as the call: a
+	// cancelled ctx (a signal handler's, say) would otherwise cancel every
+	// run with a cause other than its shutdown, which DBOS records as the
+	// runs' durable cancellation, and nothing would ever resume them.
+	dctx, err := newDBOS(context.WithoutCancel(ctx), opts.Store, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("durable: start DBOS: %w", err)
 	}
