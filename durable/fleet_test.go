@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -85,7 +86,7 @@ func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // fleet is a test's workers and what they share.
 type fleet struct {
-	t       *testing.T
+	t       testing.TB
 	bin, ws string
 	env     []string
 	mu      sync.Mutex
@@ -106,6 +107,11 @@ func (f *fleet) cmd(args ...string) *exec.Cmd {
 func (f *fleet) start(id, modelURL string) {
 	cmd := f.cmd("worker", "-q", "--workspace", f.ws, "--executor-id", id, "--max-runs", "6", "--lease", "3s")
 	cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL="+modelURL)
+	f.startCmd(id, cmd)
+}
+
+// startCmd starts a worker's command as executor id.
+func (f *fleet) startCmd(id string, cmd *exec.Cmd) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -256,6 +262,27 @@ func TestMultiWorkerTakeoverAndDrain(t *testing.T) {
 		}
 	}
 
+	// deputy workers lists the three, live, each with its lease.
+	until("deputy workers lists three live workers", func() bool {
+		out, err := f.cmd("workers", "--json").CombinedOutput()
+		if err != nil {
+			t.Fatalf("deputy workers: %v\n%s", err, out)
+		}
+		var ws []struct {
+			ID, State string
+			LeaseLeft float64 `json:"lease_left_s"`
+		}
+		if err := json.Unmarshal(out, &ws); err != nil {
+			t.Fatalf("deputy workers --json: %v\n%s", err, out)
+		}
+		live := 0
+		for _, w := range ws {
+			if w.State == "live" && w.LeaseLeft > 0 && strings.HasPrefix(w.ID, "w") {
+				live++
+			}
+		}
+		return live == 3
+	})
 	began := time.Now()
 	until("10 children completed", func() bool { return completed() >= 10 })
 	t.Logf("%v: 10 completed; SIGKILL w1", time.Since(began))

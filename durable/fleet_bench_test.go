@@ -1,0 +1,322 @@
+//go:build unix
+
+package durable_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	neturl "net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/internal/benchloop"
+	"github.com/deputy-run/deputy/internal/pgtest"
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/llm/fake"
+	"github.com/deputy-run/deputy/store"
+	"github.com/deputy-run/deputy/tool"
+)
+
+// benchFleet starts n workers (cap runs each) on a fresh database, all on
+// one model server with scenario script, and returns the fleet, the
+// database URL and a store on it.
+func benchFleet(b *testing.B, n, runs int, script string) (*fleet, string, *store.Store) {
+	b.Helper()
+	s, err := fake.ParseScenario([]byte(script), "bench.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(fake.NewServer(fake.Options{Responder: s}))
+	b.Cleanup(hs.Close)
+	url := pgtest.URL(b)
+	f := &fleet{t: b, bin: buildDeputy(b), ws: b.TempDir(), procs: map[string]*exec.Cmd{}, logs: map[string]*bytes.Buffer{},
+		exited: map[string]chan error{}, stopped: map[string]bool{},
+		env: []string{"PATH=" + os.Getenv("PATH"), "DEPUTY_DB=" + url, "ANTHROPIC_API_KEY=test-key"}}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("w%d", i)
+		cmd := f.cmd("worker", "-q", "--workspace", f.ws, "--executor-id", id, "--max-runs", fmt.Sprint(runs))
+		cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL="+hs.URL)
+		f.startCmd(id, cmd)
+	}
+	st, err := store.Open(context.Background(), url, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return f, url, st
+}
+
+const distributionScenario = `
+latency: {first_byte: 200ms}
+rules:
+  - match: {system: "read-only explorer", turn: 1}
+    tool_calls: [{name: glob, input: {pattern: "*"}}]
+  - match: {system: "read-only explorer"}
+    text: "looked"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, repeat: 60, input: {subagent_type: explorer, task: "look {{.I}}", background: true}}]
+default:
+  text: "noted"
+`
+
+// BenchmarkFleetDistribution: a root with 60 background children (two
+// model calls of 200 ms each) on 1, 2 and 3 workers of 4 runs each.
+// children/s is the children completed per second, from the run's
+// queueing to its root's end; ideal/s is what the workers' places allow
+// at the model latency alone.
+func BenchmarkFleetDistribution(b *testing.B) {
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+			var total time.Duration
+			for range b.N {
+				f, _, st := benchFleet(b, n, 4, distributionScenario)
+				start := time.Now()
+				out, err := f.cmd("run", "--detach", "-q", "--model", "anthropic:fake", "--max-parallel", "100",
+					"--workspace", f.ws, "fan out").CombinedOutput()
+				if err != nil {
+					b.Fatalf("run --detach: %v\n%s", err, out)
+				}
+				root := strings.TrimSpace(string(out))
+				waitRoot(b, f, st, root)
+				total += time.Since(start)
+				for i := 1; i <= n; i++ {
+					_ = f.stop(fmt.Sprintf("w%d", i), syscall.SIGTERM)
+				}
+			}
+			perRun := total / time.Duration(b.N)
+			b.ReportMetric(60/perRun.Seconds(), "children/s")
+			// Each worker's root-free places run a child in 2×200 ms.
+			b.ReportMetric(float64(4*n)/0.4, "ideal/s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// waitRoot waits for root to end, failing on a worker's death.
+func waitRoot(b *testing.B, f *fleet, st *store.Store, root string) {
+	b.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		in, err := st.GetInstance(context.Background(), root)
+		if err == nil && in.State.Terminal() {
+			if in.State != store.Completed {
+				b.Fatalf("root %s: %s", in.State, in.Error)
+			}
+			return
+		}
+		if id := f.died(); id != "" {
+			b.Fatalf("worker %s died:\n%s", id, f.log(id))
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the root never ended")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a database for a benchmark's end, not timing a test
+	}
+}
+
+// BenchmarkTakeover: a root's second model call hangs on worker w1, which
+// is killed with SIGKILL there; w2, on the default lease, takes the run
+// over. takeover-s is the time from the kill to the resumed call's arrival
+// at w2's model server.
+func BenchmarkTakeover(b *testing.B) {
+	const script = `
+rules:
+  - match: {turn: 1}
+    tool_calls: [{name: glob, input: {pattern: "*"}}]
+  - match: {turn: 2}
+    latency: {first_byte: 10m}
+    text: "never, on w1"
+default:
+  text: "done"
+`
+	const resumed = `
+default:
+  text: "done on w2"
+`
+	var total time.Duration
+	for range b.N {
+		url := pgtest.URL(b)
+		f := &fleet{t: b, bin: buildDeputy(b), ws: b.TempDir(), procs: map[string]*exec.Cmd{}, logs: map[string]*bytes.Buffer{},
+			exited: map[string]chan error{}, stopped: map[string]bool{},
+			env: []string{"PATH=" + os.Getenv("PATH"), "DEPUTY_DB=" + url, "ANTHROPIC_API_KEY=test-key"}}
+		second := make(chan struct{}, 1)
+		var calls atomic.Int64
+		arrived := make(chan time.Time, 1)
+		for i, sc := range []string{script, resumed} {
+			s, err := fake.ParseScenario([]byte(sc), "takeover.yaml")
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := fake.NewServer(fake.Options{Responder: s})
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if i == 0 && calls.Add(1) == 2 {
+					second <- struct{}{}
+				}
+				if i == 1 {
+					select {
+					case arrived <- time.Now():
+					default:
+					}
+				}
+				srv.ServeHTTP(w, r)
+			}))
+			b.Cleanup(hs.Close)
+			id := fmt.Sprintf("w%d", i+1)
+			cmd := f.cmd("worker", "-q", "--workspace", f.ws, "--executor-id", id)
+			cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL="+hs.URL)
+			if i == 1 {
+				<-second // w2 starts once w1 holds the run
+			}
+			f.startCmd(id, cmd)
+			if i == 0 {
+				out, err := f.cmd("run", "--detach", "-q", "--model", "anthropic:fake", "--workspace", f.ws, "hang").CombinedOutput()
+				if err != nil {
+					b.Fatalf("run --detach: %v\n%s", err, out)
+				}
+			}
+		}
+		time.Sleep(time.Second) // w2 has joined and renewed once: a live fleet, not a lone survivor
+		killed := time.Now()
+		if err := f.stop("w1", syscall.SIGKILL); err == nil {
+			b.Fatal("w1 survived SIGKILL")
+		}
+		select {
+		case at := <-arrived:
+			total += at.Sub(killed)
+		case <-time.After(2 * time.Minute):
+			b.Fatalf("the run never resumed on w2:\n%s", f.log("w2"))
+		}
+		_ = f.stop("w2", syscall.SIGTERM)
+	}
+	b.ReportMetric((total / time.Duration(b.N)).Seconds(), "takeover-s")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkRoundTripsPerTurn counts the Postgres round trips of a durable
+// turn (deputy's store and DBOS together): every connection goes through
+// a proxy that counts each client message answered by the server.
+// benchloop's 10-turn run (9 tool calls), alone and as a worker of a fleet.
+func BenchmarkRoundTripsPerTurn(b *testing.B) {
+	for _, fleetMode := range []bool{false, true} {
+		b.Run(map[bool]string{false: "alone", true: "fleet"}[fleetMode], func(b *testing.B) {
+			u, err := neturl.Parse(pgtest.URL(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := newCountingProxy(b, u.Host)
+			u.Host = p.addr
+			ctx := context.Background()
+			st, err := store.Open(ctx, u.String(), store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			scen, err := fake.ParseScenario([]byte(benchloop.Scenario(benchTurns)), "bench-loop.yaml")
+			if err != nil {
+				b.Fatal(err)
+			}
+			model := fake.NewModel(scen, fake.WithoutLatency())
+			opts := durable.Options{Store: st, URL: u.String(),
+				Models: func(string) (llm.Model, string, error) { return model, "fake", nil },
+				Tools:  func(durable.Spec) (*tool.Set, error) { return tool.NewSet(benchloop.Noop{}) }}
+			if fleetMode {
+				opts.ExecutorID, opts.Lease = "bench", time.Minute // renewals every 20 s: none in a run
+			}
+			e, err := durable.Open(ctx, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close(5 * time.Second)
+			var trips int64
+			b.ResetTimer()
+			for range b.N {
+				before := p.trips.Load()
+				id, err := e.Start(ctx, "bench", durable.Spec{System: "bench", Model: "fake", MaxTurns: benchTurns + 5})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := e.Wait(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+				trips += p.trips.Load() - before
+			}
+			b.ReportMetric(float64(trips)/float64(b.N*benchTurns), "round-trips/turn")
+		})
+	}
+}
+
+// countingProxy forwards TCP to a Postgres server and counts round trips:
+// a client write that follows a server write (or opens the connection)
+// starts one.
+type countingProxy struct {
+	addr  string
+	trips atomic.Int64
+}
+
+func newCountingProxy(b *testing.B, target string) *countingProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &countingProxy{addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	b.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			var serverSpoke atomic.Bool
+			serverSpoke.Store(true)
+			wg.Go(func() { p.pipe(s, c, &serverSpoke, true) })
+			wg.Go(func() { p.pipe(c, s, &serverSpoke, false) })
+		}
+	})
+	return p
+}
+
+// pipe copies src to dst; client says whether src is the client.
+func (p *countingProxy) pipe(dst, src net.Conn, serverSpoke *atomic.Bool, client bool) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if client {
+				if serverSpoke.Swap(false) {
+					p.trips.Add(1)
+				}
+			} else {
+				serverSpoke.Store(true)
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				return
+			}
+			return
+		}
+	}
+}
