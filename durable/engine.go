@@ -21,10 +21,12 @@ import (
 	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
+	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // SQLite as DBOS's system database
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/internal/pgdial"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
@@ -213,7 +215,11 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Store.Dialect() == store.SQLite {
 		cfg.SQLiteSystemDB = opts.Store.DB()
 	} else {
-		cfg.DatabaseURL = opts.URL
+		pool, err := dbosPool(ctx, opts.URL)
+		if err != nil {
+			return nil, err
+		}
+		cfg.SystemDBPool = pool
 	}
 	// DBOS's context lives as long as the engine, not as the call: a
 	// cancelled ctx (a signal handler's, say) would otherwise cancel every
@@ -221,6 +227,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	// runs' durable cancellation, and nothing would ever resume them.
 	dctx, err := newDBOS(context.WithoutCancel(ctx), opts.Store, cfg)
 	if err != nil {
+		if cfg.SystemDBPool != nil {
+			cfg.SystemDBPool.Close() // DBOS closes it at its shutdown, not when it fails to start
+		}
 		return nil, fmt.Errorf("durable: start DBOS: %w", err)
 	}
 	if opts.RefreshInterval <= 0 {
@@ -276,6 +285,21 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	e.scheduleRefresh()
 	return e, nil
+}
+
+// dbosPool is DBOS's own pool on url, its connections dialed through
+// pgdial (so a worker that lost its lease can abort them).
+func dbosPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("durable: the Postgres URL does not parse")
+	}
+	cfg.ConnConfig.DialFunc = pgdial.Dial
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("durable: DBOS's pool: %w", err)
+	}
+	return pool, nil
 }
 
 // newDBOS makes a DBOS context under the store's schema lock: DBOS

@@ -142,7 +142,9 @@ func (f *fleet) stop(id string, sig syscall.Signal) error {
 
 // diagnose says where a stuck run stands: its unfinished instances, the
 // workers, and DBOS's unfinished workflows.
-func (f *fleet) diagnose(url, root string) string {
+func (f *fleet) diagnose(url, root string) string { return diagnose(url, root) }
+
+func diagnose(url, root string) string {
 	ctx := context.Background()
 	var b strings.Builder
 	st, err := store.Open(ctx, url, store.Options{})
@@ -166,7 +168,7 @@ func (f *fleet) diagnose(url, root string) string {
 	}
 	defer db.Close()
 	rows, err := db.QueryContext(ctx, `SELECT workflow_uuid, name, status, executor_id, COALESCE(queue_name, ''),
-		recovery_attempts, created_at, updated_at FROM dbos.workflow_status WHERE status NOT IN ('SUCCESS') OR name = 'deputy.instance'`)
+		recovery_attempts, created_at, updated_at, COALESCE(error, '') FROM dbos.workflow_status WHERE status NOT IN ('SUCCESS') OR name = 'deputy.instance'`)
 	if err != nil {
 		return b.String() + err.Error()
 	}
@@ -174,9 +176,10 @@ func (f *fleet) diagnose(url, root string) string {
 	for rows.Next() {
 		var id, name, status, exec, queue string
 		var attempts, created, updated int64
-		_ = rows.Scan(&id, &name, &status, &exec, &queue, &attempts, &created, &updated)
-		fmt.Fprintf(&b, "workflow %s %s %s on %s queue %q attempts %d created %d updated %d\n", id, name, status, exec, queue,
-			attempts, created%100000, updated%100000)
+		var werr string
+		_ = rows.Scan(&id, &name, &status, &exec, &queue, &attempts, &created, &updated, &werr)
+		fmt.Fprintf(&b, "workflow %s %s %s on %s queue %q attempts %d created %d updated %d %.300s\n", id, name, status, exec, queue,
+			attempts, created%100000, updated%100000, werr)
 	}
 	return b.String()
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/internal/pgdial"
 	"github.com/deputy-run/deputy/store"
 )
 
@@ -104,7 +105,13 @@ func (l *lease) keep(ctx context.Context) {
 		}
 		now := e.opts.Clock.Now()
 		if !now.Before(nextRenew) {
-			err := e.st.RenewLease(ctx, e.opts.ExecutorID, l.ttl, e.runsHere())
+			// Bounded by the moment the lease is given up: a renewal
+			// hanging on a cut-off network must not keep the worker from
+			// giving up in time. (A real-time bound: it is the network's
+			// time that runs, and no fake clock's timer is left behind.)
+			rctx, cancel := context.WithTimeout(ctx, lastOK.Add(l.ttl-l.ttl/6).Sub(now))
+			err := e.st.RenewLease(rctx, e.opts.ExecutorID, l.ttl, e.runsHere())
+			cancel()
 			switch {
 			case err == nil:
 				lastOK = now
@@ -128,7 +135,9 @@ func (l *lease) keep(ctx context.Context) {
 		}
 		if !now.Before(nextClaim) {
 			nextClaim = now.Add(claimEvery)
-			l.claim(ctx)
+			cctx, cancel := context.WithTimeout(ctx, lastOK.Add(l.ttl-l.ttl/6).Sub(now))
+			l.claim(cctx)
+			cancel()
 		}
 	}
 }
@@ -219,7 +228,9 @@ func (l *lease) lose(err error) {
 		return
 	}
 	// Nothing this process runs may write again: its work is another
-	// worker's now. Exiting is the one sure way.
+	// worker's now. Its connections are reset first, so what it wrote and
+	// the network has not delivered yet never is (pgdial), then it exits.
+	pgdial.Abort()
 	fmt.Fprintf(os.Stderr, "deputy: %v; exiting so that nothing runs twice\n", err)
 	os.Exit(3)
 }

@@ -13,7 +13,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers database/sql driver "pgx"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/deputy-run/deputy/internal/pgdial"
 	"modernc.org/sqlite"               // registers database/sql driver "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -139,10 +142,12 @@ func openPostgres(ctx context.Context, target string, busy time.Duration) (*sql.
 		q.Set("lock_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
 		u.RawQuery = q.Encode()
 	}
-	db, err := sql.Open("pgx", u.String())
+	cfg, err := pgx.ParseConfig(u.String())
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", describe(Postgres, target), err)
 	}
+	cfg.DialFunc = pgdial.Dial // so a worker that lost its lease can abort them (pgdial)
+	db := stdlib.OpenDB(*cfg)
 	// database/sql keeps 2 idle connections by default; a burst of
 	// concurrent writers (a fan-out finishing) would then reconnect each
 	// time, at a few milliseconds a connection.
