@@ -197,15 +197,17 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 	if x != nil && e.lease != nil {
 		// On a fleet the launch may be stale: the child's workflow ran
 		// part of the way on another worker, which died, and a takeover
-		// queued it again, to be dequeued here. Then its run continues
-		// from the store; the launch's work, a first run, would start
-		// over what is recorded.
-		runs, err := e.st.Runs(ctx, id)
+		// queued it again, to be dequeued here. A workflow with any step
+		// recorded continues from the store, as after a crash: the
+		// launch's work is a first run, and its steps would not replay
+		// what the other worker recorded (DBOS fails a workflow whose
+		// steps come in another order).
+		steps, err := e.dbos.GetWorkflowSteps(e.dbos, wf, dbos.WithStepsLoadOutput(false), dbos.WithStepsLimit(1))
 		if err != nil {
 			x.skip()
-			return agent.ChildEnd{}, err
+			return agent.ChildEnd{}, fmt.Errorf("child %s: its recorded steps: %w", id, err)
 		}
-		if len(runs) > 0 {
+		if len(steps) > 0 {
 			x.skip()
 			x = nil
 		}

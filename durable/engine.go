@@ -140,7 +140,7 @@ type Options struct {
 	ClaimInterval time.Duration
 	// OnLeaseLost is called once if the worker loses its lease, after its
 	// runs here were cancelled. Nothing it runs may write again, so the
-	// default prints why and exits the process with status 3.
+	// default prints why and exits the process with ExitLeaseLost.
 	OnLeaseLost func(error)
 	// OnLeaseWait hears that the executor id's lease is still held (by
 	// this id's process before a restart), and until when: Open waits.

@@ -40,6 +40,10 @@ import (
 // DefaultLease is a worker's lease unless Options.Lease says otherwise.
 const DefaultLease = 15 * time.Second
 
+// ExitLeaseLost is the exit status of a worker that gave its lease up
+// (deputy's CLI exit codes: 5).
+const ExitLeaseLost = 5
+
 // ErrLeaseLost is what OnLeaseLost hears.
 var ErrLeaseLost = errors.New("this worker lost its lease")
 
@@ -232,7 +236,7 @@ func (l *lease) lose(err error) {
 	// the network has not delivered yet never is (pgdial), then it exits.
 	pgdial.Abort()
 	fmt.Fprintf(os.Stderr, "deputy: %v; exiting so that nothing runs twice\n", err)
-	os.Exit(3)
+	os.Exit(ExitLeaseLost)
 }
 
 // admit waits until the lease lets a step start: at once while it is

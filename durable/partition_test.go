@@ -8,7 +8,7 @@ package durable_test
 // off lo). The "database host" holds this test's listeners: a proxy to the
 // tests' Postgres, which notes when each worker last sent it anything, and
 // the workers' model servers. Worker w1's link is cut mid-run: its runs
-// must move to w2 once its lease runs out, and w1 must give up (exit 3)
+// must move to w2 once its lease runs out, and w1 must give up (exit 5)
 // before that, writing nothing after the cut, not even once the link is
 // back.
 
@@ -34,6 +34,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/store"
@@ -318,8 +319,8 @@ func TestPartitionTakeover(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("w1 never gave up its lease:\n%s", procs["w1"].out.String())
 	}
-	if code := procs["w1"].cmd.ProcessState.ExitCode(); code != 3 {
-		t.Errorf("w1 exited %d, want 3 (lost its lease):\n%s", code, procs["w1"].out.String())
+	if code := procs["w1"].cmd.ProcessState.ExitCode(); code != durable.ExitLeaseLost {
+		t.Errorf("w1 exited %d, want %d (lost its lease):\n%s", code, durable.ExitLeaseLost, procs["w1"].out.String())
 	}
 	if !procs["w1"].at.Before(lease) {
 		t.Errorf("w1 exited at %v, after its lease ran out at %v", procs["w1"].at, lease)
