@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
-	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // SQLite as DBOS's system database
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/clock"

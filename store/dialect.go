@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/deputy-run/deputy/internal/pgdial"
-	"modernc.org/sqlite"               // registers database/sql driver "sqlite"
+	"modernc.org/sqlite" // registers database/sql driver "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
