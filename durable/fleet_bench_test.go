@@ -3,7 +3,6 @@
 package durable_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,8 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	neturl "net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,9 +38,7 @@ func benchFleet(b *testing.B, n, runs int, script string) (*fleet, string, *stor
 	hs := httptest.NewServer(fake.NewServer(fake.Options{Responder: s}))
 	b.Cleanup(hs.Close)
 	url := pgtest.URL(b)
-	f := &fleet{t: b, bin: buildDeputy(b), ws: b.TempDir(), procs: map[string]*exec.Cmd{}, logs: map[string]*bytes.Buffer{},
-		exited: map[string]chan error{}, stopped: map[string]bool{},
-		env: []string{"PATH=" + os.Getenv("PATH"), "DEPUTY_DB=" + url, "ANTHROPIC_API_KEY=test-key"}}
+	f := newFleet(b, buildDeputy(b), url)
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("w%d", i)
 		cmd := f.cmd("worker", "-q", "--workspace", f.ws, "--executor-id", id, "--max-runs", fmt.Sprint(runs))
@@ -148,9 +143,7 @@ default:
 	var total time.Duration
 	for range b.N {
 		url := pgtest.URL(b)
-		f := &fleet{t: b, bin: buildDeputy(b), ws: b.TempDir(), procs: map[string]*exec.Cmd{}, logs: map[string]*bytes.Buffer{},
-			exited: map[string]chan error{}, stopped: map[string]bool{},
-			env: []string{"PATH=" + os.Getenv("PATH"), "DEPUTY_DB=" + url, "ANTHROPIC_API_KEY=test-key"}}
+		f := newFleet(b, buildDeputy(b), url)
 		second := make(chan struct{}, 1)
 		var calls atomic.Int64
 		arrived := make(chan time.Time, 1)

@@ -10,7 +10,8 @@ package durable_test
 // URL once (a side effect outside deputy, named by the worker that made
 // it), and only a fetch cut off by the SIGKILL may be made again; each
 // worker that was not killed must have completed at least a fifth of the
-// children; no worker ever had more than six model calls in flight.
+// children; no worker ever had more than six model calls in flight, and
+// the fleet never more than twelve (its global cap).
 
 import (
 	"bytes"
@@ -68,19 +69,30 @@ func (c *counting) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // inFlight wraps a worker's model server, keeping the most requests it
-// had at once.
+// had at once, and the most all of them had (fleet, shared).
 type inFlight struct {
 	h        http.Handler
+	fleet    *inFlight // nil for the fleet's own
 	mu       sync.Mutex
 	now, max int
 }
 
-func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *inFlight) enter() {
 	f.mu.Lock()
 	f.now++
 	f.max = max(f.max, f.now)
 	f.mu.Unlock()
-	defer func() { f.mu.Lock(); f.now--; f.mu.Unlock() }()
+}
+
+func (f *inFlight) leave() { f.mu.Lock(); f.now--; f.mu.Unlock() }
+
+func (f *inFlight) most() int { f.mu.Lock(); defer f.mu.Unlock(); return f.max }
+
+func (f *inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.enter()
+	f.fleet.enter()
+	defer f.leave()
+	defer f.fleet.leave()
 	f.h.ServeHTTP(w, r)
 }
 
@@ -96,6 +108,14 @@ type fleet struct {
 	stopped map[string]bool       // signalled by the test: its end is expected
 }
 
+// newFleet is a fleet of deputy binary bin on database url, its workers
+// not started yet.
+func newFleet(t testing.TB, bin, url string) *fleet {
+	return &fleet{t: t, bin: bin, ws: t.TempDir(), procs: map[string]*exec.Cmd{}, logs: map[string]*bytes.Buffer{},
+		exited: map[string]chan error{}, stopped: map[string]bool{},
+		env: []string{"PATH=" + os.Getenv("PATH"), "DEPUTY_DB=" + url, "ANTHROPIC_API_KEY=test-key"}}
+}
+
 func (f *fleet) cmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(f.bin, args...)
 	cmd.Dir = f.ws
@@ -105,7 +125,8 @@ func (f *fleet) cmd(args ...string) *exec.Cmd {
 
 // start starts `deputy worker` as executor id, on its model server.
 func (f *fleet) start(id, modelURL string) {
-	cmd := f.cmd("worker", "-q", "--workspace", f.ws, "--executor-id", id, "--max-runs", "6", "--lease", "3s")
+	cmd := f.cmd("worker", "-q", "--workspace", f.ws, "--executor-id", id, "--max-runs", "6", "--fleet-max-runs", "12",
+		"--lease", "3s")
 	cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL="+modelURL)
 	f.startCmd(id, cmd)
 }
@@ -214,17 +235,15 @@ func TestMultiWorkerTakeoverAndDrain(t *testing.T) {
 	cs := httptest.NewServer(count)
 	t.Cleanup(cs.Close)
 	url := pgtest.URL(t)
-	f := &fleet{t: t, bin: bin, ws: t.TempDir(), procs: map[string]*exec.Cmd{}, logs: map[string]*bytes.Buffer{},
-		exited: map[string]chan error{}, stopped: map[string]bool{},
-		env: []string{"PATH=" + os.Getenv("PATH"), "DEPUTY_DB=" + url, "ANTHROPIC_API_KEY=test-key"}}
-	models := map[string]*inFlight{}
+	f := newFleet(t, bin, url)
+	models, fleetWide := map[string]*inFlight{}, &inFlight{}
 	for _, id := range []string{"w1", "w2", "w3"} {
 		script := strings.NewReplacer("COUNT", cs.URL, "WORKER", id).Replace(fleetScenario)
 		s, err := fake.ParseScenario([]byte(script), id+".yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
-		models[id] = &inFlight{h: fake.NewServer(fake.Options{Responder: s})}
+		models[id] = &inFlight{h: fake.NewServer(fake.Options{Responder: s}), fleet: fleetWide}
 		hs := httptest.NewServer(models[id])
 		t.Cleanup(hs.Close)
 		f.start(id, hs.URL)
@@ -341,12 +360,16 @@ func TestMultiWorkerTakeoverAndDrain(t *testing.T) {
 		t.Errorf("%d fetches made again; w1 had at most 6 runs at work when killed", again)
 	}
 	for id, m := range models {
-		m.mu.Lock()
-		if m.max > 6 {
-			t.Errorf("%s had %d model calls in flight, over its cap of 6 runs", id, m.max)
+		if n := m.most(); n > 6 {
+			t.Errorf("%s had %d model calls in flight, over its cap of 6 runs", id, n)
+		} else {
+			t.Logf("%s: at most %d model calls in flight", id, n)
 		}
-		t.Logf("%s: at most %d model calls in flight", id, m.max)
-		m.mu.Unlock()
+	}
+	if n := fleetWide.most(); n > 12 {
+		t.Errorf("the fleet had %d model calls in flight, over its cap of 12 runs", n)
+	} else {
+		t.Logf("the fleet: at most %d model calls in flight", n)
 	}
 
 	// Who completed what: DBOS's record of each child's workflow names the

@@ -28,6 +28,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
@@ -80,6 +81,15 @@ func (e *Engine) join(ctx context.Context) error {
 		if !errors.Is(err, store.ErrLeaseHeld) || held.Sub(start) > l.ttl {
 			return fmt.Errorf("durable: %w", err)
 		}
+		// Held by this id's previous process on this machine, now dead
+		// (killed, then restarted): nothing of it can write any more, so
+		// the lease is taken over at once rather than waited out.
+		if pid := e.deadPredecessor(ctx, w); pid != 0 {
+			if err := e.st.RejoinWorkers(ctx, w, l.ttl, pid); err == nil {
+				l.valid = start.Add(l.ttl - l.ttl/3)
+				break
+			}
+		}
 		if e.opts.OnLeaseWait != nil {
 			e.opts.OnLeaseWait(held)
 		}
@@ -92,6 +102,23 @@ func (e *Engine) join(ctx context.Context) error {
 	e.lease = l
 	go l.keep(kctx)
 	return nil
+}
+
+// deadPredecessor returns the pid of the process that holds w's executor
+// id on this host when that process no longer exists, else 0.
+func (e *Engine) deadPredecessor(ctx context.Context, w store.Worker) int {
+	ws, err := e.st.Workers(ctx)
+	if err != nil {
+		return 0
+	}
+	for _, o := range ws {
+		if o.ID == w.ID && o.Host == w.Host && o.PID != w.PID && o.PID > 0 {
+			if err := syscall.Kill(o.PID, 0); errors.Is(err, syscall.ESRCH) {
+				return o.PID
+			}
+		}
+	}
+	return 0
 }
 
 // keep renews the lease, claims the leases that ran out and takes their

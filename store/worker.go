@@ -109,6 +109,26 @@ func (s *Store) JoinWorkers(ctx context.Context, w Worker, ttl time.Duration) (h
 	return time.Time{}, nil
 }
 
+// RejoinWorkers is JoinWorkers for a worker whose predecessor under the
+// same id is known dead (same host, its process gone): it takes the lease
+// over at once if that predecessor (host, pid) still holds it, instead of
+// waiting for it to run out. It is ErrLeaseHeld when another holds it.
+func (s *Store) RejoinWorkers(ctx context.Context, w Worker, ttl time.Duration, deadPID int) error {
+	now := s.now()
+	res, err := s.q().exec(ctx, `UPDATE deputy_workers SET pid = ?, version = ?, state = ?, started_at = ?, renewed_at = ?,
+			lease_until = ?, load = 0, claimed_by = '', ended_at = NULL
+		WHERE id = ? AND host = ? AND pid = ? AND state IN (?, ?)`,
+		w.PID, w.Version, WorkerLive, now.UnixMicro(), now.UnixMicro(), now.Add(ttl).UnixMicro(),
+		w.ID, w.Host, deadPID, WorkerLive, WorkerDraining)
+	if err != nil {
+		return fmt.Errorf("rejoin workers as %s: %w", w.ID, classify(s.dialect, s.busy, err))
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("rejoin workers as %s: %w", w.ID, ErrLeaseHeld)
+	}
+	return nil
+}
+
 // RenewLease extends worker id's lease to ttl from now and records its
 // load. It is ErrLeaseLost when the worker no longer holds a lease.
 func (s *Store) RenewLease(ctx context.Context, id string, ttl time.Duration, load int) error {

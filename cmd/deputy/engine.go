@@ -77,6 +77,7 @@ type engineConfig struct {
 	executorID string
 	lease      time.Duration
 	maxRuns    int // durable.Options.MaxRuns
+	fleetRuns  int // durable.Options.FleetMaxRuns
 }
 
 // executorFlagHelp is the --executor-id flag's help.
@@ -153,6 +154,9 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 		OnEvent:   tel.Hook(onEvent),
 		Failpoint: c.failpoint,
 		MaxRuns:   c.maxRuns,
+		// Every worker should say the same: DBOS keeps the queue's
+		// global cap as the workers declare it.
+		FleetMaxRuns: c.fleetRuns,
 	}
 	if executor != "" {
 		opts.ExecutorID, opts.Lease = executor, cmp.Or(c.lease, durable.DefaultLease)

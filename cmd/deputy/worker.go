@@ -63,6 +63,7 @@ once no instance in the database is active.`,
 	f.DurationVar(&poll, "poll", 100*time.Millisecond, "with --until-idle, how often to look")
 	f.BoolVarP(&c.quiet, "quiet", "q", false, "no progress on stderr")
 	f.IntVar(&c.maxRuns, "max-runs", durable.DefaultMaxRuns, "runs this worker carries at once (on Postgres also the most it takes from the queue at once)")
+	f.IntVar(&c.fleetRuns, "fleet-max-runs", 0, "on Postgres, the most queued runs all the workers carry at once (give every worker the same); 0: only each worker's --max-runs")
 	f.StringVar(&c.executorID, "executor-id", "", executorFlagHelp)
 	f.DurationVar(&c.lease, "lease", durable.DefaultLease, "on Postgres, this worker's lease: another takes its runs over once it has not renewed it for this long")
 	return cmd

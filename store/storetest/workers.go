@@ -126,6 +126,14 @@ func testWorkerLeaving(t *testing.T, h Harness) {
 	wantErr(t, "a restart within the lease", err, store.ErrLeaseHeld)
 	e.clock.Advance(ttl)
 	noErr(t, "a restart after the lease", join("b"))
+
+	// A restart whose predecessor on the same host is known dead takes
+	// the lease at once; only from that predecessor.
+	_, err = e.s.JoinWorkers(e.ctx, store.Worker{ID: "c", Host: "h", PID: 10}, ttl)
+	noErr(t, "join c", err)
+	wantErr(t, "rejoin naming another pid", e.s.RejoinWorkers(e.ctx, store.Worker{ID: "c", Host: "h", PID: 11}, ttl, 9), store.ErrLeaseHeld)
+	wantErr(t, "rejoin from another host", e.s.RejoinWorkers(e.ctx, store.Worker{ID: "c", Host: "x", PID: 11}, ttl, 10), store.ErrLeaseHeld)
+	noErr(t, "rejoin", e.s.RejoinWorkers(e.ctx, store.Worker{ID: "c", Host: "h", PID: 11}, ttl, 10))
 }
 
 // testConcurrentClaims has survivors claim the same dead workers at once,
