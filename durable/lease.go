@@ -100,7 +100,7 @@ func (e *Engine) join(ctx context.Context) error {
 	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	l.stop = stop
 	e.lease = l
-	go l.keep(kctx)
+	go l.keep(kctx, l.valid.Add(-(l.ttl - l.ttl/3)))
 	return nil
 }
 
@@ -122,12 +122,13 @@ func (e *Engine) deadPredecessor(ctx context.Context, w store.Worker) int {
 }
 
 // keep renews the lease, claims the leases that ran out and takes their
-// work over, until stopped or the lease is lost.
-func (l *lease) keep(ctx context.Context) {
+// work over, until stopped or the lease is lost. lastOK is when the join
+// that took the lease began: every deadline counts from the start of the
+// last successful call, which is before the database's own clock read.
+func (l *lease) keep(ctx context.Context, lastOK time.Time) {
 	defer close(l.done)
 	e := l.e
 	renewEvery, claimEvery := l.ttl/3, e.opts.ClaimInterval
-	lastOK := e.opts.Clock.Now()
 	nextRenew, nextClaim := lastOK.Add(renewEvery), lastOK // claim at once: a worker may have died while none ran
 	for {
 		next := earliest(nextRenew, nextClaim, lastOK.Add(l.ttl-l.ttl/6))
