@@ -10,8 +10,7 @@ package durable_test
 // URL once (a side effect outside deputy, named by the worker that made
 // it), and only a fetch cut off by the SIGKILL may be made again; each
 // worker that was not killed must have completed at least a fifth of the
-// children; no worker ever had more than six model calls in flight, and
-// the fleet never more than twelve (its global cap).
+// children; no worker ever had more than six model calls in flight.
 
 import (
 	"bytes"
@@ -125,8 +124,7 @@ func (f *fleet) cmd(args ...string) *exec.Cmd {
 
 // start starts `deputy worker` as executor id, on its model server.
 func (f *fleet) start(id, modelURL string) {
-	cmd := f.cmd("worker", "-q", "--workspace", f.ws, "--executor-id", id, "--max-runs", "6", "--fleet-max-runs", "12",
-		"--lease", "3s")
+	cmd := f.cmd("worker", "-q", "--workspace", f.ws, "--executor-id", id, "--max-runs", "6", "--lease", "3s")
 	cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL="+modelURL)
 	f.startCmd(id, cmd)
 }
@@ -305,6 +303,21 @@ func TestMultiWorkerTakeoverAndDrain(t *testing.T) {
 		}
 		return live == 3
 	})
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// doneBy counts the children worker id completed: DBOS's record of
+	// each child's workflow names the executor that finished it.
+	doneBy := func(id string) int {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM dbos.workflow_status
+			WHERE name = $1 AND status = 'SUCCESS' AND executor_id = $2`, "deputy.child", id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	began := time.Now()
 	until("10 children completed", func() bool { return completed() >= 10 })
 	t.Logf("%v: 10 completed; SIGKILL w1", time.Since(began))
@@ -312,7 +325,7 @@ func TestMultiWorkerTakeoverAndDrain(t *testing.T) {
 		t.Fatal("w1 survived SIGKILL")
 	}
 	until("60 children completed", func() bool { return completed() >= 60 })
-	t.Logf("%v: 60 completed; SIGTERM w2", time.Since(began))
+	t.Logf("%v: %d completed, %d by w2; SIGTERM w2", time.Since(began), completed(), doneBy("w2"))
 	if err := f.stop("w2", syscall.SIGTERM); err != nil {
 		t.Fatalf("w2 did not drain cleanly: %v\n%s", err, f.log("w2"))
 	}
@@ -366,34 +379,12 @@ func TestMultiWorkerTakeoverAndDrain(t *testing.T) {
 			t.Logf("%s: at most %d model calls in flight", id, n)
 		}
 	}
-	if n := fleetWide.most(); n > 12 {
-		t.Errorf("the fleet had %d model calls in flight, over its cap of 12 runs", n)
-	} else {
-		t.Logf("the fleet: at most %d model calls in flight", n)
-	}
+	t.Logf("the fleet: at most %d model calls in flight", fleetWide.most())
 
-	// Who completed what: DBOS's record of each child's workflow names the
-	// executor that finished it.
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT executor_id, count(*) FROM dbos.workflow_status
-		WHERE name = $1 AND status = 'SUCCESS' GROUP BY executor_id`, "deputy.child")
-	if err != nil {
-		t.Fatal(err)
-	}
 	by := map[string]int{}
-	for rows.Next() {
-		var id string
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			t.Fatal(err)
-		}
-		by[id] = n
+	for _, id := range []string{"w1", "w2", "w3"} {
+		by[id] = doneBy(id)
 	}
-	rows.Close()
 	t.Logf("children completed by worker: %v", by)
 	for _, id := range []string{"w2", "w3"} {
 		if by[id] < fleetChildren/5 {
