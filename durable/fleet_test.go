@@ -123,10 +123,14 @@ func (f *fleet) cmd(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// start starts `deputy worker` as executor id, on its model server.
+// start starts `deputy worker` as executor id, on its model server. The
+// lease is 10 s: a worker gives it up when it cannot renew it for 5/6 of
+// that, and under -race with every test at once on 2 cores a 3 s lease
+// was given up by a live worker starved of CPU (rightly, but not this
+// test's subject).
 func (f *fleet) start(id, modelURL string) {
 	cmd := f.cmd("worker", "-q", "--workspace", f.ws, "--executor-id", id, "--max-runs", "6", "--fleet-max-runs", "12",
-		"--lease", "3s")
+		"--lease", "10s")
 	cmd.Env = append(cmd.Env, "ANTHROPIC_BASE_URL="+modelURL)
 	f.startCmd(id, cmd)
 }
