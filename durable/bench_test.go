@@ -617,7 +617,7 @@ func benchRecovery(b *testing.B, bin, dialect string, killTurn int, how string) 
 			if err != nil {
 				b.Fatal(err)
 			}
-			eng, err := durable.Open(ctx, durable.Options{Store: st, URL: pgURL,
+			opts := durable.Options{Store: st, URL: pgURL,
 				Models: func(string) (llm.Model, string, error) { return m, "fake", nil },
 				Tools: func(s durable.Spec) (*tool.Set, error) {
 					ts, err := builtin.Tools(builtin.Config{Workspace: s.Workspace})
@@ -625,7 +625,15 @@ func benchRecovery(b *testing.B, bin, dialect string, killTurn int, how string) 
 						return nil, err
 					}
 					return tool.NewSet(ts...)
-				}})
+				}}
+			if ws, err := st.Workers(ctx); err == nil && len(ws) == 1 {
+				// On Postgres the killed `deputy run` was a worker of a
+				// fleet: this engine recovers its runs as that worker, as a
+				// restarted process on this machine would (taking over
+				// its dead predecessor's lease at once).
+				opts.ExecutorID, opts.Lease = ws[0].ID, durable.DefaultLease
+			}
+			eng, err := durable.Open(ctx, opts)
 			if err != nil {
 				b.Fatal(err)
 			}
