@@ -123,7 +123,7 @@ func (s *Store) RejoinWorkers(ctx context.Context, w Worker, ttl time.Duration, 
 	if err != nil {
 		return fmt.Errorf("rejoin workers as %s: %w", w.ID, classify(s.dialect, s.busy, err))
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	if unchanged(res) {
 		return fmt.Errorf("rejoin workers as %s: %w", w.ID, ErrLeaseHeld)
 	}
 	return nil
@@ -139,7 +139,7 @@ func (s *Store) RenewLease(ctx context.Context, id string, ttl time.Duration, lo
 	if err != nil {
 		return fmt.Errorf("renew the lease of %s: %w", id, classify(s.dialect, s.busy, err))
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	if unchanged(res) {
 		// A lease that ran out is lost even when nobody claimed it yet: a
 		// claimer may be about to, and must find the work unowned.
 		return fmt.Errorf("renew the lease of %s: %w", id, ErrLeaseLost)
@@ -166,7 +166,7 @@ func (s *Store) setWorker(ctx context.Context, id, what, set string, args ...any
 	if err != nil {
 		return fmt.Errorf("%s worker %s: %w", what, id, classify(s.dialect, s.busy, err))
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	if unchanged(res) {
 		return fmt.Errorf("%s worker %s: %w", what, id, ErrLeaseLost)
 	}
 	return nil
@@ -214,7 +214,7 @@ func (s *Store) FinishTakeover(ctx context.Context, dead, by string) error {
 	if err != nil {
 		return fmt.Errorf("finish the takeover of %s: %w", dead, classify(s.dialect, s.busy, err))
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	if unchanged(res) {
 		return fmt.Errorf("finish the takeover of %s: %s does not hold its claim", dead, by)
 	}
 	return nil
@@ -248,4 +248,11 @@ func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
 	return out, nil
+}
+
+// unchanged reports whether a conditional UPDATE changed no row (its
+// condition did not hold), or cannot say.
+func unchanged(res sql.Result) bool {
+	n, err := res.RowsAffected()
+	return err != nil || n == 0
 }
