@@ -187,11 +187,77 @@ func (e *Engine) fresh(wf string) (bool, error) {
 // skip lets a launch's work go without running (agent.ChildEnv.Skip).
 func (x *launch) skip() { x.work(context.Background(), agent.ChildEnv{Skip: true}) }
 
-// runChild is a child's run. Steps: load, start, then the loop's, then end.
+// runChild is a child's run. Steps: load, start, then the loop's, then
+// end; or, when a step of deputy's own failed, fail.
 func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
+	end, waited, err := e.carryChild(ctx, id)
+	if err == nil || ctx.Err() != nil {
+		return end, err // ended, or shut down: a later execution resumes it
+	}
+	// A step of deputy's own failed (the store, or a replay that no
+	// longer matches its steps). The run cannot go on, and its workflow
+	// ending in error would leave the instance active with nothing to
+	// carry it, and its parent waiting for it for ever: it ends failed,
+	// its relay saying why, as a root's run does (runInstance).
+	return e.failChild(ctx, id, err, waited)
+}
+
+// failChild ends child id's run failed with cause: the instance, its
+// open run, and its relay to its parent unless a spawn call waits for it
+// here (waited; the spawn call gets the end itself). Through a step if the
+// workflow still can take one, else straight in the store (each write is
+// idempotent), so an error recording the first is not the last word.
+func (e *Engine) failChild(ctx dbos.Context, id string, cause error, waited bool) (agent.ChildEnd, error) {
+	write := func(c context.Context) (agent.ChildEnd, error) {
+		res := store.Result{State: store.Failed, StopReason: string(loop.StopStepError), Error: cause.Error()}
+		if err := e.st.Finish(c, id, res); err != nil && !errors.Is(err, store.ErrTerminal) {
+			return agent.ChildEnd{}, err
+		}
+		in, err := e.st.GetInstance(c, id)
+		if err != nil {
+			return agent.ChildEnd{}, err
+		}
+		// What it leaves waiting or running, nothing carries on now.
+		if err := e.endChildren(c, id); err != nil {
+			return agent.ChildEnd{}, err
+		}
+		end := recordedEnd(in)
+		// The relay before the run's end, as in the end step.
+		if !waited && in.Parent != "" {
+			text, _ := end.Relay.ToolResult()
+			if _, err := e.st.Post(c, store.Mail{InstanceID: in.Parent, Sender: id, Kind: mailRelay, Body: text,
+				Key: "relay-" + id}); err != nil {
+				return agent.ChildEnd{}, err
+			}
+		}
+		runs, err := e.st.Runs(c, id)
+		if err != nil {
+			return agent.ChildEnd{}, err
+		}
+		if n := len(runs); n > 0 && runs[n-1].EndedAt.IsZero() {
+			if err := e.st.EndRun(c, runs[n-1].ID, end.Relay.State); err != nil {
+				return agent.ChildEnd{}, err
+			}
+		}
+		return end, nil
+	}
+	end, err := runStep(e, ctx, "child:", "fail", write)
+	if err != nil && ctx.Err() == nil {
+		end, err = write(context.WithoutCancel(ctx))
+	}
+	if err != nil {
+		return agent.ChildEnd{}, errors.Join(cause, err)
+	}
+	e.changed()
+	return end, nil
+}
+
+// carryChild carries a child's run to its end; waited says whether a spawn
+// call of this process waits for that end.
+func (e *Engine) carryChild(ctx dbos.Context, id string) (_ agent.ChildEnd, waited bool, _ error) {
 	wf, err := dbos.GetWorkflowID(ctx)
 	if err != nil {
-		return agent.ChildEnd{}, err
+		return agent.ChildEnd{}, false, err
 	}
 	x := e.launches.take(wf)
 	if x != nil && e.lease != nil {
@@ -205,13 +271,14 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 		steps, err := e.dbos.GetWorkflowSteps(e.dbos, wf, dbos.WithStepsLoadOutput(false), dbos.WithStepsLimit(1))
 		if err != nil {
 			x.skip()
-			return agent.ChildEnd{}, fmt.Errorf("child %s: its recorded steps: %w", id, err)
+			return agent.ChildEnd{}, false, fmt.Errorf("child %s: its recorded steps: %w", id, err)
 		}
 		if len(steps) > 0 {
 			x.skip()
 			x = nil
 		}
 	}
+	waited = x != nil && x.foreground
 	ran := false
 	defer func() {
 		if x != nil && !ran {
@@ -222,13 +289,13 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 	// since it was listed reaches it at its first turn boundary.
 	ld, err := e.startRun(ctx, id, wf, "child:", x == nil)
 	if err != nil {
-		return agent.ChildEnd{}, err
+		return agent.ChildEnd{}, waited, err
 	}
 	if ld.Instance.State.Terminal() {
 		// Ended before it started (cancelled, or by its tree's end):
 		// nothing to run.
 		e.changed()
-		return recordedEnd(ld.Instance), nil
+		return recordedEnd(ld.Instance), waited, nil
 	}
 	// Cancellable from here on, slot waits included: a cancel that comes
 	// while it waits ends it before its first step.
@@ -245,13 +312,13 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 	if leave, err := e.takeParentSlot(runCtx, ld); err == nil {
 		defer leave()
 	} else if ctx.Err() != nil || runCtx.Err() == nil {
-		return agent.ChildEnd{}, err
+		return agent.ChildEnd{}, waited, err
 	}
 	if slotCtx, release, err := e.takeSlot(runCtx, id); err == nil {
 		defer release()
 		runCtx = slotCtx
 	} else if ctx.Err() != nil || runCtx.Err() == nil {
-		return agent.ChildEnd{}, err
+		return agent.ChildEnd{}, waited, err
 	}
 	// The run's own steps are named like a root's; their failpoints carry
 	// "child:" so a test can tell them apart.
@@ -263,28 +330,21 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 		ran = true
 		end = x.work(runCtx, env)
 	} else {
-		end, err = e.continueChild(ctx, runCtx, ld, env)
-		if err != nil && ctx.Err() == nil {
-			end = agent.ChildEnd{Instance: agent.Instance{ID: id, State: agent.StateFailed, StopReason: string(loop.StopStepError),
-				Error: err.Error()}, Relay: agent.Relay{ID: id, Type: ld.Instance.Type, State: agent.StateFailed,
-				StopReason: string(loop.StopStepError), Error: err.Error()}}
-			if ferr := e.st.Finish(ctx, id, store.Result{State: store.Failed, StopReason: string(loop.StopStepError),
-				Error: err.Error()}); ferr != nil && !errors.Is(ferr, store.ErrTerminal) {
-				return end, ferr
-			}
+		if end, err = e.continueChild(ctx, runCtx, ld, env); err != nil {
+			return end, waited, err // failChild ends it
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		// Shut down: nothing ended; the next execution resumes it.
-		return end, err
+		return end, waited, err
 	}
-	end, err = e.childEnded(ctx, ld, end, x != nil && x.foreground)
+	end, err = e.childEnded(ctx, ld, end, waited)
 	if x != nil && err == nil {
 		x.mu.Lock()
 		x.end = &end
 		x.mu.Unlock()
 	}
-	return end, err
+	return end, waited, err
 }
 
 // startRun is a run's first steps: load (its record, and its transcript,

@@ -612,3 +612,60 @@ func TestFanOutUnderTheEngine(t *testing.T) {
 		}
 	}
 }
+
+const failedStartScenario = `
+rules:
+  - match: {system: "subagent working"}
+    text: "never asked: its run fails before its first turn"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: general-purpose, task: "work", background: BACKGROUND}}]
+  - match: {turn: 2}
+    text: "spawned: {{index .ToolResults 0}}"
+  - match: {turn: 3}
+    text: "relayed: {{.LastUser}}"
+`
+
+// A child's run whose own step fails (its store write refused: here the
+// failpoint) ends the child failed with the reason, and its parent learns
+// of it: through the spawn call's result in the foreground, through the
+// relay in the background. Before, the child's workflow ended in error,
+// the instance stayed created, and a parent holding for it waited for ever.
+func TestChildWhoseStepFailsEndsFailed(t *testing.T) {
+	t.Parallel()
+	for _, background := range []bool{false, true} {
+		t.Run(map[bool]string{false: "foreground", true: "background"}[background], func(t *testing.T) {
+			t.Parallel()
+			sc := strings.Replace(failedStartScenario, "BACKGROUND", map[bool]string{false: "false", true: "true"}[background], 1)
+			r := newRigWith(t, &rig{scenario: sc, fail: "error:child:start"})
+			id := r.start(durable.Spec{System: "root"})
+			in := r.wait(id)
+			if in.State != store.Completed {
+				t.Fatalf("root %+v", in)
+			}
+			k := kids(t, r.st, id)
+			if len(k) != 1 || k[0].State != store.Failed || !strings.Contains(k[0].Error, "failpoint") {
+				t.Fatalf("child %+v", k)
+			}
+			runs, err := r.st.Runs(context.Background(), k[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, run := range runs {
+				if run.EndedAt.IsZero() {
+					t.Errorf("child run %+v left open", run)
+				}
+			}
+			want := "spawned: "
+			if background {
+				want = "relayed: "
+			}
+			if !strings.HasPrefix(in.Report, want) || !strings.Contains(in.Report, "failed") ||
+				!strings.Contains(in.Report, "failpoint") {
+				t.Fatalf("the root's report %q: want it to have learnt, %s, that the child failed and why", in.Report, want)
+			}
+			if p, _ := r.st.Pending(context.Background(), id); len(p) != 0 {
+				t.Errorf("mail left for the root: %+v", p)
+			}
+		})
+	}
+}

@@ -30,6 +30,7 @@ type rig struct {
 	maxRuns  int            // durable.Options.MaxRuns
 	onEvent  func(agent.Event)
 	fence    func(durable.Spec) agent.Fencer // durable.Options.Fence
+	fail     string                          // durable.Options.Failpoint
 	e        *durable.Engine
 	st       *store.Store
 	ctl      durable.Control
@@ -61,14 +62,15 @@ func (r *rig) reopen() {
 	}
 	model := fake.NewModel(s, fake.WithoutLatency())
 	e, err := durable.Open(context.Background(), durable.Options{
-		Store:   st,
-		Clock:   r.clk,
-		Models:  func(string) (llm.Model, string, error) { return model, "fake", nil },
-		Tools:   func(durable.Spec) (*tool.Set, error) { return tool.NewSet(r.tools...) },
-		Runner:  agent.Runner{Catalog: r.catalog},
-		MaxRuns: r.maxRuns,
-		OnEvent: r.onEvent,
-		Fence:   r.fence,
+		Store:     st,
+		Clock:     r.clk,
+		Models:    func(string) (llm.Model, string, error) { return model, "fake", nil },
+		Tools:     func(durable.Spec) (*tool.Set, error) { return tool.NewSet(r.tools...) },
+		Runner:    agent.Runner{Catalog: r.catalog},
+		MaxRuns:   r.maxRuns,
+		OnEvent:   r.onEvent,
+		Fence:     r.fence,
+		Failpoint: r.fail,
 	})
 	if err != nil {
 		st.Close()

@@ -117,8 +117,11 @@ type Options struct {
 	// on SQLite, which has no notifications). Default 200 ms.
 	PollInterval time.Duration
 	// Failpoint, for crash tests only, names a step at whose boundary the
-	// process kills itself with SIGKILL: "before:NAME" or "after:NAME"
-	// (see steps.go for step names).
+	// process kills itself with SIGKILL: "before:NAME", "during:NAME" (its
+	// work done, its result not yet checkpointed) or "after:NAME" (see
+	// steps.go for step names). "error:NAME" makes step NAME fail with
+	// ErrFailpoint instead of running, as a step of deputy's own failing
+	// (its store write refused, say) would.
 	Failpoint string
 	// Logger receives DBOS's logs; discarded when nil.
 	Logger *slog.Logger
@@ -288,13 +291,14 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 }
 
 // dbosPool is DBOS's own pool on url, its connections dialed through
-// pgdial (so a worker that lost its lease can abort them).
+// pgdial (so a worker that lost its lease can abort them, and the server
+// ends a cut-off worker's sessions before others wait long on its locks).
 func dbosPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("durable: the Postgres URL does not parse")
 	}
-	cfg.ConnConfig.DialFunc = pgdial.Dial
+	pgdial.Configure(&cfg.ConnConfig.Config)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("durable: DBOS's pool: %w", err)

@@ -31,6 +31,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", to read DBOS's table
 
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/store"
@@ -113,7 +115,7 @@ type fleet struct {
 func newFleet(t testing.TB, bin, url string) *fleet {
 	return &fleet{t: t, bin: bin, ws: t.TempDir(), procs: map[string]*exec.Cmd{}, logs: map[string]*bytes.Buffer{},
 		exited: map[string]chan error{}, stopped: map[string]bool{},
-		env: []string{"PATH=" + os.Getenv("PATH"), "DEPUTY_DB=" + url, "ANTHROPIC_API_KEY=test-key"}}
+		env: []string{"PATH=" + os.Getenv("PATH"), "DEPUTY_DB=" + url, "ANTHROPIC_API_KEY=test-key", "DEPUTY_LOG=info"}}
 }
 
 func (f *fleet) cmd(args ...string) *exec.Cmd {
@@ -203,10 +205,44 @@ func diagnose(url, root string) string {
 		var attempts, created, updated int64
 		var werr string
 		_ = rows.Scan(&id, &name, &status, &exec, &queue, &attempts, &created, &updated, &werr)
-		fmt.Fprintf(&b, "workflow %s %s %s on %s queue %q attempts %d created %d updated %d %.300s\n", id, name, status, exec, queue,
-			attempts, created%100000, updated%100000, werr)
+		fmt.Fprintf(&b, "workflow %s %s %s on %s queue %q attempts %d created %d updated %d %.500s\n", id, name, status, exec, queue,
+			attempts, created%100000, updated%100000, dbosError(werr))
+		if status == "ERROR" {
+			steps(ctx, db, id, &b)
+		}
 	}
 	return b.String()
+}
+
+// dbosError is a workflow's stored error as text: DBOS gob-encodes its
+// own error types into the column, so the raw text says nothing.
+func dbosError(s string) string {
+	if s == "" {
+		return ""
+	}
+	if v, err := dbos.NewGobSerializer().Decode(&s); err == nil {
+		return fmt.Sprintf("%v", v)
+	}
+	return s
+}
+
+// steps writes the steps DBOS recorded for workflow id.
+func steps(ctx context.Context, db *sql.DB, id string, b *strings.Builder) {
+	rows, err := db.QueryContext(ctx, `SELECT function_id, function_name, COALESCE(error, ''), COALESCE(child_workflow_id, ''),
+		COALESCE(started_at_epoch_ms, 0) % 100000, COALESCE(completed_at_epoch_ms, 0) % 100000
+		FROM dbos.operation_outputs WHERE workflow_uuid = $1 ORDER BY function_id`, id)
+	if err != nil {
+		fmt.Fprintf(b, "  steps: %v\n", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var fid int
+		var name, serr, child string
+		var started, done int64
+		_ = rows.Scan(&fid, &name, &serr, &child, &started, &done)
+		fmt.Fprintf(b, "  step %d %s child %q %d–%d %.300s\n", fid, name, child, started, done, dbosError(serr))
+	}
 }
 
 // died names a worker whose process ended without the test stopping it.
@@ -407,14 +443,21 @@ func TestMultiWorkerTakeoverAndDrain(t *testing.T) {
 			t.Errorf("%s completed %d children, want at least %d: %v", id, by[id], fleetChildren/5, by)
 		}
 	}
-	ws, err := st.Workers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	states := map[string]string{}
-	for _, w := range ws {
-		states[w.ID] = fmt.Sprintf("%s/%s", w.State, w.ClaimedBy)
-	}
+	// w1's lease may outlive the run (when nothing of the run's was left
+	// on it, nothing waits for its takeover); it is taken over all the
+	// same once the lease runs out.
+	var states map[string]string
+	until("w1 and w2 taken over", func() bool {
+		ws, err := st.Workers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		states = map[string]string{}
+		for _, w := range ws {
+			states[w.ID] = fmt.Sprintf("%s/%s", w.State, w.ClaimedBy)
+		}
+		return states["w1"] != "live/" && states["w2"] != "draining/"
+	})
 	if states["w1"] != "gone/w3" && states["w1"] != "gone/w2" || states["w2"] != "gone/w3" || states["w3"] != "live/" {
 		t.Errorf("workers %v: want w1 (killed) and w2 (drained) taken over, w3 live", states)
 	}

@@ -256,7 +256,7 @@ func TestPartitionTakeover(t *testing.T) {
 		p.cmd = exec.Command("ip", "netns", "exec", ns[w], bin, "worker", "-q", "--workspace", ws, "--executor-id", w,
 			"--max-runs", "3", "--lease", "6s")
 		p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DEPUTY_DB=" + wu.String(),
-			"ANTHROPIC_API_KEY=test-key", fmt.Sprintf("ANTHROPIC_BASE_URL=http://127.0.%d.1:8080", i+1)}
+			"ANTHROPIC_API_KEY=test-key", "DEPUTY_LOG=info", fmt.Sprintf("ANTHROPIC_BASE_URL=http://127.0.%d.1:8080", i+1)}
 		p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
@@ -124,6 +125,10 @@ func runStep[R any](e *Engine, ctx dbos.Context, label, name string, fn func(con
 	return r, err
 }
 
+// ErrFailpoint is the error of a step that Options.Failpoint "error:NAME"
+// fails.
+var ErrFailpoint = errors.New("failpoint")
+
 // inStepKey marks the context of a step admitted by a worker's lease: its
 // waits are parked (lease.park).
 type inStepKey struct{}
@@ -142,6 +147,10 @@ func during[R any](e *Engine, name string, fn func(context.Context) (R, error)) 
 			}
 			defer e.lease.stepDone()
 			ctx = context.WithValue(ctx, inStepKey{}, true)
+		}
+		if e.opts.Failpoint == "error:"+name {
+			var zero R
+			return zero, fmt.Errorf("step %s: %w", name, ErrFailpoint)
 		}
 		r, err := fn(ctx)
 		e.failpoint("during:" + name)

@@ -146,7 +146,9 @@ func openPostgres(ctx context.Context, target string, busy time.Duration) (*sql.
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", describe(Postgres, target), err)
 	}
-	cfg.DialFunc = pgdial.Dial // so a worker that lost its lease can abort them (pgdial)
+	// So a worker that lost its lease can abort them, and a cut-off one's
+	// locks are let go by the server (pgdial).
+	pgdial.Configure(&cfg.Config)
 	db := stdlib.OpenDB(*cfg)
 	// database/sql keeps 2 idle connections by default; a burst of
 	// concurrent writers (a fan-out finishing) would then reconnect each

@@ -119,21 +119,54 @@ func (s *Store) now() time.Time { return s.clock.Now().UTC().Truncate(time.Micro
 func (s *Store) tx(ctx context.Context, fn func(q querier) error) error {
 	// Postgres may abort a transaction to break a deadlock or a
 	// serialization conflict; its work was rolled back, so it is run
-	// again (a few times: such aborts are rare and brief).
+	// again (a few times: such aborts are rare and brief). A lock wait that
+	// ran out is run again once: the lock's holder may be a worker cut off
+	// from the database, whose session the server ends (pgdial) about when
+	// the wait ran out.
 	for attempt := 1; ; attempt++ {
 		err := s.tx1(ctx, fn)
-		if attempt < 4 && s.dialect == Postgres && retryable(err) && ctx.Err() == nil {
-			continue
+		if s.dialect != Postgres || ctx.Err() != nil {
+			return err
+		}
+		switch retryable(err) {
+		case conflict:
+			if attempt < 4 {
+				continue
+			}
+		case lockWait:
+			if attempt < 2 {
+				continue
+			}
 		}
 		return err
 	}
 }
 
-// retryable is a Postgres error that aborted the transaction only to
-// resolve a conflict: deadlock_detected, serialization_failure.
-func retryable(err error) bool {
+type abort int
+
+const (
+	final    abort = iota // not to be run again
+	conflict              // aborted to resolve a conflict
+	lockWait              // a lock wait ran out, or the session was ended idle in it
+)
+
+// retryable says whether a Postgres error aborted the transaction with
+// nothing committed, so that running it again is safe, and why:
+// deadlock_detected and serialization_failure (conflict); lock_not_available
+// (lock_timeout) and idle_in_transaction_session_timeout, the server ending
+// this session while it sat in the transaction (lockWait).
+func retryable(err error) abort {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+	if !errors.As(err, &pe) {
+		return final
+	}
+	switch pe.Code {
+	case "40P01", "40001":
+		return conflict
+	case "55P03", "25P03":
+		return lockWait
+	}
+	return final
 }
 
 func (s *Store) tx1(ctx context.Context, fn func(q querier) error) error {

@@ -129,6 +129,10 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 		st.Close()
 		return nil, nil, nil, err
 	}
+	logger, err := setup.Logger(stderr)
+	if err != nil {
+		return fail(usageErr("%v", err))
+	}
 	ms := &setup.Models{Scenario: c.scenario}
 	runner, err := newRunner(c.workspace, runOptions{config: c.config, quiet: c.quiet}, rootSpec, ms, c.loaded, stderr)
 	if err != nil {
@@ -145,6 +149,7 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 		pgURL = url
 	}
 	opts := durable.Options{
+		Logger:    logger,
 		Store:     st,
 		URL:       pgURL,
 		Models:    ms.Open,

@@ -8,14 +8,52 @@
 // heals: a COMMIT arriving after another worker took the work over. Abort
 // sets SO_LINGER to zero on every connection and closes it, which throws
 // the unsent data away and resets the connection instead.
+//
+// Nor may a worker cut off from the database hold anything there that the
+// others wait for: Configure asks the server to end a session that sits
+// in a transaction (holding its row and advisory locks) or goes silent.
 package pgdial
 
 import (
 	"context"
 	"net"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// IdleInTransaction is how long the server lets a session sit in an open
+// transaction before ending it. deputy's transactions run their statements
+// back to back (milliseconds), so a session idle that long in one belongs
+// to a client that is gone or cut off, and its locks (the event feed's
+// advisory lock, rows being updated) would stall every other worker until
+// the server noticed. It is half the store's default lock wait (5 s), so a
+// survivor waiting on such a lock gets it before its own wait fails.
+const IdleInTransaction = 2500 * time.Millisecond
+
+// Configure dials cfg's connections through Dial and sets the session
+// settings above, unless the URL gave its own: idle_in_transaction_session_timeout,
+// and server-side TCP keepalives (an idle session of a cut-off client, one
+// holding a session lock, ends within about 11 s instead of the kernel's
+// two hours).
+func Configure(cfg *pgconn.Config) {
+	cfg.DialFunc = Dial
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	for k, v := range map[string]string{
+		"idle_in_transaction_session_timeout": strconv.FormatInt(IdleInTransaction.Milliseconds(), 10),
+		"tcp_keepalives_idle":                 "5",
+		"tcp_keepalives_interval":             "2",
+		"tcp_keepalives_count":                "3",
+	} {
+		if _, ok := cfg.RuntimeParams[k]; !ok {
+			cfg.RuntimeParams[k] = v
+		}
+	}
+}
 
 var (
 	mu    sync.Mutex
