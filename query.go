@@ -79,8 +79,9 @@ func (rt *Runtime) Events(ctx context.Context, f EventFilter) ([]StoredEvent, er
 // LastEventID is the newest event's id (0: none yet).
 func (rt *Runtime) LastEventID(ctx context.Context) (int64, error) { return rt.st.LastEventID(ctx) }
 
-// EventsWritten returns a channel closed when this process next writes an
-// event; another process's events are only found by reading (Events).
+// EventsWritten returns a channel closed when an event is next committed:
+// by this process, and on Postgres by any (LISTEN/NOTIFY). On SQLite
+// another process's events are only found by reading (Events).
 func (rt *Runtime) EventsWritten() <-chan struct{} { return rt.st.EventsWritten() }
 
 // PutDefinition parses a Markdown definition file (the .claude/agents

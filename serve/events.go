@@ -90,8 +90,10 @@ func (h *hub) close() {
 	h.mu.Unlock()
 }
 
-// follow reads the feed whenever this process writes to it, and every poll
-// interval for what other processes wrote.
+// follow reads the feed whenever an event is committed (this process's, and
+// on Postgres any process's: Store.EventsWritten), and every poll interval
+// for what it cannot hear of (SQLite's other processes, a listener
+// reconnecting).
 func (h *hub) follow(ctx context.Context) {
 	defer close(h.done)
 	failing := false

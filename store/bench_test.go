@@ -58,3 +58,50 @@ func BenchmarkTurn(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEventWake measures an event's commit until a waiter on
+// EventsWritten is woken, on Postgres: in the committing process (the
+// channel closed after the commit) and in another (the statement
+// trigger's NOTIFY heard on the listener's connection). One op is one
+// commit and its wake-up; wake-ns/op is the part after the commit returned.
+func BenchmarkEventWake(b *testing.B) {
+	ctx := context.Background()
+	url := postgresHarness.NewURL(b)
+	writer, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer writer.Close()
+	other, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer other.Close()
+	if err := writer.CreateInstance(ctx, &store.Instance{ID: "bench", Type: "worker"}); err != nil {
+		b.Fatal(err)
+	}
+	<-other.EventsWritten() // listening
+	event := json.RawMessage(`{"tool":"read"}`)
+	for _, c := range []struct {
+		name   string
+		reader *store.Store
+	}{{"same-process", writer}, {"other-process", other}} {
+		b.Run(c.name, func(b *testing.B) {
+			var after time.Duration
+			for i := 0; i < b.N; i++ {
+				woken := c.reader.EventsWritten()
+				if _, err := writer.AppendEvent(ctx, "bench", "tool", event); err != nil {
+					b.Fatal(err)
+				}
+				committed := time.Now()
+				select {
+				case <-woken:
+				case <-time.After(10 * time.Second):
+					b.Fatal("never woken")
+				}
+				after += time.Since(committed)
+			}
+			b.ReportMetric(float64(after.Nanoseconds())/float64(b.N), "wake-ns/op")
+		})
+	}
+}

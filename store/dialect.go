@@ -128,14 +128,14 @@ func openSQLite(ctx context.Context, path string, busy time.Duration) (*sql.DB, 
 	return db, nil
 }
 
-func openPostgres(ctx context.Context, target string, busy time.Duration) (*sql.DB, error) {
+func openPostgres(ctx context.Context, target string, busy time.Duration) (*sql.DB, *pgx.ConnConfig, error) {
 	// lock_timeout is Postgres' busy_timeout: a statement waiting longer for
 	// a lock fails (55P03, reported as ErrLocked) instead of hanging. pgx
 	// sends URL parameters it does not know itself to the server as session
 	// settings; a lock_timeout given in the URL wins.
 	u, err := url.Parse(target)
 	if err != nil {
-		return nil, fmt.Errorf("open store: the Postgres URL does not parse (%v)", redactParseError(err))
+		return nil, nil, fmt.Errorf("open store: the Postgres URL does not parse (%v)", redactParseError(err))
 	}
 	q := u.Query()
 	if !q.Has("lock_timeout") {
@@ -144,7 +144,7 @@ func openPostgres(ctx context.Context, target string, busy time.Duration) (*sql.
 	}
 	cfg, err := pgx.ParseConfig(u.String())
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", describe(Postgres, target), err)
+		return nil, nil, fmt.Errorf("open store %s: %w", describe(Postgres, target), err)
 	}
 	// So a worker that lost its lease can abort them, and a cut-off one's
 	// locks are let go by the server (pgdial).
@@ -157,9 +157,9 @@ func openPostgres(ctx context.Context, target string, busy time.Duration) (*sql.
 	db.SetMaxOpenConns(pgMaxOpenConns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open store %s: connect: %w", describe(Postgres, target), err)
+		return nil, nil, fmt.Errorf("open store %s: connect: %w", describe(Postgres, target), err)
 	}
-	return db, nil
+	return db, cfg, nil
 }
 
 // redactParseError keeps a URL parse error's reason but not the URL, which

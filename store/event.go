@@ -217,13 +217,26 @@ func (s *Store) LastEventID(ctx context.Context) (int64, error) {
 	return id.Int64, nil
 }
 
-// EventsWritten returns a channel that is closed when this process next
-// commits an event. Another process's events are not signalled: a reader
-// that follows them also polls.
+// EventsWritten returns a channel that is closed when an event is next
+// committed: by this process, and on Postgres by any process (the first
+// call starts a listener: see listen.go). On SQLite another process's
+// events are not signalled, and while the listener reconnects neither
+// are they on Postgres: a reader that follows other processes also polls.
 func (s *Store) EventsWritten() <-chan struct{} {
+	if s.pgcfg != nil {
+		s.listen.start(s)
+	}
 	s.evMu.Lock()
 	defer s.evMu.Unlock()
 	return s.evCh
+}
+
+// eventsCommitted wakes EventsWritten's waiters.
+func (s *Store) eventsCommitted() {
+	s.evMu.Lock()
+	close(s.evCh)
+	s.evCh = make(chan struct{})
+	s.evMu.Unlock()
 }
 
 // cut bounds s to n runes for event data, marking the cut.

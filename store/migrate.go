@@ -150,7 +150,21 @@ var migrations = [][]string{
 			ended_at    BIGINT
 		)`,
 	},
+	// 4: every commit of events announced on the deputy_events channel
+	// (Postgres; see listen.go).
+	{
+		postgresOnly + `CREATE FUNCTION deputy_events_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			PERFORM pg_notify('deputy_events', '');
+			RETURN NULL;
+		END $$`,
+		postgresOnly + `CREATE TRIGGER deputy_events_notify AFTER INSERT ON deputy_events
+			FOR EACH STATEMENT EXECUTE FUNCTION deputy_events_notify()`,
+	},
 }
+
+// postgresOnly begins a migration statement that SQLite skips.
+const postgresOnly = "-- postgres only\n"
 
 // dialectWords expands the tokens of the migrations.
 var dialectWords = map[Dialect]*strings.Replacer{
@@ -251,6 +265,9 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 		words := dialectWords[s.dialect]
 		for v := cur + 1; v <= target; v++ {
 			for i, stmt := range migrations[v-1] {
+				if strings.HasPrefix(stmt, postgresOnly) && s.dialect != Postgres {
+					continue
+				}
 				if _, err := q.exec(ctx, words.Replace(stmt)); err != nil {
 					return fmt.Errorf("migration %d, statement %d: %w", v, i+1, err)
 				}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/store"
@@ -67,5 +68,51 @@ func TestPostgresURLs(t *testing.T) {
 	_, err = store.Open(ctx, "postgres://deputy:s3cret-pw@host:port-is-not-a-number/db", store.Options{})
 	if err == nil || strings.Contains(err.Error(), "s3cret-pw") {
 		t.Fatalf("open a bad URL: %v", err)
+	}
+}
+
+// On Postgres, EventsWritten wakes for another process's commits too
+// (LISTEN/NOTIFY), not only for this one's: a dashboard on one machine
+// follows a child running on another as it happens.
+func TestPostgresEventsWrittenAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	reader, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	writer, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	within := func(what string, ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("never woken: %s", what)
+		}
+	}
+	// The first call starts the listener, which wakes its waiters once
+	// listening (what came before is for their read to find).
+	within("the listener listening", reader.EventsWritten())
+	woken := reader.EventsWritten()
+	select {
+	case <-woken:
+		t.Fatal("woken with nothing committed")
+	default:
+	}
+	// Another process's commit wakes the reader, though it wrote nothing
+	// itself.
+	if err := writer.CreateInstance(ctx, &store.Instance{ID: "i-elsewhere", Task: "written by another process"}); err != nil {
+		t.Fatal(err)
+	}
+	within("another process's event", woken)
+	evs, err := reader.ListEvents(ctx, store.EventFilter{})
+	if err != nil || len(evs) == 0 || evs[len(evs)-1].InstanceID != "i-elsewhere" {
+		t.Fatalf("events after the wake-up: %+v, %v", evs, err)
 	}
 }

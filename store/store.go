@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/deputy-run/deputy/clock"
@@ -55,7 +56,10 @@ type Store struct {
 	busy    time.Duration
 
 	evMu sync.Mutex
-	evCh chan struct{} // closed when this process commits events
+	evCh chan struct{} // closed when events are committed (see EventsWritten)
+
+	pgcfg  *pgx.ConnConfig // Postgres: the listener's connection
+	listen listener
 }
 
 // Open opens (creating if needed) the database at url and migrates it to the
@@ -81,16 +85,17 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	var db *sql.DB
+	var pgcfg *pgx.ConnConfig
 	switch d {
 	case SQLite:
 		db, err = openSQLite(ctx, target, opts.BusyTimeout)
 	case Postgres:
-		db, err = openPostgres(ctx, target, opts.BusyTimeout)
+		db, pgcfg, err = openPostgres(ctx, target, opts.BusyTimeout)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, dialect: d, clock: opts.Clock, busy: opts.BusyTimeout, evCh: make(chan struct{})}
+	s := &Store{db: db, dialect: d, clock: opts.Clock, busy: opts.BusyTimeout, evCh: make(chan struct{}), pgcfg: pgcfg}
 	if err := s.migrate(ctx, opts.MigrateTo); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", describe(d, target), err)
@@ -106,8 +111,12 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Dialect tells which database this is.
 func (s *Store) Dialect() Dialect { return s.dialect }
 
-// Close closes the database handle.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the event listener, if one was started, and closes the
+// database handle.
+func (s *Store) Close() error {
+	s.listen.stop()
+	return s.db.Close()
+}
 
 // now is the clock's time at the precision kept in the database.
 func (s *Store) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
@@ -185,10 +194,7 @@ func (s *Store) tx1(ctx context.Context, fn func(q querier) error) error {
 		return classify(s.dialect, s.busy, fmt.Errorf("commit: %w", err))
 	}
 	if events {
-		s.evMu.Lock()
-		close(s.evCh)
-		s.evCh = make(chan struct{})
-		s.evMu.Unlock()
+		s.eventsCommitted()
 	}
 	return nil
 }
