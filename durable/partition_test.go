@@ -159,14 +159,6 @@ func (p *pgProxy) lastFrom(host string) time.Time {
 
 func TestPartitionTakeover(t *testing.T) {
 	t.Parallel()
-	// Opt-in for now: in about one run in four a child taken over from the
-	// cut-off worker ends its workflow in ERROR on the survivor, with its
-	// instance still created, and its parent then holds for it for ever
-	// (see the stop notes of 2026-12-01; being fixed). Run it with
-	// DEPUTY_NETNS_TEST=1.
-	if os.Getenv("DEPUTY_NETNS_TEST") == "" {
-		t.Skip("opt-in until its known failure is fixed: set DEPUTY_NETNS_TEST=1")
-	}
 	if os.Geteuid() != 0 {
 		if os.Getenv("DEPUTY_REQUIRE_NETNS") != "" {
 			t.Fatal("DEPUTY_REQUIRE_NETNS is set, but network namespaces need root")
