@@ -222,11 +222,12 @@ func (e *Engine) failChild(ctx dbos.Context, id string, cause error, waited bool
 			return agent.ChildEnd{}, err
 		}
 		end := recordedEnd(in)
-		// The relay before the run's end, as in the end step.
+		// The relay before the run's end, as in the end step; a relay
+		// that step posted already (and failed after) stands.
 		if !waited && in.Parent != "" {
 			text, _ := end.Relay.ToolResult()
 			if _, err := e.st.Post(c, store.Mail{InstanceID: in.Parent, Sender: id, Kind: mailRelay, Body: text,
-				Key: "relay-" + id}); err != nil {
+				Key: "relay-" + id}); err != nil && !errors.Is(err, store.ErrConflict) {
 				return agent.ChildEnd{}, err
 			}
 		}
@@ -443,9 +444,19 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 	if err := e.endChildren(ctx, id); err != nil {
 		return end, err
 	}
+	// The end step records the end itself, whoever recorded it first: the
+	// recorder writes it as the run ends, but a write of the recorder that
+	// failed only fails the tree's root, at the root's end (a launched
+	// child records through its spawner's recorder), and an instance left
+	// running after its run ended would keep its parent holding for ever.
+	result := cancelled
+	if result == nil && store.State(end.Instance.State).Terminal() {
+		r := endResult(ld.Instance, &end.Instance, end.Relay.Report)
+		result = &r
+	}
 	_, err := runStep(e, ctx, "child:", "end", func(c context.Context) (bool, error) {
-		if cancelled != nil {
-			if err := e.st.Finish(c, id, *cancelled); err != nil && !errors.Is(err, store.ErrTerminal) {
+		if result != nil {
+			if err := e.st.Finish(c, id, *result); err != nil && !errors.Is(err, store.ErrTerminal) {
 				return false, err
 			}
 		}

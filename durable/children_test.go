@@ -669,3 +669,24 @@ func TestChildWhoseStepFailsEndsFailed(t *testing.T) {
 		})
 	}
 }
+
+// A child's end is recorded by its end step too: when the recorder's
+// write of it failed (here the failpoint; in CI once, a session the server
+// ended), the child still ends, and its parent does not hold for it for
+// ever. The root, whose recorder failed, ends failed and says why.
+func TestChildEndRecordedWhenTheRecorderFailed(t *testing.T) {
+	t.Parallel()
+	open := make(chan struct{})
+	close(open) // the child's gate lets it through at once
+	r := newRigWith(t, &rig{scenario: backgroundScenario, tools: []tool.Tool{gate{open: open}}, fail: "error:record-end"})
+	id := r.start(durable.Spec{System: "root"})
+	in := r.wait(id)
+	k := kids(t, r.st, id)
+	if len(k) != 1 || k[0].State != store.Completed || k[0].Report != "child report" {
+		t.Fatalf("child %+v", k)
+	}
+	if in.State != store.Failed || !strings.Contains(in.Error, "recording the run failed") ||
+		!strings.Contains(in.Error, "failpoint") {
+		t.Fatalf("root %+v", in)
+	}
+}

@@ -121,7 +121,8 @@ type Options struct {
 	// work done, its result not yet checkpointed) or "after:NAME" (see
 	// steps.go for step names). "error:NAME" makes step NAME fail with
 	// ErrFailpoint instead of running, as a step of deputy's own failing
-	// (its store write refused, say) would.
+	// (its store write refused, say) would; "error:record-end" fails the
+	// recorder's write of a child's end.
 	Failpoint string
 	// Logger receives DBOS's logs; discarded when nil.
 	Logger *slog.Logger

@@ -4,6 +4,7 @@ package durable_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net"
@@ -75,8 +76,9 @@ func BenchmarkFleetDistribution(b *testing.B) {
 	for _, n := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
 			var total time.Duration
+			var parts timeline
 			for range b.N {
-				f, _, st := benchFleet(b, n, 4, distributionScenario)
+				f, url, st := benchFleet(b, n, 4, distributionScenario)
 				start := time.Now()
 				out, err := f.cmd("run", "--detach", "-q", "--model", "anthropic:fake", "--max-parallel", "100",
 					"--workspace", f.ws, "fan out").CombinedOutput()
@@ -86,6 +88,7 @@ func BenchmarkFleetDistribution(b *testing.B) {
 				root := strings.TrimSpace(string(out))
 				waitRoot(b, f, st, root)
 				total += time.Since(start)
+				parts.add(b, url)
 				for i := 1; i <= n; i++ {
 					_ = f.stop(fmt.Sprintf("w%d", i), syscall.SIGTERM)
 				}
@@ -94,9 +97,58 @@ func BenchmarkFleetDistribution(b *testing.B) {
 			b.ReportMetric(60/perRun.Seconds(), "children/s")
 			// Each worker's root-free places run a child in 2×200 ms.
 			b.ReportMetric(float64(4*n)/0.4, "ideal/s")
+			parts.report(b)
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// timeline is where a fan-out's time went, from DBOS's record of its
+// workflows (milliseconds, summed over the benchmark's runs): the root's
+// start until its last spawn was queued, each child's wait in the queue
+// and its run, the span from the first child's start to the last one's
+// end, and the last child's end until the root's.
+type timeline struct {
+	runs                                   int
+	spawning, queued, running, span, after float64
+	children                               int
+}
+
+func (tl *timeline) add(b *testing.B, url string) {
+	b.Helper()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var rootStart, rootEnd, firstStart, lastQueued, lastEnd, queued, running float64
+	var n int
+	if err := db.QueryRow(`SELECT started_at_epoch_ms, updated_at FROM dbos.workflow_status
+		WHERE name = 'deputy.instance'`).Scan(&rootStart, &rootEnd); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*), min(started_at_epoch_ms), max(created_at), max(updated_at),
+		sum(started_at_epoch_ms - created_at), sum(updated_at - started_at_epoch_ms)
+		FROM dbos.workflow_status WHERE name = 'deputy.child'`).Scan(&n, &firstStart, &lastQueued, &lastEnd,
+		&queued, &running); err != nil {
+		b.Fatal(err)
+	}
+	tl.runs++
+	tl.children += n
+	tl.spawning += lastQueued - rootStart
+	tl.queued += queued
+	tl.running += running
+	tl.span += lastEnd - firstStart
+	tl.after += rootEnd - lastEnd
+}
+
+func (tl *timeline) report(b *testing.B) {
+	r, c := float64(tl.runs), float64(tl.children)
+	b.ReportMetric(tl.spawning/r, "spawning-ms")
+	b.ReportMetric(tl.queued/c, "queued-ms/child")
+	b.ReportMetric(tl.running/c, "run-ms/child")
+	b.ReportMetric(tl.span/r, "children-span-ms")
+	b.ReportMetric(tl.after/r, "root-after-ms")
 }
 
 // waitRoot waits for root to end, failing on a worker's death.

@@ -15,6 +15,7 @@ package durable_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -179,21 +180,28 @@ func diagnose(url, root string) string {
 		return err.Error()
 	}
 	defer st.Close()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return err.Error()
+	}
+	defer db.Close()
 	all, _ := st.ListInstances(ctx, store.Filter{Root: root})
 	for _, in := range all {
 		if in.State != store.Completed {
 			fmt.Fprintf(&b, "instance %s %q: %s %s\n", in.ID, in.Task, in.State, in.Error)
+			// Its run's workflow, whatever DBOS says of it, and its steps.
+			wf := cmp.Or(in.WorkflowID, "deputy-"+in.ID)
+			var status, exec string
+			_ = db.QueryRowContext(ctx, `SELECT status, COALESCE(executor_id, '') FROM dbos.workflow_status
+				WHERE workflow_uuid = $1`, wf).Scan(&status, &exec)
+			fmt.Fprintf(&b, "  workflow %s: %s on %s\n", wf, status, exec)
+			steps(ctx, db, wf, &b)
 		}
 	}
 	ws, _ := st.Workers(ctx)
 	for _, w := range ws {
 		fmt.Fprintf(&b, "worker %+v\n", w)
 	}
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		return b.String() + err.Error()
-	}
-	defer db.Close()
 	rows, err := db.QueryContext(ctx, `SELECT workflow_uuid, name, status, executor_id, COALESCE(queue_name, ''),
 		recovery_attempts, created_at, updated_at, COALESCE(error, '') FROM dbos.workflow_status WHERE status NOT IN ('SUCCESS') OR name = 'deputy.instance'`)
 	if err != nil {

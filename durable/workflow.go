@@ -556,6 +556,9 @@ func (r *recorder) with(id string, turn int, m llm.Message) store.With {
 // finishChild records a child's end, with the totals of all its runs:
 // what earlier runs spent is on its record already.
 func (r *recorder) finishChild(ctx context.Context, id string, rl *agent.Relay, in *agent.Instance) error {
+	if r.e.opts.Failpoint == "error:record-end" {
+		return fmt.Errorf("record the end of %s: %w", id, ErrFailpoint)
+	}
 	cur, err := r.e.st.GetInstance(ctx, id)
 	if err != nil || cur.State.Terminal() {
 		return err // ended already: a replay, or cancelled meanwhile
@@ -564,11 +567,17 @@ func (r *recorder) finishChild(ctx context.Context, id string, rl *agent.Relay, 
 	if id == r.base.ID {
 		prev = r.base
 	}
+	return r.e.st.Finish(ctx, id, endResult(&prev, in, rl.Report))
+}
+
+// endResult is how a run that did in ended an instance that had done prev
+// in its earlier runs: the totals cover all its runs.
+func endResult(prev *store.Instance, in *agent.Instance, report string) store.Result {
 	usage := prev.Usage
 	usage.Add(in.Usage)
-	return r.e.st.Finish(ctx, id, store.Result{State: store.State(in.State), StopReason: in.StopReason,
-		Incomplete: in.Incomplete, Report: rl.Report, Error: in.Error, Usage: usage, Cost: addCost(prev.Cost, in.Cost),
-		Turns: prev.Turns + in.Turns, ToolCalls: prev.ToolCalls + in.ToolCalls, Artifacts: artifacts(in.Artifacts)})
+	return store.Result{State: store.State(in.State), StopReason: in.StopReason, Incomplete: in.Incomplete,
+		Report: report, Error: in.Error, Usage: usage, Cost: addCost(prev.Cost, in.Cost), Turns: prev.Turns + in.Turns,
+		ToolCalls: prev.ToolCalls + in.ToolCalls, Artifacts: artifacts(in.Artifacts)}
 }
 
 func (r *recorder) failed() error {

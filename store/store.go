@@ -129,9 +129,9 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) error {
 	// Postgres may abort a transaction to break a deadlock or a
 	// serialization conflict; its work was rolled back, so it is run
 	// again (a few times: such aborts are rare and brief). A lock wait that
-	// ran out is run again once: the lock's holder may be a worker cut off
-	// from the database, whose session the server ends (pgdial) about when
-	// the wait ran out.
+	// ran out is run again twice: the lock's holder may be a worker cut off
+	// from the database, whose session the server ends within
+	// pgdial.IdleInTransaction (10 s; two default waits are 10 s).
 	for attempt := 1; ; attempt++ {
 		err := s.tx1(ctx, fn)
 		if s.dialect != Postgres || ctx.Err() != nil {
@@ -143,7 +143,7 @@ func (s *Store) tx(ctx context.Context, fn func(q querier) error) error {
 				continue
 			}
 		case lockWait:
-			if attempt < 2 {
+			if attempt < 3 {
 				continue
 			}
 		}

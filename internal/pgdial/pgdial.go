@@ -29,9 +29,12 @@ import (
 // back to back (milliseconds), so a session idle that long in one belongs
 // to a client that is gone or cut off, and its locks (the event feed's
 // advisory lock, rows being updated) would stall every other worker until
-// the server noticed. It is half the store's default lock wait (5 s), so a
-// survivor waiting on such a lock gets it before its own wait fails.
-const IdleInTransaction = 2500 * time.Millisecond
+// the server noticed. Not shorter: a live process starved of CPU (2 cores,
+// every test under -race) was seen to stall for seconds, and a session
+// ended under a live writer fails its write. The store's lock waits (5 s
+// by default) are tried three times, so a writer waiting on a cut-off
+// session's lock outlasts it.
+const IdleInTransaction = 10 * time.Second
 
 // Configure dials cfg's connections through Dial and sets the session
 // settings above, unless the URL gave its own: idle_in_transaction_session_timeout,
