@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	neturl "net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -79,6 +81,7 @@ func BenchmarkFleetDistribution(b *testing.B) {
 			var parts timeline
 			for range b.N {
 				f, url, st := benchFleet(b, n, 4, distributionScenario)
+				busy0, all0 := cpuTicks()
 				start := time.Now()
 				out, err := f.cmd("run", "--detach", "-q", "--model", "anthropic:fake", "--max-parallel", "100",
 					"--workspace", f.ws, "fan out").CombinedOutput()
@@ -88,6 +91,9 @@ func BenchmarkFleetDistribution(b *testing.B) {
 				root := strings.TrimSpace(string(out))
 				waitRoot(b, f, st, root)
 				total += time.Since(start)
+				busy1, all1 := cpuTicks()
+				parts.cpuBusy += float64(busy1 - busy0)
+				parts.cpuAll += float64(all1 - all0)
 				parts.add(b, url)
 				for i := 1; i <= n; i++ {
 					_ = f.stop(fmt.Sprintf("w%d", i), syscall.SIGTERM)
@@ -112,6 +118,31 @@ type timeline struct {
 	runs                                   int
 	spawning, queued, running, span, after float64
 	children                               int
+	cpuBusy, cpuAll                        float64 // the machine's CPU ticks during the runs
+}
+
+// cpuTicks reads the machine's busy and total CPU time from /proc/stat
+// (Linux; zeros elsewhere): is a latency-bound benchmark CPU-bound after all?
+func cpuTicks() (busy, all uint64) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	// cpu user nice system idle iowait irq softirq steal (guest time is
+	// counted in user already)
+	fields := strings.Fields(line)
+	if len(fields) < 9 {
+		return 0, 0
+	}
+	for i, f := range fields[1:9] {
+		v, _ := strconv.ParseUint(f, 10, 64)
+		all += v
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy, all
 }
 
 func (tl *timeline) add(b *testing.B, url string) {
@@ -149,6 +180,9 @@ func (tl *timeline) report(b *testing.B) {
 	b.ReportMetric(tl.running/c, "run-ms/child")
 	b.ReportMetric(tl.span/r, "children-span-ms")
 	b.ReportMetric(tl.after/r, "root-after-ms")
+	if tl.cpuAll > 0 {
+		b.ReportMetric(100*tl.cpuBusy/tl.cpuAll, "cpu-busy-%")
+	}
 }
 
 // waitRoot waits for root to end, failing on a worker's death.

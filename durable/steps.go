@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
@@ -93,18 +94,22 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 	}
 	// dbos.Go numbers the steps in call order before they run, so a
 	// replay matches them however the goroutines were scheduled.
-	outs := make([]<-chan dbos.StepOutcome[llm.Block], len(b.Calls))
+	outs := make([]<-chan dbos.StepOutcome[llm.Block], 0, len(b.Calls))
+	dones := make([]func(), 0, len(b.Calls))
+	var first error
 	for i := range b.Calls {
 		s.e.failpoint("before:" + s.label + names[i])
-		ch, err := dbos.Go(dctx, during(s.e, s.label+names[i], call(i)), dbos.WithStepName(names[i]), dbos.WithStepMaxRetries(0))
+		step, done := during(s.e, s.label+names[i], call(i))
+		ch, err := dbos.Go(dctx, step, dbos.WithStepName(names[i]), dbos.WithStepMaxRetries(0))
 		if err != nil {
-			return err
+			first = err // the calls launched already are waited for below
+			break
 		}
-		outs[i] = ch
+		outs, dones = append(outs, ch), append(dones, done)
 	}
-	var first error
 	for i, ch := range outs {
-		o := <-ch
+		o := <-ch // its outcome checkpointed (or not, if cut off)
+		dones[i]()
 		if o.Err != nil && first == nil {
 			first = o.Err
 		}
@@ -120,7 +125,9 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 // and a tool call must not run twice.
 func runStep[R any](e *Engine, ctx dbos.Context, label, name string, fn func(context.Context) (R, error)) (R, error) {
 	e.failpoint("before:" + label + name)
-	r, err := dbos.RunAsStep(ctx, during(e, label+name, fn), dbos.WithStepName(name), dbos.WithStepMaxRetries(0))
+	step, done := during(e, label+name, fn)
+	r, err := dbos.RunAsStep(ctx, step, dbos.WithStepName(name), dbos.WithStepMaxRetries(0))
+	done()
 	e.failpoint("after:" + label + name)
 	return r, err
 }
@@ -135,9 +142,16 @@ type inStepKey struct{}
 
 // during wraps a step's function with the failpoint "during:NAME": the
 // step's work is done but its result not yet checkpointed, the worst
-// moment to die.
-func during[R any](e *Engine, name string, fn func(context.Context) (R, error)) dbos.Step[R] {
-	return func(ctx context.Context) (R, error) {
+// moment to die. On a worker of a fleet the step runs only once the lease
+// admits it; done, called once DBOS has returned from the step (its
+// outcome checkpointed), lets the admission go: a drain that counted the
+// step finished as soon as its function returned would shut DBOS down
+// before it checkpointed the outcome, and the outcome would be lost while
+// the run went on to record the step's result in the transcript. A step
+// replayed from its checkpoint is never admitted.
+func during[R any](e *Engine, name string, fn func(context.Context) (R, error)) (_ dbos.Step[R], done func()) {
+	var admitted atomic.Bool
+	step := func(ctx context.Context) (R, error) {
 		if e.lease != nil {
 			// A worker whose lease may be running out, or that is
 			// draining, starts nothing.
@@ -145,7 +159,7 @@ func during[R any](e *Engine, name string, fn func(context.Context) (R, error)) 
 				var zero R
 				return zero, err
 			}
-			defer e.lease.stepDone()
+			admitted.Store(true)
 			ctx = context.WithValue(ctx, inStepKey{}, true)
 		}
 		if e.opts.Failpoint == "error:"+name {
@@ -155,5 +169,10 @@ func during[R any](e *Engine, name string, fn func(context.Context) (R, error)) 
 		r, err := fn(ctx)
 		e.failpoint("during:" + name)
 		return r, err
+	}
+	return step, func() {
+		if admitted.CompareAndSwap(true, false) {
+			e.lease.stepDone()
+		}
 	}
 }

@@ -450,6 +450,15 @@ func (r *recorder) event(ev agent.Event) {
 	case agent.EventStep:
 		switch ev.Loop.Kind {
 		case loop.EventMessage:
+			if r.e.closed.Load() {
+				// Shutting down: a step cut off by the shutdown ends the
+				// loop with "not run" results that must not be recorded
+				// (the next execution replays that step, or finds it cut,
+				// and its result differs). Nothing is lost by skipping:
+				// the next execution replays this run's turns from their
+				// checkpoints and appends what is missing.
+				break
+			}
 			r.mu.Lock()
 			seq := r.seq[ev.Instance]
 			r.seq[ev.Instance] = seq + 1
