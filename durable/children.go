@@ -191,8 +191,8 @@ func (x *launch) skip() { x.work(context.Background(), agent.ChildEnv{Skip: true
 // end; or, when a step of deputy's own failed, fail.
 func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 	end, waited, err := e.carryChild(ctx, id)
-	if err == nil || ctx.Err() != nil {
-		return end, err // ended, or shut down: a later execution resumes it
+	if err == nil || ctx.Err() != nil || ownedElsewhere(err) {
+		return end, err // ended, shut down (a later execution resumes it), or not this execution's
 	}
 	// A step of deputy's own failed (the store, or a replay that no
 	// longer matches its steps). The run cannot go on, and its workflow
@@ -209,13 +209,17 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 // idempotent), so an error recording the first is not the last word.
 func (e *Engine) failChild(ctx dbos.Context, id string, cause error, waited bool) (agent.ChildEnd, error) {
 	write := func(c context.Context) (agent.ChildEnd, error) {
-		res := store.Result{State: store.Failed, StopReason: string(loop.StopStepError), Error: cause.Error()}
-		if err := e.st.Finish(c, id, res); err != nil && !errors.Is(err, store.ErrTerminal) {
-			return agent.ChildEnd{}, err
-		}
 		in, err := e.st.GetInstance(c, id)
 		if err != nil {
 			return agent.ChildEnd{}, err
+		}
+		if !in.State.Terminal() {
+			if err := e.st.Finish(c, id, failedResult(in, loop.StopStepError, cause)); err != nil && !errors.Is(err, store.ErrTerminal) {
+				return agent.ChildEnd{}, err
+			}
+			if in, err = e.st.GetInstance(c, id); err != nil {
+				return agent.ChildEnd{}, err
+			}
 		}
 		// What it leaves waiting or running, nothing carries on now.
 		if err := e.endChildren(c, id); err != nil {
@@ -243,14 +247,41 @@ func (e *Engine) failChild(ctx dbos.Context, id string, cause error, waited bool
 		return end, nil
 	}
 	end, err := runStep(e, ctx, "child:", "fail", write)
-	if err != nil && ctx.Err() == nil {
-		end, err = write(context.WithoutCancel(ctx))
+	if err != nil && ctx.Err() == nil && !ownedElsewhere(err) {
+		end, err = unstepped(e, ctx, write)
 	}
 	if err != nil {
 		return agent.ChildEnd{}, errors.Join(cause, err)
 	}
 	e.changed()
 	return end, nil
+}
+
+// ownedElsewhere reports an error that says this execution of a workflow
+// no longer owns it (another took it over, or it was cancelled through
+// DBOS): its end is the owner's to record, and DBOS waits for that.
+func ownedElsewhere(err error) bool {
+	return errors.Is(err, dbos.ErrConflictingWorkflowID) || errors.Is(err, dbos.ErrWorkflowCancelled)
+}
+
+// unstepped runs write outside a step, when the step that should have
+// made it failed: on a fleet only while the lease admits it, as a step.
+func unstepped[R any](e *Engine, ctx context.Context, write func(context.Context) (R, error)) (R, error) {
+	if e.lease != nil {
+		if err := e.lease.admit(ctx); err != nil {
+			var zero R
+			return zero, err
+		}
+		defer e.lease.stepDone()
+	}
+	return write(context.WithoutCancel(ctx))
+}
+
+// failedResult ends in failed with cause, keeping the totals its record
+// holds (its earlier runs' and this run's live progress).
+func failedResult(in *store.Instance, stop loop.StopReason, cause error) store.Result {
+	return store.Result{State: store.Failed, StopReason: string(stop), Error: cause.Error(), Usage: in.Usage,
+		Cost: in.Cost, Turns: in.Turns, ToolCalls: in.ToolCalls}
 }
 
 // carryChild carries a child's run to its end; waited says whether a spawn

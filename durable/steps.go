@@ -126,8 +126,8 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 func runStep[R any](e *Engine, ctx dbos.Context, label, name string, fn func(context.Context) (R, error)) (R, error) {
 	e.failpoint("before:" + label + name)
 	step, done := during(e, label+name, fn)
+	defer done() // deferred: a step that panics lets its admission go too
 	r, err := dbos.RunAsStep(ctx, step, dbos.WithStepName(name), dbos.WithStepMaxRetries(0))
-	done()
 	e.failpoint("after:" + label + name)
 	return r, err
 }

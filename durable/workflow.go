@@ -37,7 +37,7 @@ type loaded struct {
 // turn-N/call-I-NAME, ...), then finish.
 func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
 	state, err := e.carry(ctx, id)
-	if err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && !ownedElsewhere(err) {
 		// A step of deputy's own failed (the store, or a replay that no
 		// longer matches its steps): end the instance as failed, through
 		// a step if the workflow still can, else straight in the store
@@ -45,9 +45,17 @@ func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
 		// to carry it.
 		if _, ferr := e.fail(ctx, id, err); ferr == nil {
 			return string(store.Failed), nil
+		} else if ownedElsewhere(ferr) {
+			return "", ferr
 		}
-		if e.st.Finish(context.WithoutCancel(ctx), id, store.Result{State: store.Failed, StopReason: string(loop.StopStepError),
-			Error: err.Error()}) == nil {
+		cause := err
+		if _, ferr := unstepped(e, ctx, func(c context.Context) (bool, error) {
+			in, err := e.st.GetInstance(c, id)
+			if err == nil {
+				err = e.st.Finish(c, id, failedResult(in, loop.StopStepError, cause))
+			}
+			return true, err
+		}); ferr == nil {
 			return string(store.Failed), nil
 		}
 	}
@@ -377,9 +385,14 @@ func (e *Engine) finish(ctx dbos.Context, id string, run int64, res store.Result
 	return string(res.State), nil
 }
 
-// fail ends a run that could not go on.
+// fail ends a run that could not go on, keeping the totals its record
+// holds.
 func (e *Engine) fail(ctx dbos.Context, id string, cause error) (string, error) {
-	return e.finish(ctx, id, 0, store.Result{State: store.Failed, StopReason: string(loop.StopModelError), Error: cause.Error()})
+	in, err := e.st.GetInstance(ctx, id)
+	if err != nil {
+		in = &store.Instance{} // the finish step fails too, or records what it can
+	}
+	return e.finish(ctx, id, 0, failedResult(in, loop.StopModelError, cause))
 }
 
 func artifacts(paths []string) json.RawMessage {
@@ -450,19 +463,20 @@ func (r *recorder) event(ev agent.Event) {
 	case agent.EventStep:
 		switch ev.Loop.Kind {
 		case loop.EventMessage:
-			if r.e.closed.Load() {
-				// Shutting down: a step cut off by the shutdown ends the
-				// loop with "not run" results that must not be recorded
-				// (the next execution replays that step, or finds it cut,
-				// and its result differs). Nothing is lost by skipping:
-				// the next execution replays this run's turns from their
-				// checkpoints and appends what is missing.
-				break
-			}
 			r.mu.Lock()
 			seq := r.seq[ev.Instance]
 			r.seq[ev.Instance] = seq + 1
 			r.mu.Unlock()
+			if r.e.dbos.Err() != nil {
+				// DBOS is shutting down: a step it cut off ends the loop
+				// with "not run" results that must not be recorded (the
+				// next execution replays that step, or finds it cut, and
+				// its result differs). Nothing is lost by skipping: no
+				// step is checkpointed and no outcome recorded from here
+				// on, so the next execution replays this run's turns and
+				// appends what is missing.
+				break
+			}
 			w := r.with(ev.Instance, ev.Loop.Turn, ev.Loop.Message)
 			err = r.e.st.AppendWith(ctx, ev.Instance, ev.Loop.Turn, seq, []llm.Message{ev.Loop.Message}, w)
 		case loop.EventModelAttempt:

@@ -11,7 +11,7 @@
 //
 // Nor may a worker cut off from the database hold anything there that the
 // others wait for: Configure asks the server to end a session that sits
-// in a transaction (holding its row and advisory locks) or goes silent.
+// in a transaction (holding its row and advisory locks).
 package pgdial
 
 import (
@@ -36,25 +36,18 @@ import (
 // session's lock outlasts it.
 const IdleInTransaction = 10 * time.Second
 
-// Configure dials cfg's connections through Dial and sets the session
-// settings above, unless the URL gave its own: idle_in_transaction_session_timeout,
-// and server-side TCP keepalives (an idle session of a cut-off client, one
-// holding a session lock, ends within about 11 s instead of the kernel's
-// two hours).
+// Configure dials cfg's connections through Dial and sets
+// idle_in_transaction_session_timeout to IdleInTransaction, unless the URL
+// gave its own. Server-side TCP keepalives are left as they are: a session
+// lock (setup.LockEngine's) must not end with a network blip of seconds,
+// and deputy's workers hold none for long.
 func Configure(cfg *pgconn.Config) {
 	cfg.DialFunc = Dial
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
-	for k, v := range map[string]string{
-		"idle_in_transaction_session_timeout": strconv.FormatInt(IdleInTransaction.Milliseconds(), 10),
-		"tcp_keepalives_idle":                 "5",
-		"tcp_keepalives_interval":             "2",
-		"tcp_keepalives_count":                "3",
-	} {
-		if _, ok := cfg.RuntimeParams[k]; !ok {
-			cfg.RuntimeParams[k] = v
-		}
+	if _, ok := cfg.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		cfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(IdleInTransaction.Milliseconds(), 10)
 	}
 }
 
