@@ -92,14 +92,8 @@ func (l *launches) drop(wf string, x *launch) bool {
 func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) (agent.ChildEnd, error) {
 	wf := workflowID(id)
 	x := &launch{parent: ctx, work: work, foreground: true}
-	fresh, err := e.fresh(wf)
-	if err != nil {
-		return agent.ChildEnd{}, fmt.Errorf("start child %s: %w", id, err)
-	}
-	if fresh {
-		e.launches.put(wf, x)
-		defer e.launches.drop(wf, x)
-	}
+	e.launches.put(wf, x)
+	defer e.launches.drop(wf, x)
 	h, err := dbos.RunWorkflow(e.dbos, e.runChild, id, dbos.WithWorkflowID(wf))
 	if err != nil {
 		return agent.ChildEnd{}, fmt.Errorf("start child %s: %w", id, err)
@@ -131,19 +125,14 @@ func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Cont
 
 // StartChild implements agent.ChildRunner for a background child. When
 // the child's workflow exists already (a replayed spawn), nothing takes
-// the work: once that workflow ends, the work is called on a cancelled
-// context, so what it holds in its parent's tree (its slot, its turn to
-// write) is let go.
+// the work (its first execution began already, or, on a fleet, takes it
+// only if it has recorded no step yet: see carryChild): once that
+// workflow ends, the work is called on a cancelled context, so what it
+// holds in its parent's tree (its slot, its turn to write) is let go.
 func (e *Engine) StartChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) error {
 	wf := workflowID(id)
 	x := &launch{parent: ctx, work: work}
-	fresh, err := e.fresh(wf)
-	if err != nil {
-		return fmt.Errorf("start child %s: %w", id, err)
-	}
-	if fresh {
-		e.launches.put(wf, x)
-	}
+	e.launches.put(wf, x)
 	opts := []dbos.WorkflowOption{dbos.WithWorkflowID(wf)}
 	if e.lease != nil {
 		// On a fleet a background child goes through the queue, to
@@ -158,30 +147,11 @@ func (e *Engine) StartChild(ctx context.Context, id string, work func(context.Co
 	}
 	go func() {
 		_, _ = h.GetResult(dbos.WithHandlePollingInterval(e.opts.PollInterval))
-		if !fresh || e.launches.drop(wf, x) {
+		if e.launches.drop(wf, x) {
 			x.skip()
 		}
 	}()
 	return nil
-}
-
-// fresh reports whether child workflow wf does not exist yet: only then
-// may its run take this process's launch. On a fleet a replayed spawn can
-// find its child's workflow waiting in a queue (a takeover re-enqueued
-// it, after it had run part of the way elsewhere) and about to be
-// dequeued here: its run must continue from the store, not start the
-// launch's work afresh. Alone on its database the engine needs no look:
-// an existing child workflow is running or done, never dequeued later.
-func (e *Engine) fresh(wf string) (bool, error) {
-	if e.lease == nil {
-		return true, nil
-	}
-	wfs, err := dbos.ListWorkflows(e.dbos, dbos.WithFilterWorkflowIDs(wf), dbos.WithFilterLoadInput(false),
-		dbos.WithFilterLoadOutput(false))
-	if err != nil {
-		return false, fmt.Errorf("look for workflow %s: %w", wf, err)
-	}
-	return len(wfs) == 0, nil
 }
 
 // skip lets a launch's work go without running (agent.ChildEnv.Skip).
@@ -209,17 +179,9 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 // idempotent), so an error recording the first is not the last word.
 func (e *Engine) failChild(ctx dbos.Context, id string, cause error, waited bool) (agent.ChildEnd, error) {
 	write := func(c context.Context) (agent.ChildEnd, error) {
-		in, err := e.st.GetInstance(c, id)
+		in, err := e.finishFailed(c, id, loop.StopStepError, cause)
 		if err != nil {
 			return agent.ChildEnd{}, err
-		}
-		if !in.State.Terminal() {
-			if err := e.st.Finish(c, id, failedResult(in, loop.StopStepError, cause)); err != nil && !errors.Is(err, store.ErrTerminal) {
-				return agent.ChildEnd{}, err
-			}
-			if in, err = e.st.GetInstance(c, id); err != nil {
-				return agent.ChildEnd{}, err
-			}
 		}
 		// What it leaves waiting or running, nothing carries on now.
 		if err := e.endChildren(c, id); err != nil {
@@ -277,6 +239,19 @@ func unstepped[R any](e *Engine, ctx context.Context, write func(context.Context
 	return write(context.WithoutCancel(ctx))
 }
 
+// finishFailed ends instance id failed with cause unless it has ended
+// already, and returns it as it then stands.
+func (e *Engine) finishFailed(ctx context.Context, id string, stop loop.StopReason, cause error) (*store.Instance, error) {
+	in, err := e.st.GetInstance(ctx, id)
+	if err != nil || in.State.Terminal() {
+		return in, err
+	}
+	if err := e.st.Finish(ctx, id, failedResult(in, stop, cause)); err != nil && !errors.Is(err, store.ErrTerminal) {
+		return nil, err
+	}
+	return e.st.GetInstance(ctx, id)
+}
+
 // failedResult ends in failed with cause, keeping the totals its record
 // holds (its earlier runs' and this run's live progress).
 func failedResult(in *store.Instance, stop loop.StopReason, cause error) store.Result {
@@ -295,7 +270,8 @@ func (e *Engine) carryChild(ctx dbos.Context, id string) (_ agent.ChildEnd, wait
 	if x != nil && e.lease != nil {
 		// On a fleet the launch may be stale: the child's workflow ran
 		// part of the way on another worker, which died, and a takeover
-		// queued it again, to be dequeued here. A workflow with any step
+		// queued it again, to be dequeued here (where its spawner, or
+		// the spawner's replay, left a launch). A workflow with any step
 		// recorded continues from the store, as after a crash: the
 		// launch's work is a first run, and its steps would not replay
 		// what the other worker recorded (DBOS fails a workflow whose

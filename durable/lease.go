@@ -64,6 +64,12 @@ type lease struct {
 	done chan struct{}
 }
 
+// admitUntil is when steps stop being admitted after a renewal that began
+// at t (2L/3), and giveUpAt when the worker gives the lease up (5L/6):
+// both well before the lease recorded at t can run out.
+func (l *lease) admitUntil(t time.Time) time.Time { return t.Add(l.ttl - l.ttl/3) }
+func (l *lease) giveUpAt(t time.Time) time.Time   { return t.Add(l.ttl - l.ttl/6) }
+
 // join records this engine as a live worker, waiting out a lease its
 // executor id still holds (the same id's process before a restart), then
 // starts the keeper.
@@ -71,11 +77,11 @@ func (e *Engine) join(ctx context.Context) error {
 	l := &lease{e: e, ttl: e.opts.Lease, moved: make(chan struct{}), done: make(chan struct{})}
 	host, _ := os.Hostname()
 	w := store.Worker{ID: e.opts.ExecutorID, Host: host, PID: os.Getpid(), Version: AppVersion}
+	var start time.Time
 	for {
-		start := e.opts.Clock.Now()
+		start = e.opts.Clock.Now()
 		held, err := e.st.JoinWorkers(ctx, w, l.ttl)
 		if err == nil {
-			l.valid = start.Add(l.ttl - l.ttl/3)
 			break
 		}
 		if !errors.Is(err, store.ErrLeaseHeld) || held.Sub(start) > l.ttl {
@@ -86,7 +92,6 @@ func (e *Engine) join(ctx context.Context) error {
 		// the lease is taken over at once rather than waited out.
 		if pid := e.deadPredecessor(ctx, w); pid != 0 {
 			if err := e.st.RejoinWorkers(ctx, w, l.ttl, pid); err == nil {
-				l.valid = start.Add(l.ttl - l.ttl/3)
 				break
 			}
 		}
@@ -97,10 +102,11 @@ func (e *Engine) join(ctx context.Context) error {
 			return fmt.Errorf("durable: waiting for the lease of %s: %w", w.ID, err)
 		}
 	}
+	l.valid = l.admitUntil(start)
 	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	l.stop = stop
 	e.lease = l
-	go l.keep(kctx, l.valid.Add(-(l.ttl - l.ttl/3)))
+	go l.keep(kctx, start)
 	return nil
 }
 
@@ -131,7 +137,7 @@ func (l *lease) keep(ctx context.Context, lastOK time.Time) {
 	renewEvery, claimEvery := l.ttl/3, e.opts.ClaimInterval
 	nextRenew, nextClaim := lastOK.Add(renewEvery), lastOK // claim at once: a worker may have died while none ran
 	for {
-		next := earliest(nextRenew, nextClaim, lastOK.Add(l.ttl-l.ttl/6))
+		next := earliest(nextRenew, nextClaim, l.giveUpAt(lastOK))
 		if err := clock.Sleep(ctx, e.opts.Clock, next.Sub(e.opts.Clock.Now())); err != nil {
 			return
 		}
@@ -141,13 +147,13 @@ func (l *lease) keep(ctx context.Context, lastOK time.Time) {
 			// hanging on a cut-off network must not keep the worker from
 			// giving up in time. (A real-time bound: it is the network's
 			// time that runs, and no fake clock's timer is left behind.)
-			rctx, cancel := context.WithTimeout(ctx, lastOK.Add(l.ttl-l.ttl/6).Sub(now))
+			rctx, cancel := context.WithTimeout(ctx, l.giveUpAt(lastOK).Sub(now))
 			err := e.st.RenewLease(rctx, e.opts.ExecutorID, l.ttl, e.runsHere())
 			cancel()
 			switch {
 			case err == nil:
 				lastOK = now
-				l.extend(now.Add(l.ttl - l.ttl/3))
+				l.extend(l.admitUntil(now))
 				nextRenew = now.Add(renewEvery)
 			case errors.Is(err, store.ErrLeaseLost):
 				l.lose(err)
@@ -161,13 +167,13 @@ func (l *lease) keep(ctx context.Context, lastOK time.Time) {
 				e.log("renewing the lease failed", "err", err)
 			}
 		}
-		if !now.Before(lastOK.Add(l.ttl - l.ttl/6)) {
+		if !now.Before(l.giveUpAt(lastOK)) {
 			l.lose(fmt.Errorf("%w: not renewed since %s", ErrLeaseLost, lastOK.Format(time.RFC3339Nano)))
 			return
 		}
 		if !now.Before(nextClaim) {
 			nextClaim = now.Add(claimEvery)
-			cctx, cancel := context.WithTimeout(ctx, lastOK.Add(l.ttl-l.ttl/6).Sub(now))
+			cctx, cancel := context.WithTimeout(ctx, l.giveUpAt(lastOK).Sub(now))
 			l.claim(cctx)
 			cancel()
 		}

@@ -49,12 +49,8 @@ func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
 			return "", ferr
 		}
 		cause := err
-		if _, ferr := unstepped(e, ctx, func(c context.Context) (bool, error) {
-			in, err := e.st.GetInstance(c, id)
-			if err == nil {
-				err = e.st.Finish(c, id, failedResult(in, loop.StopStepError, cause))
-			}
-			return true, err
+		if _, ferr := unstepped(e, ctx, func(c context.Context) (*store.Instance, error) {
+			return e.finishFailed(c, id, loop.StopStepError, cause)
 		}); ferr == nil {
 			return string(store.Failed), nil
 		}

@@ -194,7 +194,7 @@ const pgMigrationLock = 0x646570757479
 const pgSchemaLock = pgMigrationLock + 1
 
 // SchemaLock runs fn while no other process runs its own under it (on
-// Postgres an advisory lock held by a transaction of its own; SQLite
+// Postgres a session advisory lock on a connection of its own; SQLite
 // serializes schema changes by itself). Programs that keep tables of
 // their own beside deputy's migrate them under it: DBOS's own migrations
 // are not safe when several workers start at once on a new database.
