@@ -1,7 +1,12 @@
 // Package shell holds deputy's bash tool: one non-interactive `bash -c`
 // per call, in the workspace directory, with a timeout on an injectable
 // clock, and the whole process group killed on timeout, on cancellation and
-// when the command returns, so a call leaves no processes behind.
+// when the command returns, so a call leaves no processes behind. Each
+// command is also tethered to deputy's process (package tether): on Linux
+// it is pid 1 of a PID namespace of its own with a parent-death signal,
+// so that if deputy dies, even by SIGKILL, the command and everything it
+// started die with it, and nothing a call started goes on changing files
+// after a resumed run has told the model the call was interrupted.
 //
 // It does not confine what the command touches itself: Config.Sandbox
 // runs each command through the isolation layer (package sandbox).
@@ -16,11 +21,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/tool"
+	"github.com/deputy-run/deputy/tool/shell/tether"
 )
 
 // Config sets up the bash tool. Zero fields take defaults.
@@ -30,9 +37,13 @@ type Config struct {
 	DefaultTimeout time.Duration // when the call gives none (120 s)
 	MaxTimeout     time.Duration // cap on a requested timeout_s (600 s)
 	MaxOutput      int           // bytes of output kept, half head and half tail (30,000)
-	// Env is the environment before secret filtering (os.Environ() when
-	// nil). It is always passed through FilterEnv.
+	// Env is the environment commands' variables are chosen from
+	// (os.Environ() when nil): only the allowlisted ones pass, and those
+	// in PassEnv (see AllowEnv).
 	Env []string
+	// PassEnv names more variables of Env the operator lets commands
+	// have. Deputy's own (OwnEnv) never pass.
+	PassEnv []string
 	// WaitDelay bounds, in real time, how long the tool keeps reading after
 	// the command and its process group are gone, for a process that left
 	// the group (setsid) and still holds the output open (2 s).
@@ -152,25 +163,42 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	// it open until it finished).
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return "", fmt.Errorf("bash: %w", err)
+		return "", startErr("", err)
 	}
 	defer pr.Close()
-	// Not exec.CommandContext: its cancellation may kill after Wait has
-	// reaped the leader, and the kill must happen before (see below).
-	cmd := exec.Command(b.cfg.Shell, "-c", in.Command)
-	cmd.Dir = b.cfg.Dir
-	cmd.Env = b.environ()
-	cmd.Stdout, cmd.Stderr = pw, pw // stdin stays nil: /dev/null
-	ownProcessGroup(cmd)
-	end := func() string { return "" }
-	if b.cfg.Sandbox != nil {
-		end, err = b.cfg.Sandbox.Start(cmd)
-	} else {
-		err = cmd.Start()
+	env := b.environ()
+	build := func() *exec.Cmd {
+		// Not exec.CommandContext: its cancellation may kill after Wait
+		// has reaped the leader, and the kill must happen before (see
+		// below).
+		cmd := exec.Command(b.cfg.Shell, "-c", in.Command)
+		cmd.Dir = b.cfg.Dir
+		cmd.Env = env
+		cmd.Stdout, cmd.Stderr = pw, pw // stdin stays nil: /dev/null
+		ownProcessGroup(cmd)
+		return cmd
 	}
-	pw.Close() // the child has its copy; ours would keep the pipe from ending
+	end := func() string { return "" }
+	var cmd *exec.Cmd
+	var release func()
+	if b.cfg.Sandbox != nil {
+		// The sandbox has its own PID namespace, whose init bwrap ties to
+		// this process with its own parent-death signal: forked from a
+		// locked thread, so that it fires only when deputy dies.
+		cmd = build()
+		release = tether.OnLockedThread(func() { end, err = b.cfg.Sandbox.Start(cmd) })
+	} else {
+		cmd, release, err = tether.Start(build, func(cmd *exec.Cmd) error {
+			if tether.Namespaced(cmd) {
+				cmd.Args[2] = pid1Traps + cmd.Args[2]
+			}
+			return cmd.Start()
+		})
+	}
+	defer release() // after the reaping below: the thread holds the tether
+	pw.Close()      // the child has its copy; ours would keep the pipe from ending
 	if err != nil {
-		return "", fmt.Errorf("bash: start %s: %w", b.cfg.Shell, err)
+		return "", startErr(b.cfg.Shell, err)
 	}
 
 	out := newCapture(b.cfg.MaxOutput)
@@ -201,6 +229,11 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	// without reaping it, kill what is left of its group (jobs left in the
 	// background), make sure the cancellation kill is over and will not run,
 	// and only then reap.
+	//
+	// Unsandboxed on Linux, the leader is pid 1 of its own PID namespace:
+	// by the time waitid reports it exited, the kernel has killed and
+	// reaped every other process in the namespace, those that left the
+	// group included.
 	//
 	// With a sandbox, the leader is bwrap and the command's processes are
 	// in the sandbox's own session and PID namespace, out of the group's
@@ -253,22 +286,53 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 // with, which tells it apart from the caller's cancellation.
 var errTimeout = errors.New("bash command timeout")
 
-// environ is the command's environment: the configured one without
-// secrets, and with PWD naming the working directory (exec sets PWD only
-// when it builds the environment itself, and an inherited PWD would name
-// deputy's directory).
+// pid1Traps goes before a command that runs as pid 1 of its own PID
+// namespace. The kernel ignores a signal sent to a namespace's pid 1 from
+// inside it unless pid 1 handles it, so `kill $$` (a common way for a
+// script to abort itself from a subshell) would do nothing and the script
+// would go on; with these traps bash exits instead, with the status a
+// shell reports for a command killed by that signal (128+n). They also
+// keep bash from replacing itself with a lone simple command (exec
+// optimization), so the command's programs never run as pid 1
+// themselves. On one line, so that the command's line numbers stay.
+const pid1Traps = `trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 131' QUIT; trap 'exit 138' USR1; ` +
+	`trap 'exit 140' USR2; trap 'exit 142' ALRM; trap 'exit 143' TERM; `
+
+// startErr is the error for a command that could not be started: it says
+// that the command did not run, and when the cause is a lack of resources
+// (descriptors, memory, processes) that trying again later may work, so
+// the model neither takes it for the command's own failure nor for
+// success.
+func startErr(shell string, err error) error {
+	what := "could not start"
+	if shell != "" {
+		what += " " + shell
+	}
+	var hint string
+	switch {
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		hint = "deputy is out of file descriptors"
+	case errors.Is(err, syscall.ENOMEM):
+		hint = "out of memory"
+	case errors.Is(err, syscall.EAGAIN):
+		hint = "the process limit is reached"
+	}
+	if hint != "" {
+		return fmt.Errorf("bash: the command did not run: %s: %w (%s; it may work if tried again later)", what, err, hint)
+	}
+	return fmt.Errorf("bash: the command did not run: %s: %w", what, err)
+}
+
+// environ is the command's environment: the allowlisted part of the
+// configured one (AllowEnv), with PWD naming the working directory (exec
+// sets PWD only when it builds the environment itself, and an inherited
+// PWD would name deputy's directory).
 func (b *Bash) environ() []string {
 	base := b.cfg.Env
 	if base == nil {
 		base = os.Environ()
 	}
-	env := make([]string, 0, len(base)+1)
-	for _, kv := range FilterEnv(base) {
-		if !strings.HasPrefix(kv, "PWD=") && !strings.HasPrefix(kv, "OLDPWD=") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "PWD="+b.cfg.Dir)
+	return append(AllowEnv(base, b.cfg.PassEnv), "PWD="+b.cfg.Dir)
 }
 
 func (b *Bash) stopErr(ctx context.Context, timeout time.Duration) error {

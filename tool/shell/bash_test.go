@@ -20,6 +20,7 @@ import (
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/tool"
 	"github.com/deputy-run/deputy/tool/shell"
+	"github.com/deputy-run/deputy/tool/shell/tether"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -59,13 +60,21 @@ func TestBashBasics(t *testing.T) {
 		{"true", "(no output)\n[exit code: 0]", false},
 		{"printf 'no newline'", "no newline\n[exit code: 0]", false},
 		{"cat", "(no output)\n[exit code: 0]", false}, // stdin is empty, not the test's
-		{"kill -TERM $$", "(no output)\n[killed by signal: terminated]", false},
 	}
 	for _, tc := range tests {
 		out, isErr := run(context.Background(), set, map[string]any{"command": tc.cmd})
 		if out != tc.want || isErr != tc.isErr {
 			t.Errorf("%s: got %q (err=%v), want %q", tc.cmd, out, isErr, tc.want)
 		}
+	}
+	// A script still ends itself with kill $$, though as pid 1 of its
+	// namespace bash would ignore the signal without deputy's trap.
+	want := "(no output)\n[killed by signal: terminated]"
+	if namespaced() {
+		want = "(no output)\n[exit code: 143]"
+	}
+	if out, isErr := run(context.Background(), set, map[string]any{"command": "kill -TERM $$; echo went on"}); out != want || isErr {
+		t.Errorf("kill $$: got %q (err=%v), want %q", out, isErr, want)
 	}
 	for _, args := range []map[string]any{{}, {"command": ""}, {"command": "x", "timeout_s": 601}, {"command": "x", "timeout_s": 0}, {"command": "x", "cwd": "/"}} {
 		if out, isErr := run(context.Background(), set, args); !isErr || !strings.Contains(out, "invalid arguments for bash") {
@@ -78,47 +87,64 @@ func TestBashStartFailure(t *testing.T) {
 	t.Parallel()
 	set := newBash(t, shell.Config{Shell: "/nonexistent/bash"})
 	out, isErr := run(context.Background(), set, map[string]any{"command": "true"})
-	if !isErr || !strings.Contains(out, "start /nonexistent/bash") {
+	if !isErr || !strings.Contains(out, "the command did not run: could not start /nonexistent/bash") {
 		t.Errorf("%q %v", out, isErr)
 	}
 }
 
-func TestBashEnvDropsSecrets(t *testing.T) {
-	t.Parallel()
+// The issue's case: telemetry credentials and provider keys in deputy's
+// own environment (not a configured one) never reach a real bash, whatever
+// their names; what builds need does.
+func TestBashEnvIsAllowlisted(t *testing.T) {
+	// Not parallel: t.Setenv.
 	ws := t.TempDir()
-	set := newBash(t, shell.Config{Dir: ws, Env: []string{
-		"PATH=" + os.Getenv("PATH"),
-		"ANTHROPIC_API_KEY=sk-ant-leak1",
-		"OPENAI_API_KEY=sk-leak2",
-		"GITHUB_TOKEN=ghp_leak3",
-		"aws_secret_access_key=leak4",
-		"DB_PASSWORD=leak5",
-		"HARMLESS=kept",
-		"PWD=/somewhere/else",
-	}})
+	for k, v := range map[string]string{
+		"OTEL_EXPORTER_OTLP_HEADERS":        "authorization=Bearer leak-otel-1",
+		"OTEL_EXPORTER_OTLP_ENDPOINT":       "https://user:leak-otel-2@collector.example:4318",
+		"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-api=leak-otel-3",
+		"ANTHROPIC_API_KEY":                 "sk-ant-leak4",
+		"OPENAI_API_KEY":                    "sk-leak5",
+		"DEPUTY_API_TOKEN":                  "leak6",
+		"GITHUB_TOKEN":                      "ghp_leak7",
+		"DATABASE_URL":                      "postgres://deputy:leak8@db/deputy",
+		"SOME_HARMLESS_LOOKING_NAME":        "leak9",
+		"HTTPS_PROXY":                       "http://user:leak10@proxy.example:3128",
+		"http_proxy":                        "http://proxy.example:3128",
+		"GOFLAGS":                           "-mod=mod",
+		"LC_TIME":                           "C",
+		"GRANTED_VAR":                       "granted",
+		"DEPUTY_MODEL":                      "fake",
+		"PWD":                               "/somewhere/else",
+	} {
+		t.Setenv(k, v)
+	}
+	set := newBash(t, shell.Config{Dir: ws, PassEnv: []string{"GRANTED_VAR", "OTEL_EXPORTER_OTLP_HEADERS", "DEPUTY_MODEL"}})
 	out, isErr := run(context.Background(), set, map[string]any{"command": "env"})
 	if isErr {
 		t.Fatal(out)
 	}
-	if strings.Contains(out, "leak") {
-		t.Errorf("secret reached the command:\n%s", out)
+	if strings.Contains(out, "leak") || strings.Contains(out, "OTEL_") || strings.Contains(out, "DEPUTY_") {
+		t.Errorf("a credential reached the command:\n%s", out)
 	}
-	if !strings.Contains(out, "HARMLESS=kept") || !strings.Contains(out, "PATH=") {
-		t.Errorf("ordinary variables dropped:\n%s", out)
+	for _, want := range []string{"PATH=", "GOFLAGS=-mod=mod", "LC_TIME=C", "http_proxy=http://proxy.example:3128", "GRANTED_VAR=granted"} {
+		if !strings.Contains("\n"+out, "\n"+want) {
+			t.Errorf("%s dropped:\n%s", want, out)
+		}
 	}
 	if strings.Contains(out, "/somewhere/else") || !strings.Contains("\n"+out, "\nPWD="+ws+"\n") {
 		t.Errorf("PWD not set to the working directory:\n%s", out)
 	}
 }
 
-func TestFilterEnv(t *testing.T) {
+func TestAllowEnv(t *testing.T) {
 	t.Parallel()
-	in := []string{"HOME=/root", "X_API_KEY=a", "api_key=b", "MYAPIKEY=c", "SESSION_TOKEN=d", "Secret=e",
-		"PGPASSWORD=f", "SMTP_PASSWD=g", "GOOGLE_APPLICATION_CREDENTIALS=h", "SSH_PRIVATE_KEY=i", "TERM=xterm", "KEYBOARD=us"}
-	got := shell.FilterEnv(in)
-	want := []string{"HOME=/root", "TERM=xterm", "KEYBOARD=us"}
+	in := []string{"HOME=/root", "X_API_KEY=a", "OTEL_EXPORTER_OTLP_HEADERS=b", "DEPUTY_TOKEN=c", "TERM=xterm",
+		"LC_ALL=C", "KEYBOARD=us", "GOPROXY=https://tok@proxy.example", "GOPROXY=https://proxy.golang.org,direct",
+		"MINE=x", "ANTHROPIC_API_KEY=d", "=weird"}
+	got := shell.AllowEnv(in, []string{"MINE", "ANTHROPIC_API_KEY"})
+	want := []string{"HOME=/root", "TERM=xterm", "LC_ALL=C", "GOPROXY=https://proxy.golang.org,direct", "MINE=x"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("got %v", got)
+		t.Errorf("got %v\nwant %v", got, want)
 	}
 }
 
@@ -182,6 +208,20 @@ func openFIFO(t *testing.T, p string) *os.File {
 // groupAlive reports the processes of group pgid that are neither zombies
 // nor exiting. A killed process closes its files (hence EOF on the FIFO)
 // before it turns zombie; in between, its flags carry PF_EXITING.
+// pgidCmd prints the shell's process group id as the host sees it: $$ is
+// the namespace's pid (1) when the command runs in a PID namespace of its
+// own, while /proc, the host's, shows host ids (field 5 of stat is the
+// group; comm, "cut", has no spaces).
+const pgidCmd = `$(cut -d' ' -f5 /proc/self/stat)`
+
+// namespaced reports whether commands run in a PID namespace of their own
+// here (package tether; the tests that need to know have run one command
+// before asking).
+func namespaced() bool {
+	m := tether.Mode()
+	return m == tether.ModePIDNamespace || m == tether.ModeUserPIDNamespace
+}
+
 func groupAlive(t *testing.T, pgid int) []string {
 	t.Helper()
 	ents, err := os.ReadDir("/proc")
@@ -229,7 +269,7 @@ func stopCase(t *testing.T, stop func(fc *clock.Fake, cancel context.CancelFunc)
 	done := make(chan result, 1)
 	go func() {
 		out, isErr := run(ctx, set, map[string]any{
-			"command":   fmt.Sprintf(`exec 3>'%s'; echo $$ >&3; sleep 30 & wait`, fifo),
+			"command":   fmt.Sprintf(`exec 3>'%s'; echo %s >&3; sleep 30 & wait`, fifo, pgidCmd),
 			"timeout_s": 5,
 		})
 		done <- result{out, isErr}
@@ -295,7 +335,7 @@ func TestBashBackgroundJobKilledOnReturn(t *testing.T) {
 	done := make(chan string, 1)
 	go func() {
 		out, _ := run(context.Background(), set, map[string]any{
-			"command": fmt.Sprintf(`exec 3>'%s'; echo $$ >&3; sleep 30 & echo started`, fifo),
+			"command": fmt.Sprintf(`exec 3>'%s'; echo %s >&3; sleep 30 & echo started`, fifo, pgidCmd),
 		})
 		done <- out
 	}()
@@ -322,20 +362,33 @@ func TestBashBackgroundJobKilledOnReturn(t *testing.T) {
 }
 
 // A process that escapes the group (setsid) while holding the output open
-// cannot keep the call waiting past WaitDelay.
+// cannot keep the call waiting past WaitDelay; in a PID namespace of its
+// own it does not even outlive the call.
 func TestBashEscapedProcessBoundedByWaitDelay(t *testing.T) {
 	t.Parallel()
 	set := newBash(t, shell.Config{WaitDelay: 50 * time.Millisecond})
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	// The command waits until the escapee has left the group (it writes its
-	// pid after setsid) so that the group kill cannot catch it first.
+	// pid after setsid) so that the group kill cannot catch it first. The
+	// pid is the host's: read by bash itself from /proc/self, the host's
+	// procfs.
 	out, _ := run(context.Background(), set, map[string]any{
-		"command": fmt.Sprintf(`setsid bash -c 'echo $$ > "$1.tmp" && mv "$1.tmp" "$1"; exec sleep 30' _ '%[1]s' &
+		"command": fmt.Sprintf(`setsid bash -c 'read -r p _ < /proc/self/stat; echo $p > "$1.tmp" && mv "$1.tmp" "$1"; exec sleep 30' _ '%[1]s' &
 			while [ ! -s '%[1]s' ]; do sleep 0.01; done; echo started`, pidFile),
 	})
 	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidFile)))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if namespaced() {
+		if !strings.Contains(out, "started\n") || strings.Contains(out, "still held its output open") {
+			t.Errorf("got %q", out)
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("the process that left the group outlived the call (kill 0: %v)", err)
+		}
+		return
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL) // the escapee is the test's to end
 	if !strings.Contains(out, "started\n") || !strings.Contains(out, "still held its output open") {

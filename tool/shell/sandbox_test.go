@@ -114,14 +114,15 @@ func TestBashSandboxStopKillsTree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ws := t.TempDir()
-			box, err := sandbox.New(sandbox.Policy{Workspace: ws, Env: []string{"DEPUTY_SHELL_MARK"}}) // the mark finds its processes
+			box, err := sandbox.New(sandbox.Policy{Workspace: ws, Env: []string{"SHELLTEST_MARK"}}) // the mark finds its processes
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer box.Close()
-			mark := fmt.Sprintf("DEPUTY_SHELL_MARK=%s-%d", tc.name, time.Now().UnixNano())
+			mark := fmt.Sprintf("SHELLTEST_MARK=%s-%d", tc.name, time.Now().UnixNano())
 			fc := clock.NewFake(time.Unix(1000, 0))
-			set := newBash(t, shell.Config{Dir: ws, Clock: fc, Sandbox: box, Env: append(os.Environ(), mark)})
+			set := newBash(t, shell.Config{Dir: ws, Clock: fc, Sandbox: box, Env: append(os.Environ(), mark),
+				PassEnv: []string{"SHELLTEST_MARK"}})
 			fifo := filepath.Join(ws, "fifo")
 			mkfifoAt(t, fifo)
 			ctx, cancel := context.WithCancel(context.Background())
