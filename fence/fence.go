@@ -25,12 +25,37 @@ import (
 )
 
 // Protected are the workspace's paths a fenced child may read but never
-// change, with its programs or its file tools: the repository's .git (a
-// planted hook or config would run its code outside the fence at the
-// user's next git command; in a worktree, the .git file that points to
-// the repository) and deputy's own files (its database by default,
-// definitions, configuration).
-var Protected = []string{".git", ".deputy", ".claude", "deputy.yaml"}
+// change, with its programs or its file tools, whether or not they exist
+// yet (a trailing "/" says a path is a directory, for the sandbox's
+// placeholder when it does not): every path deputy reads definitions,
+// settings, skills or configuration from, and what git executes. A child
+// that could write one would run its code outside the fence at the next
+// run or git command.
+var Protected = []string{
+	// A planted hook or config (core.pager, core.fsmonitor, a filter)
+	// would run at the user's next git command; in a worktree it is the
+	// .git file that points to the repository.
+	".git/",
+	// deputy's own: agents/*.md and skills/*/SKILL.md (the catalog and
+	// skills, agent.ProjectDirs and ProjectSkillDirs), deputy.db (the
+	// default database), token (the server's), executor-id. Hidden as
+	// well: see Hidden.
+	".deputy/",
+	// Claude Code's layout, which deputy also loads: agents/*.md (whose
+	// mcpServers commands deputy starts unsandboxed) and skills/; its
+	// settings.json and hooks are Claude Code's own code execution.
+	".claude/",
+	// Tiers and models, which environment variables MCP servers may read
+	// (mcp.env), and isolation.allow_unsandboxed.
+	"deputy.yaml",
+}
+
+// Hidden are the workspace's paths a sandboxed child's programs cannot
+// even read: .deputy holds the database of every run's transcripts (what
+// other runs read and wrote, tool output included) and the server's
+// token. A child needs none of it: its definition, skills and
+// instructions reach it through deputy.
+var Hidden = []string{".deputy/"}
 
 // Fencer is agent.Fencer for children of roots working in Workspace.
 type Fencer struct {
@@ -103,6 +128,13 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 		}
 		tree, dir = t, t.Dir
 	}
+	// The tripwire's record of what deputy trusts in the parent's
+	// workspace and in the child's worktree, before any of the child's
+	// tools runs.
+	trip := newTripwire(f.Workspace)
+	if tree != nil {
+		trip = newTripwire(f.Workspace, dir)
+	}
 	var box *sandbox.Box
 	note := ""
 	if def.Isolation == agent.IsolationSandbox || def.Isolation == agent.IsolationContainer {
@@ -158,7 +190,7 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 	snapshot := box != nil && def.Isolation == agent.IsolationContainer
 	return &agent.Fence{Tools: tools, Note: note, Instructions: strings.Join(say, " "),
 		End: func(ctx context.Context, kept bool) ([]string, error) {
-			return f.end(ctx, id, box, snapshot, tree, kept)
+			return f.end(ctx, id, box, snapshot, tree, trip, kept)
 		},
 		// The worktree stays for the next run; the box goes (a
 		// container's snapshot with it: its next run starts a fresh one).
@@ -174,6 +206,7 @@ func (f *Fencer) policy(dir string, def *agent.Definition) sandbox.Policy {
 	p := sandbox.Policy{
 		Workspace:    dir,
 		Protect:      Protected,
+		Hide:         Hidden,
 		WritePaths:   def.WritePaths,
 		ReadPaths:    def.ReadPaths,
 		Network:      len(def.Network) > 0, // host lists are not enforced: any grant opens the network
@@ -195,10 +228,19 @@ func (f *Fencer) policy(dir string, def *agent.Definition) sandbox.Policy {
 // end keeps or drops a child's work: a completed child's snapshot is
 // applied and its worktree committed on its branch (which stays, for the
 // parent or `deputy merge`); anything else is dropped and nothing reaches
-// the parent's tree.
-func (f *Fencer) end(ctx context.Context, id string, box *sandbox.Box, snapshot bool, tree *worktree.Tree, kept bool) ([]string, error) {
+// the parent's tree. First the tripwire: when files deputy trusts changed
+// while the child ran, the fence did not hold (or something outside it
+// wrote there meanwhile); its work is dropped and the error names them,
+// in its relay and its record, rather than deputy loading them silently
+// at its next run.
+func (f *Fencer) end(ctx context.Context, id string, box *sandbox.Box, snapshot bool, tree *worktree.Tree,
+	trip *tripwire, kept bool) ([]string, error) {
 	var arts []string
 	var errs []error
+	if err := trip.check(id); err != nil {
+		arts = append(arts, err.Error())
+		errs, kept = append(errs, err), false
+	}
 	if box != nil {
 		if kept && snapshot {
 			if ch, err := box.Commit(); err != nil {

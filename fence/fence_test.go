@@ -3,9 +3,13 @@ package fence_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -219,5 +223,149 @@ func TestSandboxFenceWithoutBwrap(t *testing.T) {
 	}
 	if _, err := fc.End(context.Background(), true); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if err := sandbox.Available(); err != nil {
+		if os.Getenv("DEPUTY_REQUIRE_ISOLATION") != "" {
+			t.Fatal(err) // CI installs bubblewrap (.ci/run)
+		}
+		t.Skip("bubblewrap cannot run here:", err)
+	}
+}
+
+// The reproduction of the escape: a sandboxed child in a workspace with
+// none of deputy's files tries to plant a definition and a deputy.yaml
+// that turns the sandbox off, with its programs and with its file tools,
+// and to read deputy's database. Nothing is planted, nothing read, and the
+// workspace is as it was once the fence ends.
+func TestSandboxFenceProtectsAbsentPaths(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	for _, present := range []bool{false, true} {
+		t.Run(map[bool]string{false: "absent", true: "present"}[present], func(t *testing.T) {
+			t.Parallel()
+			ws := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(ws, ".deputy"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ws, ".deputy", "deputy.db"), []byte("SQLite transcripts"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if present {
+				for rel, body := range map[string]string{".claude/agents/a.md": "---\nname: a\n---\n", "deputy.yaml": "tiers: {}\n",
+					".git/config": "[core]\n", ".deputy/agents/b.md": "---\nname: b\n---\n"} {
+					if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, rel)), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(ws, rel), []byte(body), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			before := listTree(t, ws)
+			f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
+			fc, err := f.Fence(context.Background(), "i-5", &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plant := `mkdir -p .claude/agents && printf -- '---\nname: general-purpose\nmcpServers: {h: {command: sh}}\n---\n' > .claude/agents/general-purpose.md; ` +
+				`printf 'isolation:\n  allow_unsandboxed: true\n' > deputy.yaml; mkdir -p .deputy/agents; echo x > .deputy/agents/x.md; ` +
+				`mkdir -p .git/hooks; echo x > .git/hooks/pre-commit; cat .deputy/deputy.db; echo done`
+			out, isErr := call(t, fc.Tools, "bash", `{"command":`+strconv.Quote(plant)+`}`)
+			if isErr || !strings.Contains(out, "done") {
+				t.Fatalf("bash: %q", out)
+			}
+			if strings.Contains(out, "SQLite transcripts") {
+				t.Errorf("the database was read from the sandbox: %q", out)
+			}
+			for _, p := range []string{".claude/agents/general-purpose.md", "deputy.yaml", ".deputy/agents/x.md", ".git/hooks/pre-commit", ".mcp/../deputy.yaml"} {
+				if out, isErr := call(t, fc.Tools, "write_file", `{"path":"`+p+`","content":"x"}`); !isErr || !strings.Contains(out, "read-only here") {
+					t.Errorf("write_file %s: %q", p, out)
+				}
+			}
+			arts, err := fc.End(context.Background(), true)
+			if err != nil {
+				t.Fatalf("end: %v %v", arts, err)
+			}
+			if after := listTree(t, ws); after != before {
+				t.Errorf("the workspace changed:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
+// listTree lists a tree's paths with their sizes.
+func listTree(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s:%d ", rel, fi.Size())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// A definition or configuration that appears in the workspace while a
+// fenced child runs (here written from outside the fence, as a hole in
+// it would) is not trusted silently: the child's end fails naming it, and
+// its work is not kept.
+func TestFenceTripwire(t *testing.T) {
+	t.Parallel()
+	ws := repo(t)
+	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
+	fc, err := f.Fence(context.Background(), "i-6", &agent.Definition{Name: "w", Worktree: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, isErr := call(t, fc.Tools, "write_file", `{"path":"b.txt","content":"work\n"}`); isErr {
+		t.Fatal(out)
+	}
+	// The database and git's own files change in normal use: no alarm.
+	if err := os.MkdirAll(filepath.Join(ws, ".deputy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".deputy", "deputy.db"), []byte("more"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(ws, ".claude", "agents", "general-purpose.md")
+	if err := os.MkdirAll(filepath.Dir(planted), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(planted, []byte("---\nname: general-purpose\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	arts, err := fc.End(context.Background(), true)
+	var tw *fence.TripwireError
+	if !errors.As(err, &tw) || len(tw.Changed) != 1 || tw.Changed[0] != planted {
+		t.Fatalf("end: %v", err)
+	}
+	if len(arts) != 1 || !strings.Contains(arts[0], planted) || !strings.Contains(arts[0], "review them") {
+		t.Errorf("artifacts %q", arts)
+	}
+	if br := git(t, ws, "branch", "--list", "deputy/*"); br != "" {
+		t.Errorf("the work was kept on a branch: %q", br)
+	}
+
+	// Without a change the tripwire is silent.
+	fc, err = f.Fence(context.Background(), "i-7", &agent.Definition{Name: "w", Worktree: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arts, err := fc.End(context.Background(), false); err != nil || len(arts) != 0 {
+		t.Errorf("end: %v %v", arts, err)
 	}
 }

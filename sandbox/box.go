@@ -37,6 +37,9 @@ type Box struct {
 	cg     *cgroup // nil: the watchdog counts processes
 	cgErr  error   // why there is no cgroup
 	snap   *snapshot
+	// placeholders stand in for protected paths that did not exist;
+	// Close removes them once no sandbox is alive.
+	placeholders []placeholder
 
 	mu       sync.Mutex
 	runs     map[*run]struct{}
@@ -69,16 +72,21 @@ func New(p Policy) (*Box, error) {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	if p.Snapshot {
-		if b.snap, err = takeSnapshot(p.Workspace, p.StateDir); err != nil {
+		if b.snap, err = takeSnapshot(p.Workspace, p.StateDir, p.guards); err != nil {
 			_ = removeTree(b.tmp)
 			return nil, err
 		}
-		b.snap.protect = p.Protect
 		b.roots[0].path = b.snap.copy
 		b.dir = b.snap.copy
 	}
+	if p.guards, b.placeholders, err = makePlaceholders(b.roots[0].path, p.guards); err != nil {
+		_ = b.dropSnapshot()
+		_ = removeTree(b.tmp)
+		return nil, err
+	}
 	mounts, err := mountArgs(p, b.roots, b.tmp)
 	if err != nil {
+		removePlaceholders(b.placeholders)
 		_ = b.dropSnapshot()
 		_ = removeTree(b.tmp)
 		return nil, err
@@ -392,6 +400,8 @@ func (b *Box) Close() error {
 	}
 	b.mu.Unlock()
 	b.killAll("killed: the session ended")
+	// Only now: every sandbox is gone, so no mount over them is lifted.
+	removePlaceholders(b.placeholders)
 	var errs []error
 	if err := b.dropSnapshot(); err != nil {
 		errs = append(errs, err)

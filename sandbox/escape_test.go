@@ -484,3 +484,150 @@ func TestContainerSnapshotKeepsProtectedPaths(t *testing.T) {
 		t.Errorf("work.txt %q, changes %+v", got, ch)
 	}
 }
+
+// protectedForTest is fence.Protected (which this package cannot import):
+// every workspace path deputy reads definitions, configuration or its
+// database from, and the repository's .git.
+var protectedForTest = []string{".git/", ".deputy/", ".claude/", "deputy.yaml"}
+
+// plantCommand tries every way a program has to create or replace the
+// protected paths: a planted agent definition, a deputy.yaml that turns
+// the sandbox off, a hook, a rename over the path, a symlink in its place.
+const plantCommand = `rm -rf .claude .deputy .git deputy.yaml; ` +
+	`mkdir -p .claude/agents; printf -- '---\nname: general-purpose\nmcpServers: {x: {command: sh}}\n---\n' > .claude/agents/general-purpose.md; ` +
+	`mkdir -p .claude/skills/s; echo planted > .claude/skills/s/SKILL.md; echo planted > .claude/settings.json; ` +
+	`printf 'isolation:\n  allow_unsandboxed: true\n' > deputy.yaml; ` +
+	`mkdir -p .deputy/agents; echo planted > .deputy/agents/x.md; ` +
+	`mkdir -p .git/hooks; echo planted > .git/hooks/post-checkout; echo planted > .git/config; ` +
+	`echo planted > spare; mv -f spare deputy.yaml; mkdir spared; mv -T spared .claude; ln -sfn /tmp .deputy; ` +
+	`rm -rf spare spared; echo ok > fine.txt; echo done`
+
+// Protected paths that do not exist yet cannot be created from the
+// sandbox either (placeholders stand in while the box lives, and go with
+// it); existing ones cannot be changed.
+func TestEscapeCreateProtectedPaths(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	for _, present := range []bool{false, true} {
+		t.Run(fmt.Sprintf("present=%v", present), func(t *testing.T) {
+			t.Parallel()
+			l := newLayout(t)
+			files := map[string]string{}
+			if present {
+				files = map[string]string{".git/config": "[core]\n", ".deputy/deputy.db": "db",
+					".claude/agents/a.md": "---\nname: a\n---\n", "deputy.yaml": "tiers: {}\n"}
+				for rel, body := range files {
+					writeFile(t, filepath.Join(l.ws, rel), body)
+				}
+			}
+			before := treeDigest(t, l.ws)
+			// Unconfined, the same command plants everything: the attempts
+			// are real.
+			ctl := t.TempDir()
+			if out, _ := runBash(context.Background(), plainBash(t, shell.Config{Dir: ctl}), plantCommand, 30); !strings.Contains(out, "done") || !exists(filepath.Join(ctl, ".claude/agents/general-purpose.md")) || !exists(filepath.Join(ctl, "deputy.yaml")) {
+				t.Fatalf("control: the command plants nothing unconfined: %q", out)
+			}
+
+			b, err := New(Policy{Workspace: l.ws, Protect: protectedForTest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, isErr := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}), plantCommand, 30)
+			if isErr || !strings.Contains(out, "done") {
+				b.Close()
+				t.Fatalf("the command did not run to its end: %q", out)
+			}
+			if got := readFile(t, filepath.Join(l.ws, "fine.txt")); got != "ok\n" {
+				t.Errorf("the rest of the workspace is not writable: %q", got)
+			}
+			for _, rel := range []string{".claude/agents/general-purpose.md", ".claude/settings.json", ".deputy/agents/x.md", ".git/hooks/post-checkout"} {
+				if exists(filepath.Join(l.ws, rel)) {
+					t.Errorf("%s was planted from the sandbox", rel)
+				}
+			}
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(l.ws, "fine.txt")); err != nil {
+				t.Fatal(err)
+			}
+			// After Close the workspace is as it was: no placeholder left.
+			if after := treeDigest(t, l.ws); after != before {
+				ents, _ := os.ReadDir(l.ws)
+				t.Errorf("the workspace changed (entries now %v)", ents)
+			}
+			for rel, body := range files {
+				if got := readFile(t, filepath.Join(l.ws, rel)); got != body {
+					t.Errorf("%s was changed from the sandbox: %q", rel, got)
+				}
+			}
+		})
+	}
+}
+
+// A container's snapshot never applies protected paths that did not
+// exist when it was taken (the placeholders in the copy, and what a file
+// tool wrote there), and never copies hidden ones.
+func TestContainerSnapshotKeepsAbsentProtectedPaths(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, ".deputy", "deputy.db"), "transcripts")
+	b := newBox(t, Policy{Workspace: ws, Snapshot: true, Protect: protectedForTest, Hide: []string{".deputy/"}})
+	if exists(filepath.Join(b.Dir(), ".deputy", "deputy.db")) {
+		t.Error("the snapshot copied a hidden path")
+	}
+	writeFile(t, filepath.Join(b.Dir(), ".claude", "agents", "general-purpose.md"), "---\nname: general-purpose\n---\n")
+	if err := os.WriteFile(filepath.Join(b.Dir(), "deputy.yaml"), []byte("isolation: {allow_unsandboxed: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(b.Dir(), "work.txt"), "done")
+	ch, err := b.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{".claude", "deputy.yaml", ".git"} {
+		if exists(filepath.Join(ws, rel)) {
+			t.Errorf("the commit applied %s", rel)
+		}
+	}
+	if got := readFile(t, filepath.Join(ws, "work.txt")); got != "done" || len(ch.Added) != 1 {
+		t.Errorf("work.txt %q, changes %+v", got, ch)
+	}
+	if got := readFile(t, filepath.Join(ws, ".deputy", "deputy.db")); got != "transcripts" {
+		t.Errorf("the database is now %q", got)
+	}
+}
+
+// A hidden path cannot be read, listed or written from the sandbox; a
+// protected symlink is refused, since the link could be replaced.
+func TestEscapeHiddenPaths(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws := t.TempDir()
+	writeFile(t, filepath.Join(ws, ".deputy", "deputy.db"), secretText)
+	writeFile(t, filepath.Join(ws, "secret.conf"), secretText)
+	b := newBox(t, Policy{Workspace: ws, Hide: []string{".deputy/", "secret.conf", "absent.conf"}})
+	out, isErr := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}),
+		`cat .deputy/deputy.db secret.conf; ls -la .deputy; grep -rs s3cr3t .; echo x > .deputy/new; echo x > absent.conf; `+
+			`rm -rf .deputy; echo done`, 30)
+	if isErr || !strings.Contains(out, "done") {
+		t.Fatalf("the command did not run to its end: %q", out)
+	}
+	if strings.Contains(out, secretText) || strings.Contains(out, " deputy.db\n") {
+		t.Errorf("a hidden path was read:\n%s", out)
+	}
+	if exists(filepath.Join(ws, ".deputy", "new")) || readFile(t, filepath.Join(ws, ".deputy", "deputy.db")) != secretText {
+		t.Error("a hidden directory was written")
+	}
+	if got := readFile(t, filepath.Join(ws, "absent.conf")); got != "" {
+		t.Errorf("a hidden absent file was written: %q", got)
+	}
+
+	if err := os.Symlink("elsewhere", filepath.Join(ws, "deputy.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Policy{Workspace: ws, Protect: []string{"deputy.yaml"}}); err == nil || !strings.Contains(err.Error(), "is a symlink") {
+		t.Errorf("a protected symlink: %v", err)
+	}
+}

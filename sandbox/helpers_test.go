@@ -62,7 +62,8 @@ func requireBwrap(t testing.TB) {
 // env is the environment of sandboxed test commands: the test's, plus a
 // mark that tells their processes apart from everything else on the host.
 // markName is the variable that marks a test's sandboxed programs.
-const markName = "DEPUTY_ESCAPE_MARK"
+// It is not a DEPUTY_ variable: the bash tool never passes those.
+const markName = "SANDBOX_ESCAPE_MARK"
 
 func markedEnv(t *testing.T) ([]string, string) {
 	t.Helper()
@@ -125,6 +126,7 @@ func sandboxedBash(t testing.TB, b *Box, cfg shell.Config) *tool.Set {
 		cfg.Dir = b.Dir()
 	}
 	cfg.Sandbox = b
+	cfg.PassEnv = append(cfg.PassEnv, markName)
 	bash, err := shell.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +136,7 @@ func sandboxedBash(t testing.TB, b *Box, cfg shell.Config) *tool.Set {
 
 func plainBash(t testing.TB, cfg shell.Config) *tool.Set {
 	t.Helper()
+	cfg.PassEnv = append(cfg.PassEnv, markName)
 	bash, err := shell.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -81,16 +81,12 @@ func mountArgs(p Policy, roots []root, tmp string) ([]string, error) {
 		}
 		a = append(a, op, r.path, r.path)
 	}
-	// Over the writable workspace, last, so they win; -try: a path that
-	// does not exist is nothing to protect (and a program cannot make it
-	// either: the mount point would have to exist).
-	for _, rel := range p.Protect {
-		if rel = filepath.Clean(rel); rel == "." || !filepath.IsLocal(rel) {
-			return nil, fmt.Errorf("sandbox: protected path %q is not inside the workspace", rel)
-		}
-		at := filepath.Join(roots[0].path, rel)
-		a = append(a, "--ro-bind-try", at, at)
+	// Over the writable workspace, last, so they win.
+	g, err := guardArgs(roots[0].path, p.guards)
+	if err != nil {
+		return nil, err
 	}
+	a = append(a, g...)
 	return a, nil
 }
 

@@ -31,9 +31,19 @@ type Policy struct {
 	// directory) the programs may read but never change, even though they
 	// lie in the writable workspace: a repository's .git (hooks and
 	// config would run the child's code outside the sandbox, at the
-	// user's next git command) and deputy's own files. A snapshot's
-	// Commit never applies changes under them.
+	// user's next git command) and deputy's own files. That holds whether
+	// or not they exist: for one that does not, the box makes an empty
+	// placeholder (a directory when the entry ends in "/", else a file)
+	// and mounts it read-only, and removes it on Close if it is still its
+	// own and empty. A protected path that is a symlink is refused. A
+	// snapshot's Commit never applies changes under them.
 	Protect []string
+	// Hide are paths relative to the workspace the programs can neither
+	// read nor change: an empty read-only directory (or file) stands in
+	// for each, made as for Protect when it does not exist. deputy's
+	// .deputy directory is one: it holds the database of every run's
+	// transcripts. A snapshot neither copies nor commits them.
+	Hide []string
 	// Env names more variables of the caller's environment that reach
 	// the programs, beyond the few every box passes (PATH, HOME, TMPDIR,
 	// the locale, TERM, TZ, SHELL, USER): the rest, secrets included,
@@ -82,6 +92,8 @@ type Policy struct {
 
 	// forceWatchdog skips the cgroup (tests of the watchdog).
 	forceWatchdog bool
+	// guards are Protect and Hide, parsed (normalize).
+	guards []guard
 }
 
 // watchdogEvery is how often the watchdog counts tasks.
@@ -146,6 +158,9 @@ func (p Policy) normalize() (Policy, []root, error) {
 	}
 	if within(p.StateDir, ws) {
 		return p, nil, fmt.Errorf("sandbox: the state directory %s lies in the workspace %s; set Policy.StateDir elsewhere", p.StateDir, ws)
+	}
+	if p.guards, err = parseGuards(p.Protect, p.Hide); err != nil {
+		return p, nil, err
 	}
 	if p.CPUSeconds < 0 || p.MemoryBytes < 0 || p.MaxProcesses < 0 || p.HardTimeout < 0 {
 		return p, nil, errors.New("sandbox: negative limit")

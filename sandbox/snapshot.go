@@ -20,7 +20,7 @@ import (
 // share. io.Copy uses copy_file_range, which reflinks where the file
 // system can.
 type snapshot struct {
-	protect []string // Policy.Protect: never applied by commit
+	protect []string // Policy.Protect and Hide: never applied by commit
 	orig    string   // the workspace
 	tmp     string   // holds the copy; removed on drop
 	copy    string
@@ -64,13 +64,24 @@ func (e *ConflictError) Error() string {
 		strings.Join(e.Paths, ", "))
 }
 
-func takeSnapshot(ws, dir string) (*snapshot, error) {
+// takeSnapshot copies ws into a new directory under dir. The guarded
+// paths are never committed; the hidden ones are not even copied (the
+// sandbox could not read them, and .deputy's database is large and
+// changing).
+func takeSnapshot(ws, dir string, gs []guard) (*snapshot, error) {
 	tmp, err := os.MkdirTemp(dir, statePrefix("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: snapshot: %w", err)
 	}
 	s := &snapshot{orig: ws, tmp: tmp, copy: filepath.Join(tmp, filepath.Base(ws))}
-	if s.origBase, err = copyTree(ws, s.copy); err == nil {
+	skip := map[string]bool{}
+	for _, g := range gs {
+		s.protect = append(s.protect, g.rel)
+		if g.hide {
+			skip[filepath.ToSlash(g.rel)] = true
+		}
+	}
+	if s.origBase, err = copyTree(ws, s.copy, skip); err == nil {
 		s.copyBase, err = scan(s.copy)
 	}
 	if err != nil {
@@ -82,8 +93,9 @@ func takeSnapshot(ws, dir string) (*snapshot, error) {
 
 // copyTree copies src to dst (which must not exist): directories, regular
 // files and symlinks, with permissions and modification times; sockets,
-// FIFOs and devices are left out. It returns the scan of src.
-func copyTree(src, dst string) (map[string]entry, error) {
+// FIFOs and devices are left out, and so are the paths in skip (slash
+// separated, relative to src). It returns the scan of src.
+func copyTree(src, dst string, skip map[string]bool) (map[string]entry, error) {
 	base := map[string]entry{}
 	type dirFix struct {
 		path string
@@ -95,6 +107,12 @@ func copyTree(src, dst string) (map[string]entry, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(src, p)
+		if skip[filepath.ToSlash(rel)] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
 		fi, err := d.Info()
 		if err != nil {
 			return err

@@ -17,7 +17,7 @@ func TestSandboxSnapshotTypeChangesAndModes(t *testing.T) {
 	if err := os.Chmod(filepath.Join(ws, "keep.txt"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := takeSnapshot(ws, t.TempDir())
+	s, err := takeSnapshot(ws, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestSandboxSnapshotTypeChangesAndModes(t *testing.T) {
 func TestSandboxSnapshotConflictOnRemovedDir(t *testing.T) {
 	t.Parallel()
 	ws := snapshotWorkspace(t)
-	s, err := takeSnapshot(ws, t.TempDir())
+	s, err := takeSnapshot(ws, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestSandboxSnapshotSymlinkNotFollowed(t *testing.T) {
 	t.Parallel()
 	ws := snapshotWorkspace(t)
 	outside := t.TempDir()
-	s, err := takeSnapshot(ws, t.TempDir())
+	s, err := takeSnapshot(ws, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestSandboxSnapshotSymlinkNotFollowed(t *testing.T) {
 func TestSandboxSnapshotDropReadOnly(t *testing.T) {
 	t.Parallel()
 	ws := snapshotWorkspace(t)
-	s, err := takeSnapshot(ws, t.TempDir())
+	s, err := takeSnapshot(ws, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,3 +118,13 @@ func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// devIno returns a file's device and inode numbers: what tells a
+// placeholder the box made from a file put in its place.
+func devIno(fi fs.FileInfo) (uint64, uint64) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0
+	}
+	return uint64(st.Dev), st.Ino
+}
