@@ -631,3 +631,51 @@ func TestEscapeHiddenPaths(t *testing.T) {
 		t.Errorf("a protected symlink: %v", err)
 	}
 }
+
+// When deputy runs as root the sandbox user is host root (uid 65534
+// inside maps to 0), and would own every root-only file: what others may
+// not read in the system directories is masked, wherever it lies, not only
+// in /etc.
+func TestEscapeRootOnlyFiles(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("only root owns root's 0600 files; as another user the kernel refuses them to the sandbox anyway")
+	}
+	dir, err := os.MkdirTemp("/opt", "deputy-escape-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { // MkdirTemp's 0700 would hide it all
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "root-only.key"), secretText)
+	if err := os.Chmod(filepath.Join(dir, "root-only.key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "private", "inside.txt"), secretText+"-in-a-private-dir")
+	if err := os.Chmod(filepath.Join(dir, "private"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "public.txt"), "public")
+	cmd := fmt.Sprintf(`cat /proc/self/uid_map; cat %[1]s/root-only.key %[1]s/private/inside.txt %[1]s/public.txt; ls %[1]s/private; echo; echo done`, dir)
+	// Unconfined, root reads them: the attempt is real.
+	if out, _ := runBash(context.Background(), plainBash(t, shell.Config{Dir: t.TempDir()}), cmd, 30); !strings.Contains(out, secretText) {
+		t.Fatalf("control: root cannot read its own file: %q", out)
+	}
+	b := newBox(t, Policy{Workspace: t.TempDir()})
+	out, isErr := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}), cmd, 30)
+	if isErr || !strings.Contains(out, "done") {
+		t.Fatalf("the command did not run to its end: %q", out)
+	}
+	if !strings.Contains(out, "65534          0          1") {
+		t.Logf("the sandbox user is not host root here: %q", out)
+	}
+	if strings.Contains(out, secretText) || strings.Contains(out, "\ninside.txt\n") {
+		t.Errorf("a root-only file under /opt was read from the sandbox:\n%s", out)
+	}
+	if !strings.Contains(out, "public") {
+		t.Errorf("a world-readable file under /opt is not readable: %q", out)
+	}
+}
