@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,9 +34,9 @@ type Box struct {
 	roots  []root   // what the sandbox sees, the snapshot in place of the workspace
 	prefix []string // bwrap and the options every command shares
 	dir    string
-	tmp    string  // the host directory mounted as /tmp
-	cg     *cgroup // nil: the watchdog counts processes
-	cgErr  error   // why there is no cgroup
+	tmp    string           // the host directory mounted as /tmp
+	cg     *cgroup          // nil, or without pids: the watchdog counts processes
+	cgErr  map[string]error // why a controller is missing from cg
 	snap   *snapshot
 	// placeholders stand in for protected paths that did not exist;
 	// Close removes them once no sandbox is alive.
@@ -93,9 +94,12 @@ func New(p Policy) (*Box, error) {
 	}
 	b.prefix = append(append([]string{bwrap}, namespaceArgs(p.Network)...), mounts...)
 	if p.forceWatchdog {
-		b.cgErr = errors.New("cgroup skipped")
-	} else if b.cg, err = newCgroup(p.MaxProcesses, p.MemoryBytes); err != nil {
-		b.cgErr = err
+		b.cgErr = map[string]error{}
+		for _, c := range controllers {
+			b.cgErr[c] = errors.New("cgroup skipped")
+		}
+	} else {
+		b.cg, b.cgErr = newCgroup(cgroupLimits{tasks: p.MaxProcesses, mem: p.MemoryBytes, cpus: p.CPUs})
 	}
 	if p.HardTimeout > 0 {
 		b.hard = p.Clock.AfterFunc(p.HardTimeout, func() {
@@ -137,23 +141,39 @@ func (b *Box) Description() string {
 		d.WriteString("There is no network (only a private loopback). ")
 	}
 	fmt.Fprintf(&d, "At most %d processes and threads at once", b.p.MaxProcesses)
-	if b.p.CPUSeconds > 0 {
-		fmt.Fprintf(&d, "; %d s of CPU per process", b.p.CPUSeconds)
+	if b.cg.hasMemory() {
+		fmt.Fprintf(&d, "; %d MiB of memory for all of them together (over it the largest is killed)", b.p.MemoryBytes>>20)
+	} else {
+		fmt.Fprintf(&d, "; %d MiB of memory per process", b.p.MemoryBytes>>20)
 	}
-	if b.p.MemoryBytes > 0 {
-		fmt.Fprintf(&d, "; %d MiB of address space per process", b.p.MemoryBytes>>20)
+	if b.cg.hasCPU() {
+		fmt.Fprintf(&d, "; %s CPUs' worth of time", strconv.FormatFloat(b.p.CPUs, 'g', 3, 64))
 	}
-	d.WriteString(".")
+	fmt.Fprintf(&d, "; %d s of CPU time per process.", b.p.CPUSeconds)
 	return d.String()
 }
 
-// Limits says how the process limit is enforced: "cgroup DIR", or
-// "watchdog (why no cgroup could be made)".
+// Limits says how each limit is enforced: "processes: cgroup DIR" or
+// "processes: watchdog (why no cgroup could be made)", then memory
+// (cgroup, or RLIMIT_DATA per process) and CPU (cgroup, or none beyond
+// RLIMIT_CPU), separated by "; ".
 func (b *Box) Limits() string {
-	if b.cg != nil {
-		return "cgroup " + b.cg.dir
+	var out []string
+	say := func(what, dir, fallback, c string) {
+		if dir != "" {
+			out = append(out, what+": cgroup "+dir)
+		} else {
+			out = append(out, fmt.Sprintf("%s: %s (%v)", what, fallback, b.cgErr[c]))
+		}
 	}
-	return fmt.Sprintf("watchdog (%v)", b.cgErr)
+	var pids, mem, cpu string
+	if b.cg != nil {
+		pids, mem, cpu = b.cg.pids, b.cg.mem, b.cg.cpu
+	}
+	say("processes", pids, "watchdog", "pids")
+	say("memory", mem, "RLIMIT_DATA per process", "memory")
+	say("cpu", cpu, "RLIMIT_CPU only", "cpu")
+	return strings.Join(out, "; ")
 }
 
 // Start starts cmd in the sandbox, in place of cmd.Start. cmd's Args, Dir
@@ -258,11 +278,15 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	if err := setLimits(pid, b.p.CPUSeconds, b.p.MemoryBytes); err != nil {
+	var data int64
+	if !b.cg.hasMemory() {
+		data = b.p.MemoryBytes
+	}
+	if err := setLimits(pid, b.p.CPUSeconds, data); err != nil {
 		return fail(err)
 	}
 	if b.cg != nil {
-		r.refused0 = b.cg.refused()
+		r.refused0, r.oom0 = b.cg.refused(), b.cg.oomKills()
 		if err := b.cg.add(pid); err != nil {
 			return fail(err)
 		}
@@ -274,7 +298,7 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 		return fail(closed)
 	}
 	b.runs[r] = struct{}{}
-	if b.cg == nil && b.watchdog == nil {
+	if !b.cg.hasPids() && b.watchdog == nil {
 		b.watchdog = b.p.Clock.AfterFunc(watchdogEvery, b.watch)
 	}
 	b.mu.Unlock()
@@ -422,6 +446,7 @@ type run struct {
 	b        *Box
 	pid      int
 	refused0 int64 // the cgroup's refused forks when it started
+	oom0     int64 // and its processes killed over the memory limit
 
 	mu     sync.Mutex
 	fd     pidfd // the sandbox's init
@@ -469,7 +494,11 @@ func (r *run) end() string {
 		note = fmt.Sprintf("processes of the command were still exiting after %s", killWait)
 	}
 	if note == "" && b.cg != nil {
-		if n := b.cg.refused() - r.refused0; n > 0 {
+		// Counted for the box: a command running beside this one may
+		// have been the one hit.
+		if n := b.cg.oomKills() - r.oom0; n > 0 {
+			note = fmt.Sprintf("the memory limit (%d MiB for the sandbox) killed %d processes", b.p.MemoryBytes>>20, n)
+		} else if n := b.cg.refused() - r.refused0; n > 0 {
 			note = fmt.Sprintf("the process limit (%d) refused %d forks", b.p.MaxProcesses, n)
 		}
 	}

@@ -15,12 +15,31 @@ import (
 	"time"
 )
 
-// cgroup is one Box's cgroup in the pids hierarchy: pids.max is its
-// process-count limit and every command's sandbox is moved into it.
+// cgroup is one Box's cgroups: a directory in each hierarchy holding a
+// controller it uses (cgroup v1 mounts each controller on its own, or a
+// few together; v2 has one hierarchy), into all of which every command's
+// sandbox is moved. pids.max is its process-count limit, the memory
+// controller's limit its memory, the CPU controller's quota its share of
+// the CPUs: for the box as a whole, whatever its processes do.
 type cgroup struct {
-	dir string
-	v2  bool
+	dirs []string // the box's directory in each hierarchy
+	pids string   // the directory with pids.*, or ""
+	mem  string   // with memory.*, or ""
+	cpu  string   // with cpu.*, or ""
+	v2   map[string]bool
 }
+
+// hasPids reports whether the pids controller limits the box (else the
+// watchdog does). It is nil-safe.
+func (c *cgroup) hasPids() bool { return c != nil && c.pids != "" }
+
+// hasMemory reports whether the memory controller limits the box (else
+// each process has RLIMIT_DATA). It is nil-safe.
+func (c *cgroup) hasMemory() bool { return c != nil && c.mem != "" }
+
+// hasCPU reports whether the CPU controller limits the box. It is
+// nil-safe.
+func (c *cgroup) hasCPU() bool { return c != nil && c.cpu != "" }
 
 // cgroupParent is the directory under deputy's own cgroup that holds the
 // boxes' cgroups.
@@ -29,25 +48,30 @@ const cgroupParent = "deputy-sandbox"
 var cgroupSeq atomic.Int64
 
 // cgroupFix is the advice when no pids cgroup can be made.
-const cgroupFix = "run deputy as root, or in a cgroup whose pids controller is delegated to it " +
-	"(cgroup v2: systemd Delegate=yes, or `echo +pids` into its parent's cgroup.subtree_control); " +
-	"meanwhile a watchdog enforces the process limit"
+const cgroupFix = "run deputy as root, or in a cgroup whose pids, memory and cpu controllers are delegated to it " +
+	"(cgroup v2: systemd Delegate=yes, or `echo +pids +memory +cpu` into its parent's cgroup.subtree_control); " +
+	"meanwhile a watchdog enforces the process limit and rlimits the memory limit per process"
 
-// cgroupBase finds the pids hierarchy and deputy's place in it: the
-// directory under which box cgroups are made (created if needed, with the
-// pids controller enabled for its children on v2). cgroup v1's pids
-// hierarchy is preferred where both exist (hybrid hosts keep controllers
-// there).
-func cgroupBase() (string, bool, error) {
+// controllers are the ones a box uses, as cgroup v1 mount options and v2
+// controller names spell them.
+var controllers = []string{"pids", "memory", "cpu"}
+
+// cgroupBase finds where each controller's hierarchy is and deputy's
+// place in it: the directory under which box cgroups are made (created if
+// needed, with the controllers enabled for its children on v2). cgroup
+// v1 is preferred where a controller is on both (hybrid hosts keep them
+// there). A controller found nowhere has an error saying why.
+func cgroupBase() (map[string]string, map[string]bool, map[string]error, error) {
 	own, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return "", false, fmt.Errorf("cgroups: %w", err)
+		return nil, nil, nil, fmt.Errorf("cgroups: %w", err)
 	}
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return "", false, fmt.Errorf("cgroups: %w", err)
+		return nil, nil, nil, fmt.Errorf("cgroups: %w", err)
 	}
-	var v1Path, v2Path string
+	v1Path := map[string]string{}
+	var v2Path string
 	haveV2 := false
 	for _, line := range strings.Split(string(own), "\n") {
 		f := strings.SplitN(line, ":", 3)
@@ -58,12 +82,11 @@ func cgroupBase() (string, bool, error) {
 			v2Path, haveV2 = f[2], true
 		}
 		for _, c := range strings.Split(f[1], ",") {
-			if c == "pids" {
-				v1Path = f[2]
-			}
+			v1Path[c] = f[2]
 		}
 	}
-	var v1Mnt, v1Root, v2Mnt, v2Root string
+	v1Mnt, v1Root := map[string]string{}, map[string]string{}
+	var v2Mnt, v2Root string
 	for _, line := range strings.Split(string(mounts), "\n") {
 		pre, post, ok := strings.Cut(line, " - ")
 		if !ok {
@@ -76,9 +99,7 @@ func cgroupBase() (string, bool, error) {
 		switch qf[0] {
 		case "cgroup":
 			for _, o := range strings.Split(qf[2], ",") {
-				if o == "pids" {
-					v1Mnt, v1Root = pf[4], pf[3]
-				}
+				v1Mnt[o], v1Root[o] = pf[4], pf[3]
 			}
 		case "cgroup2":
 			if v2Mnt == "" {
@@ -86,37 +107,47 @@ func cgroupBase() (string, bool, error) {
 			}
 		}
 	}
-	if v1Path != "" && v1Mnt != "" {
-		base := filepath.Join(v1Mnt, relTo(v1Path, v1Root), cgroupParent)
-		if err := os.MkdirAll(base, 0o755); err != nil {
-			return "", false, fmt.Errorf("cgroup v1 pids: %w", err)
+	bases, v2, why := map[string]string{}, map[string]bool{}, map[string]error{}
+	var own2 string
+	var avail2 string
+	if haveV2 && v2Mnt != "" {
+		own2 = filepath.Join(v2Mnt, relTo(v2Path, v2Root))
+		b, _ := os.ReadFile(filepath.Join(own2, "cgroup.controllers"))
+		avail2 = string(b)
+	}
+	for _, c := range controllers {
+		if p, ok := v1Path[c]; ok && v1Mnt[c] != "" {
+			base := filepath.Join(v1Mnt[c], relTo(p, v1Root[c]), cgroupParent)
+			if err := os.MkdirAll(base, 0o755); err != nil {
+				why[c] = fmt.Errorf("cgroup v1 %s: %w", c, err)
+				continue
+			}
+			bases[c] = base
+			continue
 		}
-		return base, false, nil
-	}
-	if !haveV2 || v2Mnt == "" {
-		return "", false, errors.New("no pids cgroup controller is mounted")
-	}
-	own2 := filepath.Join(v2Mnt, relTo(v2Path, v2Root))
-	ctl, err := os.ReadFile(filepath.Join(own2, "cgroup.controllers"))
-	if err != nil || !hasWord(string(ctl), "pids") {
-		return "", false, fmt.Errorf("cgroup v2: the pids controller is not available in %s", own2)
-	}
-	if err := enable(own2, "pids"); err != nil {
-		return "", false, fmt.Errorf("cgroup v2: enable pids for %s's children: %w", own2, err)
-	}
-	base := filepath.Join(own2, cgroupParent)
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", false, fmt.Errorf("cgroup v2: %w", err)
-	}
-	if err := enable(base, "pids"); err != nil {
-		return "", false, fmt.Errorf("cgroup v2: %w", err)
-	}
-	if hasWord(string(ctl), "memory") {
-		if enable(own2, "memory") == nil {
-			_ = enable(base, "memory") // best effort: only memory.max depends on it
+		if own2 == "" {
+			why[c] = fmt.Errorf("no %s cgroup controller is mounted", c)
+			continue
 		}
+		if !hasWord(avail2, c) {
+			why[c] = fmt.Errorf("cgroup v2: the %s controller is not available in %s", c, own2)
+			continue
+		}
+		base := filepath.Join(own2, cgroupParent)
+		err := enable(own2, c)
+		if err == nil {
+			err = os.MkdirAll(base, 0o755)
+		}
+		if err == nil {
+			err = enable(base, c)
+		}
+		if err != nil {
+			why[c] = fmt.Errorf("cgroup v2: enable %s for %s's children: %w", c, own2, err)
+			continue
+		}
+		bases[c], v2[c] = base, true
 	}
-	return base, true, nil
+	return bases, v2, why, nil
 }
 
 // relTo is a cgroup path relative to the mount's root (they differ inside
@@ -149,33 +180,117 @@ func enable(dir, controller string) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+controller), 0)
 }
 
-// newCgroup makes a box's cgroup with its limits. It also removes the
-// empty cgroups left by deputy processes that died without closing their
-// boxes.
-func newCgroup(maxTasks int, memBytes int64) (*cgroup, error) {
-	base, v2, err := cgroupBase()
+// cgroupLimits are what a box's cgroups enforce.
+type cgroupLimits struct {
+	tasks int
+	mem   int64
+	cpus  float64
+}
+
+// cpuPeriod is the CFS bandwidth period, in microseconds: the kernel's
+// default, short enough that a throttled box still answers promptly.
+const cpuPeriod = 100_000
+
+// newCgroup makes a box's cgroups with their limits, one per hierarchy
+// holding a controller it can use. It returns nil when none could be made,
+// and why each missing controller is missing. It also removes the empty
+// cgroups left by deputy processes that died without closing their boxes.
+func newCgroup(l cgroupLimits) (*cgroup, map[string]error) {
+	bases, v2, why, err := cgroupBase()
 	if err != nil {
-		return nil, err
+		why = map[string]error{}
+		for _, c := range controllers {
+			why[c] = err
+		}
+		return nil, why
 	}
-	sweep(base)
-	dir := filepath.Join(base, fmt.Sprintf("%d-%d", os.Getpid(), cgroupSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cgroup: %w", err)
-	}
-	cg := &cgroup{dir: dir, v2: v2}
-	if err := cg.write("pids.max", strconv.Itoa(maxTasks)); err != nil {
-		_ = os.Remove(dir)
-		return nil, err
-	}
-	if v2 && memBytes > 0 {
-		if _, err := os.Stat(filepath.Join(dir, "memory.max")); err == nil {
-			if err := cg.write("memory.max", strconv.FormatInt(memBytes, 10)); err != nil {
-				_ = os.Remove(dir)
-				return nil, err
+	cg := &cgroup{v2: v2}
+	made := map[string]string{} // base → the box's dir there
+	name := fmt.Sprintf("%d-%d", os.Getpid(), cgroupSeq.Add(1))
+	for _, c := range controllers {
+		base, ok := bases[c]
+		if !ok {
+			continue
+		}
+		dir, ok := made[base]
+		if !ok {
+			sweep(base)
+			dir = filepath.Join(base, name)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				why[c] = fmt.Errorf("cgroup: %w", err)
+				continue
 			}
+			made[base] = dir
+			cg.dirs = append(cg.dirs, dir)
+		}
+		if err := cg.limit(c, dir, v2[c], l); err != nil {
+			why[c] = err
+			continue
+		}
+		switch c {
+		case "pids":
+			cg.pids = dir
+		case "memory":
+			cg.mem = dir
+		case "cpu":
+			cg.cpu = dir
 		}
 	}
-	return cg, nil
+	if cg.pids == "" && cg.mem == "" && cg.cpu == "" {
+		_ = cg.remove()
+		return nil, why
+	}
+	return cg, why
+}
+
+// limit writes controller c's limit in dir.
+func (cg *cgroup) limit(c, dir string, v2 bool, l cgroupLimits) error {
+	w := func(file, value string) error {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); err != nil {
+			return fmt.Errorf("cgroup: %w", err)
+		}
+		return nil
+	}
+	switch c {
+	case "pids":
+		return w("pids.max", strconv.Itoa(l.tasks))
+	case "memory":
+		if l.mem <= 0 {
+			return errors.New("no memory limit asked")
+		}
+		m := strconv.FormatInt(l.mem, 10)
+		if v2 {
+			if err := w("memory.max", m); err != nil {
+				return err
+			}
+			// No swap beyond the limit: a box over it is killed, not
+			// paged out at the host's expense.
+			if _, err := os.Stat(filepath.Join(dir, "memory.swap.max")); err == nil {
+				return w("memory.swap.max", "0")
+			}
+			return nil
+		}
+		if err := w("memory.limit_in_bytes", m); err != nil {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(dir, "memory.memsw.limit_in_bytes")); err == nil {
+			return w("memory.memsw.limit_in_bytes", m) // memory and swap together
+		}
+		return nil
+	case "cpu":
+		if l.cpus <= 0 {
+			return errors.New("no CPU limit asked")
+		}
+		quota := max(int64(l.cpus*cpuPeriod), 1000)
+		if v2 {
+			return w("cpu.max", fmt.Sprintf("%d %d", quota, cpuPeriod))
+		}
+		if err := w("cpu.cfs_period_us", strconv.Itoa(cpuPeriod)); err != nil {
+			return err
+		}
+		return w("cpu.cfs_quota_us", strconv.FormatInt(quota, 10))
+	}
+	return nil
 }
 
 // sweep removes box cgroups whose deputy process is gone. A cgroup still
@@ -197,21 +312,19 @@ func sweep(base string) {
 	}
 }
 
-func (c *cgroup) write(file, value string) error {
-	if err := os.WriteFile(filepath.Join(c.dir, file), []byte(value), 0); err != nil {
-		return fmt.Errorf("cgroup: %w", err)
+// add moves the process pid (with its threads) into the box's cgroups.
+func (c *cgroup) add(pid int) error {
+	for _, dir := range c.dirs {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("cgroup: %w", err)
+		}
 	}
 	return nil
 }
 
-// add moves the process pid (with its threads) into the cgroup.
-func (c *cgroup) add(pid int) error {
-	return c.write("cgroup.procs", strconv.Itoa(pid))
-}
-
 // tasks is how many tasks are in the cgroup now.
 func (c *cgroup) tasks() int {
-	b, err := os.ReadFile(filepath.Join(c.dir, "pids.current"))
+	b, err := os.ReadFile(filepath.Join(c.pids, "pids.current"))
 	if err != nil {
 		return 0
 	}
@@ -221,14 +334,41 @@ func (c *cgroup) tasks() int {
 
 // refused is how many forks the limit has refused so far.
 func (c *cgroup) refused() int64 {
-	f, err := os.Open(filepath.Join(c.dir, "pids.events"))
+	if !c.hasPids() {
+		return 0
+	}
+	return counter(filepath.Join(c.pids, "pids.events"), "max")
+}
+
+// oomKills is how many processes the memory limit has killed so far.
+func (c *cgroup) oomKills() int64 {
+	if !c.hasMemory() {
+		return 0
+	}
+	if c.v2["memory"] {
+		return counter(filepath.Join(c.mem, "memory.events"), "oom_kill")
+	}
+	return counter(filepath.Join(c.mem, "memory.oom_control"), "oom_kill")
+}
+
+// throttled is how many CPU periods the box was held back at its quota.
+func (c *cgroup) throttled() int64 {
+	if !c.hasCPU() {
+		return 0
+	}
+	return counter(filepath.Join(c.cpu, "cpu.stat"), "nr_throttled")
+}
+
+// counter reads the value of "name N" in a cgroup's flat keyed file.
+func counter(file, name string) int64 {
+	f, err := os.Open(file)
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "max "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			return n
 		}
@@ -236,19 +376,24 @@ func (c *cgroup) refused() int64 {
 	return 0
 }
 
-// remove deletes the cgroup. Its processes are dead by then, but the
+// remove deletes the cgroups. Their processes are dead by then, but the
 // kernel may take a moment to detach the last of them, so an EBUSY is
 // retried for a bounded time.
 func (c *cgroup) remove() error {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := os.Remove(c.dir)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			return nil
+	var errs []error
+	for _, dir := range c.dirs {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			err := os.Remove(dir)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+				errs = append(errs, fmt.Errorf("cgroup: remove %s: %w", dir, err))
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("cgroup: remove %s: %w", c.dir, err)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
+	return errors.Join(errs...)
 }

@@ -111,7 +111,7 @@ type Report struct {
 
 // Item is one capability the isolation levels rely on.
 type Item struct {
-	Name   string // "bubblewrap", "user namespaces", "cgroup pids", "Landlock", "root filesystem"
+	Name   string // "bubblewrap", "user namespaces", "cgroup pids", "cgroup memory", "cgroup cpu", "Landlock", "root filesystem"
 	OK     bool
 	Detail string // what was found: a version, a path, or what is wrong
 	Fix    string // how to get it, when not OK
@@ -144,19 +144,31 @@ func Check(bwrap, rootFS string) Report {
 		}
 	}
 
-	if base, v2, err := cgroupBase(); err != nil {
-		add(Item{Name: "cgroup pids", Needed: "optional", Detail: err.Error(), Fix: cgroupFix})
-	} else {
-		ver := "v1"
-		if v2 {
-			ver = "v2"
+	// Each controller on its own line: a box uses those it can have.
+	cg, why := newCgroup(cgroupLimits{tasks: DefaultMaxProcesses, mem: DefaultMemoryBytes(), cpus: DefaultCPUs()})
+	for _, c := range controllers {
+		var dir string
+		switch {
+		case cg == nil:
+		case c == "pids":
+			dir = cg.pids
+		case c == "memory":
+			dir = cg.mem
+		case c == "cpu":
+			dir = cg.cpu
 		}
-		if cg, err := newCgroup(DefaultMaxProcesses, 0); err != nil {
-			add(Item{Name: "cgroup pids", Needed: "optional", Detail: err.Error(), Fix: cgroupFix})
+		if dir == "" {
+			add(Item{Name: "cgroup " + c, Needed: "optional", Detail: fmt.Sprint(why[c]), Fix: cgroupFix})
 		} else {
-			_ = cg.remove()
-			add(Item{Name: "cgroup pids", Needed: "optional", OK: true, Detail: "cgroup " + ver + " at " + base})
+			ver := "v1"
+			if cg.v2[c] {
+				ver = "v2"
+			}
+			add(Item{Name: "cgroup " + c, Needed: "optional", OK: true, Detail: "cgroup " + ver + " at " + filepath.Dir(dir)})
 		}
+	}
+	if cg != nil {
+		_ = cg.remove()
 	}
 
 	if abi, err := landlockABI(); err != nil {

@@ -288,7 +288,7 @@ func TestEscapeForkBomb(t *testing.T) {
 	}()
 
 	var res result
-	if b.cg != nil {
+	if b.cg.hasPids() {
 		// The cgroup refuses forks past the limit; the bomb lingers until
 		// the timeout.
 		peak := 0
@@ -390,7 +390,7 @@ func TestEscapeMemory(t *testing.T) {
 	if strings.Contains(out, "len=2000000000") {
 		t.Errorf("a 2 GB string was built under a 100 MB limit: %q", out)
 	}
-	if !strings.Contains(out, "cannot allocate") && !strings.Contains(out, "signal") {
+	if !strings.Contains(out, "cannot allocate") && !strings.Contains(out, "signal") && !strings.Contains(out, "the memory limit (100 MiB for the sandbox) killed") {
 		t.Errorf("want an allocation failure: %q", out)
 	}
 	responsive(t)
@@ -678,4 +678,111 @@ func TestEscapeRootOnlyFiles(t *testing.T) {
 	if !strings.Contains(out, "public") {
 		t.Errorf("a world-readable file under /opt is not readable: %q", out)
 	}
+}
+
+// The memory limit is the box's, not each process's: processes that each
+// stay far below it are killed once together they pass it, the command
+// says why, and the host does not notice.
+func TestEscapeMemoryPerBox(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	env, mark := markedEnv(t)
+	b := newBox(t, Policy{Workspace: t.TempDir(), MemoryBytes: 64 << 20})
+	if !b.cg.hasMemory() {
+		missing(t, "no memory cgroup here, so the limit is per process: "+b.Limits())
+	}
+	set := sandboxedBash(t, b, shell.Config{Env: env})
+	// One process of 20 MiB is fine.
+	hold := `perl -e '$x = "x" x (20<<20); sleep 1; print "held\n"'`
+	if out, _ := runBash(context.Background(), set, hold, 60); !strings.Contains(out, "held") {
+		t.Fatalf("20 MiB under a 64 MiB limit: %q", out)
+	}
+	// Six at once are 120 MiB.
+	out, _ := runBash(context.Background(), set, strings.Repeat(hold+" & ", 6)+"wait; echo done", 60)
+	if n := strings.Count("\n"+out, "\nheld\n"); n == 6 {
+		t.Errorf("6 processes of 20 MiB each ran under a 64 MiB limit: %q", out)
+	}
+	if !strings.Contains(out, "the memory limit (64 MiB for the sandbox) killed") {
+		t.Errorf("want the memory limit named: %q", out)
+	}
+	responsive(t)
+	if live := survivors(t, mark); len(live) > 0 {
+		t.Errorf("processes survived: %v", live)
+	}
+}
+
+// Without limits in the Policy a box still has them: memory, CPU
+// bandwidth, CPU time and processes.
+func TestSandboxDefaultLimits(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	b := newBox(t, Policy{Workspace: t.TempDir()})
+	out, _ := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}), `ulimit -t; ulimit -d`, 30)
+	if !strings.Contains(out, fmt.Sprint(DefaultCPUSeconds)) {
+		t.Errorf("ulimit -t: %q", out)
+	}
+	if b.cg.hasMemory() {
+		file := "memory.limit_in_bytes"
+		if b.cg.v2["memory"] {
+			file = "memory.max"
+		}
+		if got := strings.TrimSpace(readFile(t, filepath.Join(b.cg.mem, file))); got != fmt.Sprint(DefaultMemoryBytes()) {
+			t.Errorf("%s is %s, want %d", file, got, DefaultMemoryBytes())
+		}
+	} else if !strings.Contains(out, fmt.Sprint(DefaultMemoryBytes()>>10)) {
+		t.Errorf("no memory cgroup, and ulimit -d is not the default: %q (%s)", out, b.Limits())
+	}
+	if b.cg.hasCPU() {
+		file, want := "cpu.cfs_quota_us", fmt.Sprint(int64(DefaultCPUs()*cpuPeriod))
+		if b.cg.v2["cpu"] {
+			file, want = "cpu.max", fmt.Sprintf("%d %d", int64(DefaultCPUs()*cpuPeriod), cpuPeriod)
+		}
+		if got := strings.TrimSpace(readFile(t, filepath.Join(b.cg.cpu, file))); got != want {
+			t.Errorf("%s is %s, want %s", file, got, want)
+		}
+	}
+	for _, want := range []string{"MiB of memory", "s of CPU time per process"} {
+		if !strings.Contains(b.Description(), want) {
+			t.Errorf("description %q lacks %q", b.Description(), want)
+		}
+	}
+}
+
+// A box that spins is held to its CPU share.
+func TestSandboxCPUBandwidth(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	b := newBox(t, Policy{Workspace: t.TempDir(), CPUs: 0.1})
+	if !b.cg.hasCPU() {
+		missing(t, "no CPU cgroup here: "+b.Limits())
+	}
+	out, _ := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}),
+		`timeout 1 bash -c 'while :; do :; done'; echo done`, 30)
+	if !strings.Contains(out, "done") {
+		t.Fatalf("%q", out)
+	}
+	if n := b.cg.throttled(); n == 0 {
+		t.Errorf("a busy loop of 1 s under a 0.1 CPU quota was never throttled (%s)", b.Limits())
+	}
+}
+
+// Where no memory cgroup can be made the memory limit is each process's
+// RLIMIT_DATA: filling memory fails there too.
+func TestSandboxMemoryFallback(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	b := newBox(t, Policy{Workspace: t.TempDir(), MemoryBytes: 100 << 20, forceWatchdog: true})
+	if b.cg.hasMemory() || !strings.Contains(b.Limits(), "memory: RLIMIT_DATA per process") {
+		t.Fatalf("limits: %s", b.Limits())
+	}
+	set := sandboxedBash(t, b, shell.Config{})
+	out, _ := runBash(context.Background(), set, `ulimit -d; x=$(head -c 10000000 /dev/zero | tr '\0' x); echo len=${#x}`, 60)
+	if !strings.Contains(out, fmt.Sprint(100<<10)) || !strings.Contains(out, "len=10000000") {
+		t.Fatalf("a 10 MB string under a 100 MB limit: %q", out)
+	}
+	out, _ = runBash(context.Background(), set, `x=$(head -c 2000000000 /dev/zero | tr '\0' x); echo len=${#x}`, 60)
+	if strings.Contains(out, "len=2000000000") || !strings.Contains(out, "cannot allocate") {
+		t.Errorf("want an allocation failure: %q", out)
+	}
+	responsive(t)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -15,6 +16,48 @@ import (
 // enough for a parallel build (the kernel counts threads as tasks, and a Go
 // compile has a dozen), small enough that a fork bomb stops there.
 const DefaultMaxProcesses = 1024
+
+// DefaultCPUSeconds is the CPU-time limit of each process when a Policy
+// gives none: an hour, more than a command can use in the bash tool's
+// longest timeout (10 minutes) on most machines, so it only stops a
+// runaway whose command has no such timeout (a container's hard timeout
+// may be hours).
+const DefaultCPUSeconds = 3600
+
+// DefaultMemoryBytes is the memory limit of a box when a Policy gives
+// none: 2 GiB, enough for a Go or C++ build or a test suite, or half the
+// host's memory if that is less, so one box cannot take the host down.
+func DefaultMemoryBytes() int64 {
+	const def = 2 << 30
+	if total := hostMemory(); total > 0 && total/2 < def {
+		return total / 2
+	}
+	return def
+}
+
+// DefaultCPUs is the CPU bandwidth of a box when a Policy gives none:
+// half the CPUs deputy may use, at least one, so a busy box leaves the
+// host (deputy itself, the other boxes, the user) room to run.
+func DefaultCPUs() float64 {
+	return max(1, float64(runtime.NumCPU())/2)
+}
+
+// hostMemory is MemTotal from /proc/meminfo, in bytes (0 if unknown).
+func hostMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
 
 // Policy is what a Box allows. Zero fields take defaults.
 type Policy struct {
@@ -54,13 +97,24 @@ type Policy struct {
 	Network bool
 
 	// CPUSeconds is RLIMIT_CPU: each process is killed after that much CPU
-	// time (0: no limit).
+	// time; 0 means DefaultCPUSeconds.
 	CPUSeconds int
-	// MemoryBytes is RLIMIT_AS, the address space of each process (0: no
-	// limit). With cgroup v2 and the memory controller delegated it is also
-	// the memory.max of the whole box. Runtimes that reserve large virtual
-	// ranges up front (V8, the JVM) need a generous value.
+	// MemoryBytes bounds the memory of the whole box, all its commands'
+	// processes together (page cache they dirty included): the memory
+	// cgroup's limit (memory.max on v2, memory.limit_in_bytes and, with
+	// swap accounting, memory.memsw.limit_in_bytes on v1), over which the
+	// kernel kills the box's largest process and the command's note says
+	// so. Where no memory cgroup can be made, it is each process's
+	// RLIMIT_DATA instead (the memory it may write, not what it reserves,
+	// so runtimes that reserve large ranges up front still start). 0 means
+	// DefaultMemoryBytes().
 	MemoryBytes int64
+	// CPUs bounds the CPU time of the whole box per unit of wall time, in
+	// CPUs (1.5: one and a half cores' worth): the CPU cgroup's bandwidth
+	// quota (cpu.max on v2, cpu.cfs_quota_us on v1). A box at its quota
+	// is slowed, not killed. Where no CPU cgroup can be made there is no
+	// such bound (CPUSeconds still holds). 0 means DefaultCPUs().
+	CPUs float64
 	// MaxProcesses bounds the tasks (processes and threads, as the kernel's
 	// pids controller counts them) alive at once in the box, across its
 	// commands; 0 means DefaultMaxProcesses. There is no unlimited: a fork
@@ -162,11 +216,22 @@ func (p Policy) normalize() (Policy, []root, error) {
 	if p.guards, err = parseGuards(p.Protect, p.Hide); err != nil {
 		return p, nil, err
 	}
-	if p.CPUSeconds < 0 || p.MemoryBytes < 0 || p.MaxProcesses < 0 || p.HardTimeout < 0 {
+	if p.CPUSeconds < 0 || p.MemoryBytes < 0 || p.MaxProcesses < 0 || p.HardTimeout < 0 || p.CPUs < 0 {
 		return p, nil, errors.New("sandbox: negative limit")
 	}
+	// There is no unlimited: a child's programs are the model's, and one
+	// that allocates or spins without bound must stop at something.
 	if p.MaxProcesses == 0 {
 		p.MaxProcesses = DefaultMaxProcesses
+	}
+	if p.CPUSeconds == 0 {
+		p.CPUSeconds = DefaultCPUSeconds
+	}
+	if p.MemoryBytes == 0 {
+		p.MemoryBytes = DefaultMemoryBytes()
+	}
+	if p.CPUs == 0 {
+		p.CPUs = DefaultCPUs()
 	}
 	if p.Clock == nil {
 		p.Clock = clock.Real

@@ -71,7 +71,7 @@ func TestSandboxCheck(t *testing.T) {
 			t.Errorf("%s is missing with no fix", it.Name)
 		}
 	}
-	if want := []string{"bubblewrap", "user namespaces", "cgroup pids", "Landlock", "root filesystem"}; !slices.Equal(names, want) {
+	if want := []string{"bubblewrap", "user namespaces", "cgroup pids", "cgroup memory", "cgroup cpu", "Landlock", "root filesystem"}; !slices.Equal(names, want) {
 		t.Errorf("items %v, want %v", names, want)
 	}
 	if err := r.Sandbox(); err != nil {
@@ -85,8 +85,10 @@ func TestSandboxCheck(t *testing.T) {
 	}
 	// The cgroup item agrees with what a box gets.
 	b := newBox(t, Policy{Workspace: t.TempDir()})
-	if got := r.find("cgroup pids").OK; got != (b.cg != nil) {
-		t.Errorf("report says cgroup pids %v, the box %s", got, b.Limits())
+	for c, has := range map[string]bool{"pids": b.cg.hasPids(), "memory": b.cg.hasMemory(), "cpu": b.cg.hasCPU()} {
+		if got := r.find("cgroup " + c).OK; got != has {
+			t.Errorf("report says cgroup %s %v, the box %s", c, got, b.Limits())
+		}
 	}
 	if err := Check("", "").Container(); err == nil || !strings.Contains(err.Error(), "debootstrap") {
 		t.Errorf("no root filesystem: %v", err)

@@ -68,16 +68,18 @@ func (p pidfd) close() { _ = unix.Close(int(p)) }
 // setLimits sets the rlimits on pid (bwrap's init, before it forks the
 // command, which inherits them). The hard CPU limit is a second above the
 // soft one: SIGXCPU first, which kills by default, SIGKILL if ignored.
-func setLimits(pid int, cpuSeconds int, memBytes int64) error {
+// dataBytes, when positive, is RLIMIT_DATA: the memory limit where the box
+// has no memory cgroup.
+func setLimits(pid int, cpuSeconds int, dataBytes int64) error {
 	if cpuSeconds > 0 {
 		lim := unix.Rlimit{Cur: uint64(cpuSeconds), Max: uint64(cpuSeconds) + 1}
 		if err := unix.Prlimit(pid, unix.RLIMIT_CPU, &lim, nil); err != nil {
 			return fmt.Errorf("set the CPU limit: %w", err)
 		}
 	}
-	if memBytes > 0 {
-		lim := unix.Rlimit{Cur: uint64(memBytes), Max: uint64(memBytes)}
-		if err := unix.Prlimit(pid, unix.RLIMIT_AS, &lim, nil); err != nil {
+	if dataBytes > 0 {
+		lim := unix.Rlimit{Cur: uint64(dataBytes), Max: uint64(dataBytes)}
+		if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &lim, nil); err != nil {
 			return fmt.Errorf("set the memory limit: %w", err)
 		}
 	}

@@ -25,14 +25,31 @@ func (pidfd) close()                  {}
 func setLimits(int, int, int64) error { return errUnsupported }
 func landlockABI() (int, error)       { return 0, errUnsupported }
 
-type cgroup struct{ dir string }
+type cgroup struct{ dirs []string }
 
-func newCgroup(int, int64) (*cgroup, error) { return nil, errUnsupported }
-func cgroupBase() (string, bool, error)     { return "", false, errUnsupported }
-func (*cgroup) add(int) error               { return errUnsupported }
-func (*cgroup) tasks() int                  { return 0 }
-func (*cgroup) refused() int64              { return 0 }
-func (*cgroup) remove() error               { return nil }
+type cgroupLimits struct {
+	tasks int
+	mem   int64
+	cpus  float64
+}
+
+func newCgroup(cgroupLimits) (*cgroup, map[string]error) {
+	return nil, map[string]error{"pids": errUnsupported, "memory": errUnsupported, "cpu": errUnsupported}
+}
+func cgroupBase() (map[string]string, map[string]bool, map[string]error, error) {
+	return nil, nil, nil, errUnsupported
+}
+func (*cgroup) add(int) error    { return errUnsupported }
+func (*cgroup) tasks() int       { return 0 }
+func (*cgroup) refused() int64   { return 0 }
+func (*cgroup) oomKills() int64  { return 0 }
+func (*cgroup) throttled() int64 { return 0 }
+func (*cgroup) remove() error    { return nil }
+func (*cgroup) hasPids() bool    { return false }
+func (*cgroup) hasMemory() bool  { return false }
+func (*cgroup) hasCPU() bool     { return false }
+
+var controllers = []string{"pids", "memory", "cpu"}
 
 const cgroupFix = "the sandbox needs Linux"
 
