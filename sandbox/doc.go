@@ -6,9 +6,9 @@
 // paths), has a private /tmp (the session's, kept between its commands),
 // no network unless granted (a private loopback otherwise), its own PID
 // namespace, and CPU, memory and process-count limits. A Box is one child
-// session's sandbox: it owns the process-count cgroup, the /tmp directory,
-// the optional copy-on-write snapshot of the workspace (kept only on
-// Commit), and the hard timeout.
+// session's sandbox: it owns the cgroups, the /tmp directory, the
+// placeholders of absent protected paths, the optional copy-on-write
+// snapshot of the workspace (kept only on Commit), and the hard timeout.
 //
 // # What the sandbox sees
 //
@@ -16,12 +16,18 @@
 // /lib*, /etc and /opt, read-only, and not the whole host "/": the rest
 // holds home directories, deputy's configuration in them (API keys) and
 // the host's /run sockets, none of which a child needs. What lies inside
-// the workspace is visible; Policy.Protect makes parts of it read-only (a
-// repository's .git, deputy's .deputy directory with its default
-// database). When
-// deputy runs as root, bwrap maps the sandbox user (uid 65534 inside) to
-// host uid 0, so DAC alone would let it read root's 0600 files: the files
-// and directories under /etc that are not world-readable are masked too.
+// the workspace is visible, but for Policy.Hide (deputy's .deputy, with its
+// database of every run's transcripts: an empty read-only tmpfs stands
+// in); Policy.Protect makes parts of it read-only (a repository's .git,
+// deputy's definitions and deputy.yaml), whether or not they exist: a
+// missing one gets an empty placeholder in the workspace, mounted
+// read-only, which Close removes if it is still the box's and empty, so a
+// program cannot create a definition or a configuration deputy would
+// trust at its next run. When deputy runs as root, bwrap maps the sandbox
+// user (uid 65534 inside) to host uid 0, the owner of root's 0600 files,
+// so what other users may not read in the system directories is masked:
+// an empty tmpfs over a directory, /dev/null over a file. The sandbox
+// reads what any user of the host may read.
 //
 // # Killing
 //
@@ -35,15 +41,23 @@
 //
 // # Limits
 //
-// CPU seconds and address-space bytes are RLIMIT_CPU and RLIMIT_AS, set on
-// init with prlimit(2) before it forks the command, so they hold for every
-// process of the sandbox (each process has its own budget, as rlimits go).
-// The process count is the cgroup pids controller's pids.max on a cgroup
-// per Box (cgroup v1 pids hierarchy, or v2 with pids delegated), into which
-// init is moved before it forks. Root ignores RLIMIT_NPROC, so where no
-// such cgroup can be made a watchdog counts the tasks of every running
-// command at a fixed period and kills the box's commands when the total
-// exceeds the limit; it reacts within a period, not at the fork.
+// Every box has limits, defaults when the Policy gives none. Memory and
+// CPU bandwidth are the box's as a whole, on a cgroup per Box in each
+// hierarchy holding the controller (cgroup v1 memory and cpu, or v2 with
+// them delegated), into which init is moved before it forks: the memory
+// limit (no swap beyond it) over which the kernel kills the box's largest
+// process and the command's note says so, and a CFS quota that slows a
+// box using more than its CPUs. CPU seconds are RLIMIT_CPU, set on init
+// with prlimit(2) before it forks the command, so they hold for every
+// process (each its own budget, as rlimits go). Where no memory cgroup can
+// be made the memory limit is each process's RLIMIT_DATA (what it writes,
+// not what it reserves: V8, the JVM and Go still start); where no CPU
+// cgroup can be made only RLIMIT_CPU bounds CPU. The process count is the
+// pids controller's pids.max on the same cgroups. Root ignores
+// RLIMIT_NPROC, so where no pids cgroup can be made a watchdog counts the
+// tasks of every running command at a fixed period and kills the box's
+// commands when the total exceeds the limit; it reacts within a period,
+// not at the fork.
 //
 // # Landlock
 //
