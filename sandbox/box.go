@@ -41,6 +41,7 @@ type Box struct {
 	// placeholders stand in for protected paths that did not exist;
 	// Close removes them once no sandbox is alive.
 	placeholders []placeholder
+	guardRecord  string // the state directory recording them, for Sweep
 
 	mu       sync.Mutex
 	runs     map[*run]struct{}
@@ -85,9 +86,15 @@ func New(p Policy) (*Box, error) {
 		_ = removeTree(b.tmp)
 		return nil, err
 	}
-	mounts, err := mountArgs(p, b.roots, b.tmp)
+	if b.snap == nil { // a snapshot's go with it
+		b.guardRecord, err = recordPlaceholders(p.StateDir, b.placeholders)
+	}
+	var mounts []string
+	if err == nil {
+		mounts, err = mountArgs(p, b.roots, b.tmp)
+	}
 	if err != nil {
-		removePlaceholders(b.placeholders)
+		b.dropPlaceholders()
 		_ = b.dropSnapshot()
 		_ = removeTree(b.tmp)
 		return nil, err
@@ -425,7 +432,7 @@ func (b *Box) Close() error {
 	b.mu.Unlock()
 	b.killAll("killed: the session ended")
 	// Only now: every sandbox is gone, so no mount over them is lifted.
-	removePlaceholders(b.placeholders)
+	b.dropPlaceholders()
 	var errs []error
 	if err := b.dropSnapshot(); err != nil {
 		errs = append(errs, err)
@@ -439,6 +446,14 @@ func (b *Box) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// dropPlaceholders removes the box's placeholders and their record.
+func (b *Box) dropPlaceholders() {
+	removePlaceholders(b.placeholders)
+	if b.guardRecord != "" {
+		_ = os.RemoveAll(b.guardRecord)
+	}
 }
 
 // run is one started command: bwrap's init in the host's PID namespace.

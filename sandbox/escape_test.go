@@ -786,3 +786,34 @@ func TestSandboxMemoryFallback(t *testing.T) {
 	}
 	responsive(t)
 }
+
+// A deputy that dies with a box open leaves its placeholders; Sweep, at
+// the next worker's recovery, removes those still empty and its own.
+func TestSandboxSweepPlaceholders(t *testing.T) {
+	t.Parallel()
+	ws, state := t.TempDir(), t.TempDir()
+	_, ps, err := makePlaceholders(ws, []guard{{rel: "deputy.yaml"}, {rel: ".claude", dir: true}, {rel: "kept.yaml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ws, "kept.yaml"), "the user's now")
+	rec, err := recordPlaceholders(state, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As if written by a process that is gone (a pid above pid_max's
+	// default range).
+	dead := filepath.Join(state, "deputy-guard-4194304-1")
+	if err := os.Rename(rec, dead); err != nil {
+		t.Fatal(err)
+	}
+	if err := Sweep(state); err != nil {
+		t.Fatal(err)
+	}
+	if exists(filepath.Join(ws, "deputy.yaml")) || exists(filepath.Join(ws, ".claude")) || exists(dead) {
+		t.Error("the dead box's placeholders or record were left")
+	}
+	if got := readFile(t, filepath.Join(ws, "kept.yaml")); got != "the user's now" {
+		t.Errorf("a filled placeholder was removed: %q", got)
+	}
+}

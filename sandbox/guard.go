@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,10 +40,10 @@ func parseGuards(protect, hide []string) ([]guard, error) {
 // placeholder is a file or directory the box made in the workspace so a
 // protected path that did not exist has something to be mounted over.
 type placeholder struct {
-	path string
-	dev  uint64
-	ino  uint64
-	dir  bool
+	Path string `json:"path"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+	Dir  bool   `json:"dir"`
 }
 
 // makePlaceholders makes every guarded path exist under ws, so bwrap can
@@ -106,7 +107,7 @@ func makePlaceholders(ws string, gs []guard) ([]guard, []placeholder, error) {
 				return fail(fmt.Errorf("sandbox: placeholder %s: %w", rel, err))
 			}
 			dev, ino := devIno(fi)
-			made = append(made, placeholder{path: filepath.Join(ws, rel), dev: dev, ino: ino, dir: dir})
+			made = append(made, placeholder{Path: filepath.Join(ws, rel), Dev: dev, Ino: ino, Dir: dir})
 			out = append(out, guard{rel: rel, dir: dir, hide: g.hide})
 			break
 		}
@@ -125,17 +126,17 @@ func makePlaceholders(ws string, gs []guard) ([]guard, []placeholder, error) {
 func removePlaceholders(ps []placeholder) {
 	for i := len(ps) - 1; i >= 0; i-- {
 		p := ps[i]
-		fi, err := os.Lstat(p.path)
+		fi, err := os.Lstat(p.Path)
 		if err != nil {
 			continue
 		}
-		if dev, ino := devIno(fi); dev != p.dev || ino != p.ino || fi.IsDir() != p.dir {
+		if dev, ino := devIno(fi); dev != p.Dev || ino != p.Ino || fi.IsDir() != p.Dir {
 			continue
 		}
-		if !p.dir && fi.Size() != 0 {
+		if !p.Dir && fi.Size() != 0 {
 			continue
 		}
-		_ = os.Remove(p.path) // a directory that is not empty refuses, atomically
+		_ = os.Remove(p.Path) // a directory that is not empty refuses, atomically
 	}
 }
 
@@ -168,4 +169,43 @@ func guardArgs(ws string, gs []guard) ([]string, error) {
 		}
 	}
 	return a, nil
+}
+
+// placeholderRecord is the file, in a directory of the state directory
+// named after the deputy process, that lists a box's placeholders, so
+// that Sweep removes those of a process that died before its Close (an
+// empty deputy.yaml left in a workspace would shadow ~/.deputy's). It
+// lies outside everything a sandbox sees, so no program can add a path to
+// it; and removal only ever takes an empty placeholder of the recorded
+// inode.
+const placeholderRecord = "placeholders.json"
+
+// recordPlaceholders writes the record; it returns its directory ("" when
+// there is nothing to record).
+func recordPlaceholders(stateDir string, ps []placeholder) (string, error) {
+	if len(ps) == 0 {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp(stateDir, statePrefix("guard"))
+	if err != nil {
+		return "", fmt.Errorf("sandbox: record the placeholders: %w", err)
+	}
+	b, _ := json.Marshal(ps)
+	if err := os.WriteFile(filepath.Join(dir, placeholderRecord), b, 0o600); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("sandbox: record the placeholders: %w", err)
+	}
+	return dir, nil
+}
+
+// sweepPlaceholders removes what a dead process's record lists.
+func sweepPlaceholders(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, placeholderRecord))
+	if err != nil {
+		return
+	}
+	var ps []placeholder
+	if json.Unmarshal(b, &ps) == nil {
+		removePlaceholders(ps)
+	}
 }

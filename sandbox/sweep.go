@@ -16,7 +16,9 @@ func statePrefix(kind string) string {
 }
 
 // Sweep removes what boxes of deputy processes that are no longer running
-// left in stateDir (os.TempDir() if ""): snapshots and /tmp directories.
+// left in stateDir (os.TempDir() if ""): snapshots, /tmp directories, and
+// the placeholders they made in workspaces for absent protected paths
+// (those still empty).
 // Their processes died with them (bwrap's --die-with-parent) and their
 // cgroups are removed by the next New; a snapshot's uncommitted changes
 // are lost with the process. The worker calls it on recovery. A pid reused
@@ -35,6 +37,9 @@ func Sweep(stateDir string) error {
 		if !ok || !e.IsDir() || pid == os.Getpid() || alive(pid) {
 			continue
 		}
+		if strings.HasPrefix(e.Name(), "deputy-guard-") {
+			sweepPlaceholders(filepath.Join(stateDir, e.Name()))
+		}
 		if err := removeTree(filepath.Join(stateDir, e.Name())); err != nil {
 			errs = append(errs, fmt.Errorf("sandbox: sweep: %w", err))
 		}
@@ -49,7 +54,7 @@ func stateOwner(name string) (int, bool) {
 		return 0, false
 	}
 	f := strings.Split(rest, "-")
-	if len(f) != 3 || (f[0] != "tmp" && f[0] != "snapshot") {
+	if len(f) != 3 || (f[0] != "tmp" && f[0] != "snapshot" && f[0] != "guard") {
 		return 0, false
 	}
 	pid, err := strconv.Atoi(f[1])
