@@ -25,7 +25,11 @@ func (pidfd) close()                  {}
 func setLimits(int, int, int64) error { return errUnsupported }
 func landlockABI() (int, error)       { return 0, errUnsupported }
 
-type cgroup struct{ dirs []string }
+type cgroup struct {
+	dirs           []string
+	pids, mem, cpu string
+	v2             map[string]bool
+}
 
 type cgroupLimits struct {
 	tasks int
