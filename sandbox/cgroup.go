@@ -187,10 +187,6 @@ type cgroupLimits struct {
 	cpus  float64
 }
 
-// cpuPeriod is the CFS bandwidth period, in microseconds: the kernel's
-// default, short enough that a throttled box still answers promptly.
-const cpuPeriod = 100_000
-
 // newCgroup makes a box's cgroups with their limits, one per hierarchy
 // holding a controller it can use. It returns nil when none could be made,
 // and why each missing controller is missing. It also removes the empty
