@@ -67,10 +67,10 @@ var budgetKeys = []string{"totalTokens", "wallTime", "toolCalls", "outputTokensP
 var keyLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:`)
 
 // ParseDefinition reads one Claude Code style definition: YAML front
-// matter between --- lines, then the system prompt as Markdown. When the
-// front matter is not valid YAML (real files put unquoted ": " in
-// descriptions) it is read line by line as key: value with a warning. It
-// never panics on any input.
+// matter between --- lines, then the system prompt as Markdown. Front
+// matter that is not valid YAML is read the way Claude Code reads it
+// (readFrontMatter), with a warning, or refused with its line. It never
+// panics on any input.
 func ParseDefinition(file string, data []byte) Parsed {
 	p := Parsed{File: file}
 	fm, ok := splitFrontMatter(file, data)
@@ -235,8 +235,8 @@ type frontMatter struct {
 	errs, warns []Issue
 }
 
-// splitFrontMatter reads the --- delimited front matter as YAML, or line
-// by line when it is not YAML; ok is false when the file is unusable.
+// splitFrontMatter reads the --- delimited front matter (readFrontMatter);
+// ok is false when the file is unusable.
 func splitFrontMatter(file string, data []byte) (fm frontMatter, ok bool) {
 	errAt := func(line int, format string, args ...any) {
 		fm.errs = append(fm.errs, Issue{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
@@ -275,24 +275,18 @@ func splitFrontMatter(file string, data []byte) (fm frontMatter, ok bool) {
 			}
 		}
 	}
-	var yerr error
-	fm.fields, yerr = parseYAMLMap(src)
-	if yerr != nil {
-		line, msg := yamlErrorPos(yerr)
-		if line > 0 {
-			line++ // front matter starts on file line 2
+	var issues []fmIssue
+	fm.fields, issues = readFrontMatter(fmLines)
+	for _, is := range issues {
+		is.File = file
+		if is.warning {
+			fm.warns = append(fm.warns, is.Issue)
 		} else {
-			line = 1 // no position: point at the front matter
+			fm.errs = append(fm.errs, is.Issue)
 		}
-		var lineErrs []Issue
-		fm.fields, lineErrs = parseLines(file, fmLines)
-		if len(lineErrs) > 0 {
-			errAt(line, "front matter is not valid YAML (%s)", msg)
-			fm.errs = append(fm.errs, lineErrs...)
-			return fm, false
-		}
-		fm.warns = append(fm.warns, Issue{File: file, Line: line,
-			Msg: fmt.Sprintf("front matter is not valid YAML (%s); read line by line as key: value", msg)})
+	}
+	if fm.fields == nil {
+		return fm, false
 	}
 	fm.body = strings.TrimSpace(strings.Join(lines[end+1:], "\n"))
 	return fm, true
@@ -327,6 +321,8 @@ func keyLineOr1(lineOf map[string]int, key string) int {
 	return 1
 }
 
+var errNotMapping = errors.New("front matter is not a mapping of keys to values")
+
 // parseYAMLMap parses front matter as a YAML mapping.
 func parseYAMLMap(fm string) (map[string]any, error) {
 	if strings.TrimSpace(fm) == "" {
@@ -339,12 +335,21 @@ func parseYAMLMap(fm string) (map[string]any, error) {
 	if n := countAliases(f); n > maxYAMLAliases {
 		return nil, fmt.Errorf("%d YAML aliases; at most %d", n, maxYAMLAliases)
 	}
+	// A list or a lone scalar would fail to unmarshal with goccy's words
+	// for Go types; say what is wrong in the file's terms.
+	if len(f.Docs) > 0 && f.Docs[0] != nil && f.Docs[0].Body != nil {
+		switch f.Docs[0].Body.Type() {
+		case ast.MappingType, ast.MappingValueType, ast.CommentType:
+		default:
+			return nil, errNotMapping
+		}
+	}
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(fm), &m); err != nil {
 		return nil, err
 	}
 	if m == nil {
-		return nil, errors.New("front matter is not a mapping of keys to values")
+		return nil, errNotMapping
 	}
 	return m, nil
 }
@@ -384,58 +389,6 @@ func yamlErrorPos(err error) (int, string) {
 		return 0, ye.GetMessage()
 	}
 	return 0, err.Error()
-}
-
-// parseLines reads front matter the way Claude Code tolerates it: each
-// top-level line is key: value, split at the first ": "; a key with no
-// value may be followed by "- item" lines forming a list. Anything else is
-// an error with its line.
-func parseLines(file string, fmLines []string) (map[string]any, []Issue) {
-	m := map[string]any{}
-	var errs []Issue
-	listKey := ""
-	for i, raw := range fmLines {
-		line := strings.TrimRight(raw, " \t")
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
-			continue
-		}
-		if listKey != "" && strings.HasPrefix(trimmed, "- ") {
-			l, _ := m[listKey].([]any)
-			m[listKey] = append(l, unquote(strings.TrimSpace(trimmed[2:])))
-			continue
-		}
-		listKey = ""
-		if line != strings.TrimLeft(line, " \t") {
-			errs = append(errs, Issue{File: file, Line: i + 2, Msg: "indented line outside a list cannot be read as key: value"})
-			continue
-		}
-		var key, val string
-		if k, v, ok := strings.Cut(line, ": "); ok {
-			key, val = k, strings.TrimSpace(v)
-		} else if strings.HasSuffix(line, ":") {
-			key = strings.TrimSuffix(line, ":")
-		} else {
-			errs = append(errs, Issue{File: file, Line: i + 2, Msg: fmt.Sprintf("%q is not key: value", cutForMsg(line))})
-			continue
-		}
-		key = strings.TrimSpace(key)
-		if !keyLine.MatchString(key + ":") {
-			errs = append(errs, Issue{File: file, Line: i + 2, Msg: fmt.Sprintf("%q is not a key", cutForMsg(key))})
-			continue
-		}
-		if _, dup := m[key]; dup {
-			errs = append(errs, Issue{File: file, Line: i + 2, Msg: fmt.Sprintf("key %q appears twice", key)})
-			continue
-		}
-		if val == "" {
-			listKey = key
-			m[key] = nil
-			continue
-		}
-		m[key] = unquote(val)
-	}
-	return m, errs
 }
 
 func cutForMsg(s string) string {
