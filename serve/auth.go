@@ -24,26 +24,69 @@ const CookieName = "deputy_session"
 // auth lets a request through with the token as a bearer, or with a live
 // session cookie; anything else is 401. The token is compared in constant
 // time, and neither it nor the cookie is ever logged or echoed.
+//
+// The check comes before anything reads the body, and a refusal does not
+// read it either (refuseUnread): an unauthenticated request costs the
+// server its headers and nothing more.
 func (s *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h := r.Header.Get("Authorization"); h != "" {
-			// The scheme is case-insensitive (RFC 9110, 11.1).
-			scheme, bearer, ok := strings.Cut(h, " ")
-			if ok && strings.EqualFold(scheme, "Bearer") && s.tokenOK(strings.TrimSpace(bearer)) {
-				next.ServeHTTP(w, r)
-				return
-			}
-			writeError(w, http.StatusUnauthorized, "unauthorized", "wrong token")
-			return
-		}
-		if c, err := r.Cookie(CookieName); err == nil && s.sessions.valid(c.Value) {
+		switch s.credentials(r) {
+		case credOK:
 			next.ServeHTTP(w, r)
-			return
+		case credWrong:
+			refuseUnread(w, r)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "wrong token")
+		default:
+			refuseUnread(w, r)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="deputy"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized",
+				"this needs the server's token: Authorization: Bearer TOKEN, or sign in (POST /api/session)")
 		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="deputy"`)
-		writeError(w, http.StatusUnauthorized, "unauthorized",
-			"this needs the server's token: Authorization: Bearer TOKEN, or sign in (POST /api/session)")
 	})
+}
+
+type cred int
+
+const (
+	credNone cred = iota
+	credWrong
+	credOK
+)
+
+// credentials says what a request carries: the token as a bearer, a live
+// session cookie, a wrong one of either, or nothing.
+func (s *Server) credentials(r *http.Request) cred {
+	if h := r.Header.Get("Authorization"); h != "" {
+		// The scheme is case-insensitive (RFC 9110, 11.1).
+		scheme, bearer, ok := strings.Cut(h, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") && s.tokenOK(strings.TrimSpace(bearer)) {
+			return credOK
+		}
+		return credWrong
+	}
+	if c, err := r.Cookie(CookieName); err == nil && s.sessions.valid(c.Value) {
+		return credOK
+	}
+	return credNone
+}
+
+// authenticated is Limits.Authenticated for the server's connections.
+func (s *Server) authenticated(r *http.Request) bool { return s.credentials(r) == credOK }
+
+// refuseUnread prepares an answer that leaves the request's body unread.
+// Without it net/http, to reuse the connection, reads up to 256 KiB of
+// the body after the answer, at whatever pace the sender trickles it (one
+// byte every 2 s held a descriptor for days). Instead the connection
+// closes after the answer (Connection: close) and the read that would
+// drain it fails at once (a deadline in the past; bytes already buffered
+// are still consumed, so a client that sent its small body along with its
+// headers sees a clean close).
+func refuseUnread(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // tokenOK compares digests, so the comparison takes the same time
@@ -60,7 +103,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Token string `json:"token"`
 	}
-	if !decode(w, r, &in) {
+	if !decodeMax(w, r, &in, maxSignInBody) {
 		return
 	}
 	if !s.tokenOK(in.Token) {

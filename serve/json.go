@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 
 	"github.com/deputy-run/deputy"
@@ -64,18 +65,18 @@ func badRequest(format string, args ...any) error {
 // decode reads a JSON body into v: the right content type, at most maxBody
 // bytes, no unknown fields, one value. On failure it has answered.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	return decodeMax(w, r, v, maxBody)
+}
+
+// decodeMax is decode with another cap on the body.
+func decodeMax(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
 	if !contentType(w, r, "application/json") {
 		return false
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is over %d bytes", mbe.Limit))
-			return false
-		}
-		writeError(w, http.StatusBadRequest, "bad_request", "the body is not the JSON expected: "+err.Error())
+		bodyError(w, err, "the body is not the JSON expected: ")
 		return false
 	}
 	if dec.More() {
@@ -85,6 +86,23 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
+// bodyError answers a body that could not be read: too large (413), too
+// slow (408: its read deadline passed, see Limits.BodyTimeout), or not
+// what was expected (400).
+func bodyError(w http.ResponseWriter, err error, prefix string) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is over %d bytes", mbe.Limit))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The connection cannot be reused: the rest of the body is on it.
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, "timeout", "the body did not arrive in time")
+	default:
+		writeError(w, http.StatusBadRequest, "bad_request", prefix+err.Error())
+	}
+}
+
 // readBody reads a body of the given content type, at most limit bytes.
 func readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit int64) ([]byte, bool) {
 	if !contentType(w, r, mediaType) {
@@ -92,12 +110,7 @@ func readBody(w http.ResponseWriter, r *http.Request, mediaType string, limit in
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is over %d bytes", mbe.Limit))
-		} else {
-			writeError(w, http.StatusBadRequest, "bad_request", "reading the body: "+err.Error())
-		}
+		bodyError(w, err, "reading the body: ")
 		return nil, false
 	}
 	return data, true

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -44,8 +45,13 @@ type Options struct {
 	// SessionTTL is how long a browser session lasts. Default 24 h.
 	SessionTTL time.Duration
 	// Log receives what the server cannot tell a client: the event feed
-	// failing to read, and reading again. Default: discarded.
+	// failing to read, and reading again; descriptors running out.
+	// Default: discarded.
 	Log *slog.Logger
+	// Limits bound connections and the time their requests may take, for
+	// the http.Server Harden configures (Authenticated and Log are the
+	// server's own). See Limits for the defaults.
+	Limits Limits
 }
 
 // Limits on request bodies: an API call is small; a definition file is a
@@ -53,6 +59,8 @@ type Options struct {
 const (
 	maxBody           = 1 << 20
 	maxDefinitionBody = 256 << 10
+	// A sign-in body is a token: the one body read before authentication.
+	maxSignInBody = 4 << 10
 )
 
 // Server serves the API, the events, the dashboard and MCP.
@@ -105,6 +113,17 @@ func New(o Options) (*Server, error) {
 
 // Handler is the server's whole HTTP surface.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// Harden configures hs, whose Handler is the server's, with
+// Options.Limits, the token deciding which connections are
+// authenticated, and returns ln under the connection cap: serve with
+// hs.Serve on the listener it returns.
+func (s *Server) Harden(hs *http.Server, ln net.Listener) net.Listener {
+	l := s.o.Limits
+	l.Authenticated = s.authenticated
+	l.Log = s.o.Log
+	return Harden(hs, ln, l)
+}
 
 // Close stops following the event feed and ends every open stream (an
 // http.Server's Shutdown waits for streams, so call Close first).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/llm/fake"
+	"github.com/deputy-run/deputy/serve"
 )
 
 func newFakeLLMCmd() *cobra.Command {
@@ -53,10 +54,14 @@ scenario it answers every request with a short text.`,
 }
 
 func serveFake(ctx context.Context, ln net.Listener, h http.Handler, cmd *cobra.Command) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// deputy serve's limits (timeouts on headers and bodies, none on the
+	// streamed answers; the header and connection caps), every request
+	// counting as authenticated: the fake's API key is its own business.
+	srv := &http.Server{Handler: h}
+	hln := serve.Harden(srv, ln, serve.Limits{})
 	fmt.Fprintf(cmd.OutOrStdout(), "deputy fakellm listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(hln) }()
 	select {
 	case err := <-errc:
 		return &exitError{code: exitFailed, err: err}

@@ -30,6 +30,7 @@ const defaultServeAddr = "127.0.0.1:7420"
 func newServeCmd() *cobra.Command {
 	var c runtimeFlags
 	var addr, tokenFile string
+	var maxConns int
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
 		Short: "Run instances and serve the HTTP API, live events, the web dashboard and MCP",
@@ -65,7 +66,8 @@ next start.`,
 				return usageErr("%v", err)
 			}
 			srv, err := serve.New(serve.Options{Runtime: rt, Token: token, Log: slog.New(slog.NewTextHandler(stderr, nil)),
-				MCP: mcpserver.Handler(rt, mcpserver.Options{Version: versionString()}), Web: web.Handler()})
+				MCP: mcpserver.Handler(rt, mcpserver.Options{Version: versionString()}), Web: web.Handler(),
+				Limits: serve.Limits{MaxConns: maxConns}})
 			if err != nil {
 				return err
 			}
@@ -75,9 +77,13 @@ next start.`,
 				return usageErr("listen on %s: %v", addr, err)
 			}
 			announce(stderr, ln.Addr().String(), tokenFile, token, created)
-			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+			// Harden sets the timeouts (headers 10 s, bodies 30 s, idle
+			// 2 min; none on responses, which streams would hit), the
+			// header cap and the connection cap (serve.Limits).
+			hs := &http.Server{Handler: srv.Handler()}
+			hln := srv.Harden(hs, ln)
 			done := make(chan error, 1)
-			go func() { done <- hs.Serve(ln) }()
+			go func() { done <- hs.Serve(hln) }()
 			select {
 			case err := <-done:
 				srv.Close()
@@ -102,6 +108,7 @@ next start.`,
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", defaultServeAddr, "address to listen on (loopback unless you name another)")
 	f.StringVar(&tokenFile, "token-file", "", "the token's file (default: in the data directory)")
+	f.IntVar(&maxConns, "max-conns", 0, fmt.Sprintf("most connections open at once; at the cap the oldest unauthenticated or idle one is closed for a new one (default %d: from the descriptor limit)", serve.DefaultMaxConns()))
 	c.register(f)
 	return cmd
 }
