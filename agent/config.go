@@ -85,6 +85,10 @@ type IsolationConfig struct {
 	CPUSeconds int `json:"cpu_seconds,omitempty"`
 	MemoryMB   int `json:"memory_mb,omitempty"`
 	Processes  int `json:"processes,omitempty"`
+	// CPUs is the CPU bandwidth of each sandbox as a whole, in CPUs (1.5:
+	// one and a half cores' worth of time per second), not a count of
+	// cores: a fractional share is what the CPU cgroup's quota enforces.
+	CPUs float64 `json:"cpus,omitempty"`
 }
 
 // ResolveModel turns a definition's model into the provider:model to run
@@ -241,7 +245,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 func parseIsolation(n ast.Node, c *IsolationConfig, bad func(ast.Node, string, ...any)) {
 	pairs, ok := mappingPairs(n)
 	if !ok {
-		bad(n, "isolation: want a mapping (rootfs, allow_unsandboxed, cpu_seconds, memory_mb, processes)")
+		bad(n, "isolation: want a mapping (rootfs, allow_unsandboxed, cpu_seconds, memory_mb, processes, cpus)")
 		return
 	}
 	for _, kv := range pairs {
@@ -270,8 +274,23 @@ func parseIsolation(n ast.Node, c *IsolationConfig, bad func(ast.Node, string, .
 				continue
 			}
 			*map[string]*int{"cpu_seconds": &c.CPUSeconds, "memory_mb": &c.MemoryMB, "processes": &c.Processes}[name] = int(x)
+		case "cpus":
+			// A fraction is fine (the quota is time per 100 ms period), but
+			// below 0.01 (1 ms, the kernel's smallest quota) it would be
+			// clamped up silently; refused instead. More than the host has
+			// is allowed (a deputy.yaml may travel) and merely never
+			// throttles.
+			x, err := numberNode(kv.Value)
+			if err == nil && (math.IsNaN(x) || x < 0.01 || x > 4096) {
+				err = fmt.Errorf("%v is not a number of CPUs (from 0.01 to 4096)", x)
+			}
+			if err != nil {
+				bad(kv.Value, "isolation.cpus: %v", err)
+				continue
+			}
+			c.CPUs = x
 		default:
-			bad(kv, "isolation: unknown field %q (rootfs, allow_unsandboxed, cpu_seconds, memory_mb, processes)", name)
+			bad(kv, "isolation: unknown field %q (rootfs, allow_unsandboxed, cpu_seconds, memory_mb, processes, cpus)", name)
 		}
 	}
 }

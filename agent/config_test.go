@@ -100,11 +100,12 @@ func TestParseConfigIsolation(t *testing.T) {
   cpu_seconds: 60
   memory_mb: 512
   processes: 64
+  cpus: 1.5
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := IsolationConfig{RootFS: "/srv/rootfs", AllowUnsandboxed: true, CPUSeconds: 60, MemoryMB: 512, Processes: 64}
+	want := IsolationConfig{RootFS: "/srv/rootfs", AllowUnsandboxed: true, CPUSeconds: 60, MemoryMB: 512, Processes: 64, CPUs: 1.5}
 	if c.Isolation != want {
 		t.Fatalf("isolation %+v", c.Isolation)
 	}
@@ -114,8 +115,10 @@ func TestParseConfigIsolation(t *testing.T) {
   cpu_seconds: -1
   memory_mb: 1.5
   network: yes
+  cpus: 0
 `))
 	for _, w := range []string{
+		"deputy.yaml:7: isolation.cpus: 0 is not a number of CPUs (from 0.01 to 4096)",
 		"deputy.yaml:2: isolation.rootfs: want a directory",
 		"deputy.yaml:3: isolation.allow_unsandboxed: want true or false",
 		"deputy.yaml:4: isolation.cpu_seconds: -1 is not a positive whole number",

@@ -213,6 +213,7 @@ func (f *Fencer) policy(dir string, def *agent.Definition) sandbox.Policy {
 		CPUSeconds:   f.Config.CPUSeconds,
 		MemoryBytes:  int64(f.Config.MemoryMB) << 20,
 		MaxProcesses: f.Config.Processes,
+		CPUs:         f.Config.CPUs,
 		StateDir:     f.StateDir,
 		Clock:        f.Clock,
 		Bwrap:        f.Bwrap,

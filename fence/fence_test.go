@@ -369,3 +369,27 @@ func TestFenceTripwire(t *testing.T) {
 		t.Errorf("end: %v %v", arts, err)
 	}
 }
+
+// deputy.yaml's isolation limits reach the child's sandbox: here its CPU
+// bandwidth (isolation.cpus), memory and task limit, as the box tells the
+// child in its instructions.
+func TestSandboxFenceLimitsFromConfig(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
+	f := fencer(t.TempDir(), agent.IsolationConfig{CPUs: 0.5, MemoryMB: 96, Processes: 77}, t.TempDir())
+	fc, err := f.Fence(context.Background(), "i-7", &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Release()
+	say := fc.Instructions
+	if !strings.Contains(say, "At most 77 processes") || !strings.Contains(say, "96 MiB") {
+		t.Errorf("memory_mb or processes not applied: %q", say)
+	}
+	if !strings.Contains(say, "CPUs' worth") {
+		t.Skip("no CPU cgroup here, so isolation.cpus has nothing to set:", say)
+	}
+	if !strings.Contains(say, "0.5 CPUs' worth of time") {
+		t.Errorf("isolation.cpus not applied: %q", say)
+	}
+}
