@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/deputy-run/deputy/tool/shell/tether"
 )
 
 // Transports a Server may use.
@@ -72,6 +74,7 @@ type Session struct {
 	srv    Server
 	cs     *mcp.ClientSession
 	cmd    *exec.Cmd       // stdio only
+	untie  func()          // stdio only: releases the thread the server is tethered to (package tether)
 	stderr *tail           // stdio only: the end of what the server wrote to stderr
 	http   *http.Transport // HTTP and SSE: its own, so Close can drop its connections
 	end    context.CancelFunc
@@ -96,20 +99,12 @@ func Connect(ctx context.Context, srv Server) (*Session, error) {
 		if srv.Command == "" {
 			return nil, s.errorf("no command to start")
 		}
-		s.cmd = exec.Command(srv.Command, srv.Args...)
-		s.cmd.Env = srv.Env
-		if s.cmd.Env == nil {
-			s.cmd.Env = []string{} // nil would inherit deputy's environment, API keys included
-		}
-		s.cmd.Dir = srv.Dir
 		s.stderr = &tail{max: 4 << 10}
-		s.cmd.Stderr = s.stderr
-		ownGroup(s.cmd)
 		wait := srv.TerminateWait
 		if wait <= 0 {
 			wait = DefaultTerminateWait
 		}
-		t = &mcp.CommandTransport{Command: s.cmd, TerminateDuration: wait}
+		t = &tetheredTransport{s: s, wait: wait}
 	case HTTP, SSE:
 		if srv.URL == "" {
 			return nil, s.errorf("no url to connect to")
@@ -215,6 +210,13 @@ func (s *Session) release() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		killGroup(s.cmd)
 	}
+	if s.untie != nil {
+		// After the session's Close has reaped the server, or after a start
+		// that failed: nothing of it is left to tie to deputy. A session
+		// dropped without Close keeps its thread, and the server, until
+		// deputy exits.
+		s.untie()
+	}
 	if s.http != nil {
 		s.http.CloseIdleConnections()
 	}
@@ -225,6 +227,41 @@ func (s *Session) release() {
 func isExitAfterClose(err error) bool {
 	var ee *exec.ExitError
 	return errors.As(err, &ee)
+}
+
+// tetheredTransport is mcp.CommandTransport with the server started by
+// package tether: pid 1 of a PID namespace of its own with a parent-death
+// signal, so that when deputy dies, even by SIGKILL, the server and all it
+// started die too (npx's node, a tool's subprocesses), instead of working
+// on for no one.
+type tetheredTransport struct {
+	s    *Session
+	wait time.Duration
+}
+
+func (t *tetheredTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	srv := t.s.srv
+	var conn mcp.Connection
+	build := func() *exec.Cmd {
+		cmd := exec.Command(srv.Command, srv.Args...)
+		cmd.Env = srv.Env
+		if cmd.Env == nil {
+			cmd.Env = []string{} // nil would inherit deputy's environment, API keys included
+		}
+		cmd.Dir = srv.Dir
+		cmd.Stderr = t.s.stderr
+		ownGroup(cmd)
+		return cmd
+	}
+	cmd, untie, err := tether.Start(build, func(cmd *exec.Cmd) (err error) {
+		conn, err = (&mcp.CommandTransport{Command: cmd, TerminateDuration: t.wait}).Connect(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.s.cmd, t.s.untie = cmd, untie
+	return conn, nil
 }
 
 // headerTransport adds a server's configured headers to every request.
