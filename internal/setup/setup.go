@@ -168,6 +168,15 @@ func DemoConfig() *agent.Config {
 // LoadConfig reads path, or, when it is empty, the first deputy.yaml found
 // in the workspace and then ~/.deputy. With none and a fake root model,
 // the demo's configuration applies; with none otherwise, an empty one.
+//
+// A zero-length deputy.yaml in the workspace counts as none: it is what a
+// fenced child's sandbox mounts read-only where the workspace has no
+// deputy.yaml (sandbox.Policy.Protect), for as long as the box is open or
+// until a crashed deputy's leftovers are swept, and it must not shadow
+// ~/.deputy/deputy.yaml for a deputy started there meanwhile. Nothing is
+// lost: an empty file configures nothing. (To override ~/.deputy's with
+// an empty configuration, write "{}".) A path given explicitly is read
+// whatever its size.
 func LoadConfig(ws, path, rootSpec string) (*agent.Config, error) {
 	paths := []string{path}
 	if path == "" {
@@ -176,12 +185,16 @@ func LoadConfig(ws, path, rootSpec string) (*agent.Config, error) {
 			paths = append(paths, filepath.Join(home, ".deputy", "deputy.yaml"))
 		}
 	}
-	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
+	for i, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
 			if path != "" {
 				return nil, fmt.Errorf("config %s: %w", p, err)
 			}
 			continue
+		}
+		if path == "" && i == 0 && st.Mode().IsRegular() && st.Size() == 0 {
+			continue // a sandbox's placeholder, or as good as absent
 		}
 		return agent.LoadConfig(p)
 	}
