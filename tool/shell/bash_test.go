@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,7 +24,52 @@ import (
 	"github.com/deputy-run/deputy/tool/shell/tether"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if n := os.Getenv(nofileEnv); n != "" {
+		os.Exit(outOfDescriptors(n))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// nofileEnv makes the test binary run one bash call with all but n of its
+// file descriptors in use (outOfDescriptors).
+const nofileEnv = "SHELLTEST_NOFILE_FREE"
+
+// outOfDescriptors lowers RLIMIT_NOFILE, uses up all descriptors but free
+// of them, runs `echo hi` through the tool and prints the result as JSON.
+func outOfDescriptors(free string) int {
+	n, _ := strconv.Atoi(free)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: 64, Max: 64}); err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	set := tool.MustSet(must(shell.New(shell.Config{Dir: os.TempDir()})))
+	var held []*os.File
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			break
+		}
+		held = append(held, f)
+	}
+	for _, f := range held[len(held)-n:] {
+		f.Close()
+	}
+	out, isErr := set.Call(context.Background(), "bash", json.RawMessage(`{"command":"echo hi"}`))
+	for _, f := range held {
+		f.Close()
+	}
+	b, _ := json.Marshal(map[string]any{"out": out, "is_error": isErr})
+	fmt.Println(string(b))
+	return 0
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
 
 // failAfter bounds how long a test waits for something that should happen
 // at once; it is a failure deadline, never a pause.
@@ -89,6 +135,37 @@ func TestBashStartFailure(t *testing.T) {
 	out, isErr := run(context.Background(), set, map[string]any{"command": "true"})
 	if !isErr || !strings.Contains(out, "the command did not run: could not start /nonexistent/bash") {
 		t.Errorf("%q %v", out, isErr)
+	}
+}
+
+// Issue 16 item 5: a command that cannot start for lack of descriptors
+// (none left for the output pipe, or none for /dev/null once the pipe is
+// made) is an error result that says it did not run, never a success with
+// empty output.
+func TestBashOutOfDescriptorsIsAnError(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, free := range []string{"0", "1", "2", "3"} {
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), nofileEnv+"="+free)
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s free: %v %s", free, err, b)
+		}
+		var res struct {
+			Out     string `json:"out"`
+			IsError bool   `json:"is_error"`
+		}
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatalf("%s free: %v %s", free, err, b)
+		}
+		if !res.IsError || !strings.Contains(res.Out, "the command did not run") ||
+			!strings.Contains(res.Out, "out of file descriptors") {
+			t.Errorf("%s descriptors free: %+v", free, res)
+		}
 	}
 }
 
@@ -416,5 +493,21 @@ func TestBashAlreadyCancelled(t *testing.T) {
 	}
 	if !errors.Is(ctx.Err(), context.Canceled) {
 		t.Fatal()
+	}
+}
+
+// BenchmarkBashCall is the cost of one call of a command that does
+// nothing: the start (tethered, in a PID namespace where the kernel
+// allows), the wait and the group kill.
+func BenchmarkBashCall(b *testing.B) {
+	bash, err := shell.New(shell.Config{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	set := tool.MustSet(bash)
+	for b.Loop() {
+		if out, isErr := set.Call(context.Background(), "bash", json.RawMessage(`{"command":"true"}`)); isErr {
+			b.Fatal(out)
+		}
 	}
 }
