@@ -227,15 +227,13 @@ func ownedElsewhere(err error) bool {
 }
 
 // unstepped runs write outside a step, when the step that should have
-// made it failed: on a fleet only while the lease admits it, as a step.
+// made it failed: only while the engine's gate admits it, as a step.
 func unstepped[R any](e *Engine, ctx context.Context, write func(context.Context) (R, error)) (R, error) {
-	if e.lease != nil {
-		if err := e.lease.admit(ctx); err != nil {
-			var zero R
-			return zero, err
-		}
-		defer e.lease.stepDone()
+	if err := e.gate.admit(ctx); err != nil {
+		var zero R
+		return zero, err
 	}
+	defer e.gate.stepDone()
 	return write(context.WithoutCancel(ctx))
 }
 

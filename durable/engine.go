@@ -156,6 +156,10 @@ type Options struct {
 	// workers carry at once (every worker must say the same); 0: no cap
 	// but each worker's MaxRuns.
 	FleetMaxRuns int
+	// DrainClock times Close's drain; default the real clock, even when
+	// Clock is a fake one: a test's clean-up must not wait on a clock
+	// nobody advances. A test of the drain's bound passes a fake.
+	DrainClock clock.Clock
 	// MaxRuns caps the runs this engine carries at once, roots' and
 	// children's, over every tree (DefaultMaxRuns when 0); a run waiting
 	// for its children gives its place up meanwhile. Each parent's own cap
@@ -186,8 +190,11 @@ type Engine struct {
 	refresh clock.Timer
 	closed  atomic.Bool
 
-	lease *lease // nil unless Options.Lease
-	log   func(msg string, args ...any)
+	gate      *gate     // admits steps: a drain closes it (drain.go)
+	lease     *lease    // nil unless Options.Lease
+	closeOnce sync.Once // Close's work, done by the first call
+	drained   bool      // what the first Close's drain did
+	log       func(msg string, args ...any)
 }
 
 // Open starts the durable engine: DBOS on the store's database, the
@@ -202,6 +209,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real
+	}
+	if opts.DrainClock == nil {
+		opts.DrainClock = clock.Real
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 200 * time.Millisecond
@@ -246,7 +256,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		opts.ClaimInterval = time.Second
 	}
 	e := &Engine{opts: opts, st: opts.Store, dbos: dctx, base: opts.Runner.Catalog,
-		slots: slots{ch: make(chan struct{}, opts.MaxRuns)}, ch: make(chan struct{}),
+		slots: slots{ch: make(chan struct{}, opts.MaxRuns)}, ch: make(chan struct{}), gate: newGate(opts.Clock),
 		log: func(msg string, args ...any) { logger.Warn("deputy: "+msg, args...) }}
 	if e.base == nil {
 		e.base, _ = agent.Load(agent.LoadOptions{})
@@ -320,26 +330,40 @@ func newDBOS(ctx context.Context, st *store.Store, cfg dbos.Config) (dbos.Contex
 	return dctx, err
 }
 
-// Close stops the engine, waiting up to timeout for running steps. A
-// worker of a fleet drains: it is marked draining, takes no new work, lets
-// its running steps finish within timeout, and gives its lease back, so
-// the others take its unfinished runs over at once instead of after the
-// lease runs out.
-func (e *Engine) Close(timeout time.Duration) {
-	e.closed.Store(true)
-	e.stopRefresh()
-	if e.lease != nil {
-		if err := e.st.DrainWorker(context.Background(), e.opts.ExecutorID); err != nil {
-			e.log("marking this worker draining failed", "err", err)
+// Close stops the engine, waiting up to timeout for running steps:
+// CloseContext without a way to cut the drain short.
+func (e *Engine) Close(timeout time.Duration) { e.CloseContext(context.Background(), timeout) }
+
+// CloseContext stops the engine after a drain: no step starts any more,
+// the steps running finish within timeout (their outcomes checkpointed, so
+// the next execution replays them rather than reporting a side-effecting
+// call as interrupted), and only then does DBOS's shutdown cancel the runs,
+// which stay pending for the next execution (`deputy worker`, or the next
+// process with this executor id). A step waiting for children or mail is
+// not waited for. ctx ending cuts the drain short (a second signal): the
+// steps still running are cut off as at a crash. It reports whether every
+// running step finished. Later calls do nothing and report the first's.
+//
+// A worker of a fleet is also marked draining, so the others see it take
+// no new work, and gives its lease back once its runs are stopped, so they
+// take those runs over at once instead of after the lease runs out.
+func (e *Engine) CloseContext(ctx context.Context, timeout time.Duration) bool {
+	e.closeOnce.Do(func() {
+		e.closed.Store(true)
+		e.stopRefresh()
+		if e.lease != nil {
+			if err := e.st.DrainWorker(context.Background(), e.opts.ExecutorID); err != nil {
+				e.log("marking this worker draining failed", "err", err)
+			}
 		}
-		// DBOS's shutdown cancels every run at once; a worker leaving
-		// lets the steps it is in finish first, and starts no other.
-		if !e.lease.drain(timeout) {
-			e.log("steps still running after the drain's timeout; they are cut off", "timeout", timeout)
+		e.drained = e.gate.drain(e.opts.DrainClock, timeout, ctx.Done())
+		if !e.drained {
+			e.log("steps still running after the drain; they are cut off", "timeout", timeout, "steps", e.gate.running())
 		}
-	}
-	dbos.Shutdown(e.dbos, timeout)
-	e.leave(timeout)
+		dbos.Shutdown(e.dbos, timeout)
+		e.leave(timeout)
+	})
+	return e.drained
 }
 
 // leave stops a worker's lease keeper and releases its lease, unless a
@@ -661,6 +685,28 @@ func (e *Engine) Settle(ctx context.Context, id string) (*store.Instance, error)
 }
 
 func workflowID(instance string) string { return "deputy-" + instance }
+
+// Resumable reports whether root instance id stopped without ending and
+// a worker will carry it on: its record is created or running and its run
+// is pending or queued, so DBOS recovers it (at the launch of an engine
+// under this executor id, or through the queue) from its last finished
+// step. A run whose workflow failed is not resumable: nothing carries it.
+func (e *Engine) Resumable(ctx context.Context, id string) (bool, error) {
+	in, err := e.st.GetInstance(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if in.State != store.Created && in.State != store.Running {
+		return false, nil
+	}
+	wfs, err := dbos.ListWorkflows(e.dbos, dbos.WithFilterWorkflowIDs(workflowID(id)),
+		dbos.WithFilterStatus(dbos.WorkflowStatusEnqueued, dbos.WorkflowStatusPending),
+		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return false, fmt.Errorf("list runs: %w", err)
+	}
+	return len(wfs) > 0, nil
+}
 
 // Idle reports whether nothing is left for this engine to do: no instance
 // created or running, and no run queued or in progress (a resume or an

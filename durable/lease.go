@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sync"
 	"syscall"
 	"time"
 
@@ -48,17 +47,12 @@ const ExitLeaseLost = 5
 // ErrLeaseLost is what OnLeaseLost hears.
 var ErrLeaseLost = errors.New("this worker lost its lease")
 
-// lease is a worker's hold on its executor id.
+// lease is a worker's hold on its executor id. What steps may start is
+// the engine's gate's (drain.go): the lease moves its horizon as it is
+// renewed and closes it when lost.
 type lease struct {
 	e   *Engine
 	ttl time.Duration
-
-	mu       sync.Mutex
-	valid    time.Time     // steps start only before this
-	lost     error         // set once, never cleared
-	draining bool          // set once: no step starts again
-	inflight int           // steps started and not yet done
-	moved    chan struct{} // closed and replaced when valid, lost, draining or inflight change
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -74,7 +68,7 @@ func (l *lease) giveUpAt(t time.Time) time.Time   { return t.Add(l.ttl - l.ttl/6
 // executor id still holds (the same id's process before a restart), then
 // starts the keeper.
 func (e *Engine) join(ctx context.Context) error {
-	l := &lease{e: e, ttl: e.opts.Lease, moved: make(chan struct{}), done: make(chan struct{})}
+	l := &lease{e: e, ttl: e.opts.Lease, done: make(chan struct{})}
 	host, _ := os.Hostname()
 	w := store.Worker{ID: e.opts.ExecutorID, Host: host, PID: os.Getpid(), Version: AppVersion}
 	var start time.Time
@@ -102,7 +96,9 @@ func (e *Engine) join(ctx context.Context) error {
 			return fmt.Errorf("durable: waiting for the lease of %s: %w", w.ID, err)
 		}
 	}
-	l.valid = l.admitUntil(start)
+	e.gate.mu.Lock()
+	e.gate.leased, e.gate.valid = true, l.admitUntil(start)
+	e.gate.mu.Unlock()
 	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	l.stop = stop
 	e.lease = l
@@ -235,32 +231,19 @@ func (e *Engine) takeOver(ctx context.Context, dead string) error {
 }
 
 // extend moves the time steps may start until.
-func (l *lease) extend(valid time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lost != nil {
-		return
-	}
-	l.valid = valid
-	l.changed()
-}
+func (l *lease) extend(valid time.Time) { l.e.gate.extend(valid) }
 
 // lose gives the lease up for good: no step starts again (admit waits
 // until its run's context ends), and OnLeaseLost hears why. The runs here
 // are not cancelled: a cancelled run records its end, and its end is not
 // this worker's to record any more.
 func (l *lease) lose(err error) {
-	l.mu.Lock()
-	if l.lost != nil {
-		l.mu.Unlock()
-		return
-	}
 	if !errors.Is(err, ErrLeaseLost) {
 		err = fmt.Errorf("%w: %w", ErrLeaseLost, err)
 	}
-	l.lost = err
-	l.changed()
-	l.mu.Unlock()
+	if !l.e.gate.lose(err) {
+		return
+	}
 	if h := l.e.opts.OnLeaseLost; h != nil {
 		h(err)
 		return
@@ -271,80 +254,6 @@ func (l *lease) lose(err error) {
 	pgdial.Abort()
 	fmt.Fprintf(os.Stderr, "deputy: %v; exiting so that nothing runs twice\n", err)
 	os.Exit(ExitLeaseLost)
-}
-
-// admit waits until the lease lets a step start: at once while it is
-// fresh, after the next renewal when one is late. Once the lease is lost,
-// or the worker drains, it waits until ctx ends (the engine's shutdown),
-// so the step fails as at any shutdown and its run stays pending for the
-// worker taking over. A step admitted must call stepDone.
-func (l *lease) admit(ctx context.Context) error {
-	for {
-		l.mu.Lock()
-		if l.lost == nil && !l.draining && l.e.opts.Clock.Now().Before(l.valid) {
-			l.inflight++
-			l.mu.Unlock()
-			return nil
-		}
-		moved := l.moved
-		if l.lost != nil || l.draining {
-			moved = nil // for this step, nothing changes any more
-		}
-		l.mu.Unlock()
-		select {
-		case <-moved:
-		case <-ctx.Done():
-			// context.Canceled, as a step cut off by a shutdown fails:
-			// the run then stops without recording an end.
-			return ctx.Err()
-		}
-	}
-}
-
-func (l *lease) stepDone() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.inflight--
-	l.changed()
-}
-
-// park takes a step that waits out of the steps a drain waits for, until
-// the returned function puts it back.
-func (l *lease) park() (unpark func()) {
-	l.stepDone()
-	return func() {
-		l.mu.Lock()
-		l.inflight++
-		l.mu.Unlock()
-	}
-}
-
-// changed wakes whoever waits on moved; l.mu is held.
-func (l *lease) changed() {
-	close(l.moved)
-	l.moved = make(chan struct{})
-}
-
-// drain stops steps starting and waits, up to timeout, for those running
-// to finish; it reports whether they did.
-func (l *lease) drain(timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout) // the real clock: a bound on a shutdown
-	defer deadline.Stop()
-	l.mu.Lock()
-	l.draining = true
-	l.changed()
-	for l.inflight > 0 {
-		moved := l.moved
-		l.mu.Unlock()
-		select {
-		case <-moved:
-		case <-deadline.C:
-			return false
-		}
-		l.mu.Lock()
-	}
-	l.mu.Unlock()
-	return true
 }
 
 // close stops the keeper (the lease stays until released or run out).

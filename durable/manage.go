@@ -202,10 +202,10 @@ func (e *Engine) await(ctx context.Context, timeout <-chan struct{}) error {
 
 // awaitOn is await on a changes channel taken earlier.
 func (e *Engine) awaitOn(ctx context.Context, changed <-chan struct{}, timeout <-chan struct{}) error {
-	if e.lease != nil && ctx.Value(inStepKey{}) != nil {
+	if ctx.Value(inStepKey{}) != nil {
 		// A step that waits (for children, for mail) does no work
-		// meanwhile: a draining worker does not wait for it.
-		defer e.lease.park()()
+		// meanwhile: a draining engine does not wait for it.
+		defer e.gate.park()()
 	}
 	poll := time.NewTimer(e.opts.PollInterval)
 	defer poll.Stop()

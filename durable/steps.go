@@ -62,9 +62,17 @@ func (s *steps) Tools(ctx context.Context, turn int, b *loop.Batch) error {
 		return err
 	}
 	call := func(i int) func(context.Context) (llm.Block, error) {
-		return func(context.Context) (llm.Block, error) {
+		return func(sctx context.Context) (llm.Block, error) {
 			if cut[i] {
 				return llm.ToolResult(b.Calls[i].ID, Interrupted, true), nil
+			}
+			if sctx.Value(inStepKey{}) != nil && b.Resumable(i) && !b.ReadOnly(i) {
+				// A call that coordinates (a spawn, a fan-out, a wait
+				// for children, a question) waits on other runs, whose
+				// steps a drain waits for on their own, and may run
+				// again: a drain does not wait for it, since what it
+				// waits for may not come while nothing starts.
+				defer s.e.gate.park()()
 			}
 			// The loop's context, not the step's: it carries the calling
 			// instance and the call, which the spawn tool needs.
@@ -136,14 +144,15 @@ func runStep[R any](e *Engine, ctx dbos.Context, label, name string, fn func(con
 // fails.
 var ErrFailpoint = errors.New("failpoint")
 
-// inStepKey marks the context of a step admitted by a worker's lease: its
-// waits are parked (lease.park).
+// inStepKey marks the context of a step admitted by the engine's gate:
+// its waits are parked (gate.park).
 type inStepKey struct{}
 
 // during wraps a step's function with the failpoint "during:NAME": the
 // step's work is done but its result not yet checkpointed, the worst
-// moment to die. On a worker of a fleet the step runs only once the lease
-// admits it; done, called once DBOS has returned from the step (its
+// moment to die. The step runs only once the engine's gate admits it (not
+// while it drains; on a worker of a fleet, only while its lease is
+// fresh); done, called once DBOS has returned from the step (its
 // outcome checkpointed), lets the admission go: a drain that counted the
 // step finished as soon as its function returned would shut DBOS down
 // before it checkpointed the outcome, and the outcome would be lost while
@@ -152,16 +161,14 @@ type inStepKey struct{}
 func during[R any](e *Engine, name string, fn func(context.Context) (R, error)) (_ dbos.Step[R], done func()) {
 	var admitted atomic.Bool
 	step := func(ctx context.Context) (R, error) {
-		if e.lease != nil {
-			// A worker whose lease may be running out, or that is
-			// draining, starts nothing.
-			if err := e.lease.admit(ctx); err != nil {
-				var zero R
-				return zero, err
-			}
-			admitted.Store(true)
-			ctx = context.WithValue(ctx, inStepKey{}, true)
+		// An engine that drains, or a worker whose lease may be running
+		// out, starts nothing.
+		if err := e.gate.admit(ctx); err != nil {
+			var zero R
+			return zero, err
 		}
+		admitted.Store(true)
+		ctx = context.WithValue(ctx, inStepKey{}, true)
 		if e.opts.Failpoint == "error:"+name {
 			var zero R
 			return zero, fmt.Errorf("step %s: %w", name, ErrFailpoint)
@@ -172,7 +179,7 @@ func during[R any](e *Engine, name string, fn func(context.Context) (R, error)) 
 	}
 	return step, func() {
 		if admitted.CompareAndSwap(true, false) {
-			e.lease.stepDone()
+			e.gate.stepDone()
 		}
 	}
 }

@@ -432,6 +432,9 @@ func newRecorder(e *Engine, root string, in *store.Instance, messages int) *reco
 }
 
 func (r *recorder) event(ev agent.Event) {
+	if ev.Kind == agent.EventEnded {
+		ev = r.ended(ev)
+	}
 	if h := r.e.opts.OnEvent; h != nil {
 		h(ev)
 	}
@@ -500,10 +503,11 @@ func (r *recorder) event(ev agent.Event) {
 				ThroughSeq: through, Summary: summary, Usage: ev.Loop.Usage})
 		}
 	case agent.EventEnded:
-		// A child stopped by the engine's shutdown has not ended: its
-		// workflow stays pending and the next execution resumes it.
-		if rl, in := ev.Relay, ev.Final; rl != nil && in != nil && ev.Instance != r.root && !r.e.closed.Load() &&
-			in.State != agent.StateSuspended {
+		// A child stopped by the engine's shutdown has not ended (ended
+		// said so): its workflow stays pending and the next execution
+		// resumes it.
+		if rl, in := ev.Relay, ev.Final; rl != nil && in != nil && ev.Instance != r.root &&
+			in.State != agent.StateSuspended && in.State != StateInterrupted {
 			err = r.finishChild(ctx, ev.Instance, rl, in)
 		}
 	}
@@ -514,6 +518,28 @@ func (r *recorder) event(ev agent.Event) {
 		}
 		r.mu.Unlock()
 	}
+}
+
+// StateInterrupted is what the relay of an EventEnded (Options.OnEvent)
+// says for a child stopped with its engine (a shutdown): its end is not
+// recorded, it stays created or running in the store, and the next
+// execution (`deputy worker`) resumes it from its last finished step. The
+// loop's account of its stop (failed, cancelled, "in 0 turns") is not
+// true of the instance, so it is not passed on.
+const StateInterrupted = "interrupted"
+
+// ended is a child's EventEnded as it is true of the instance: while the
+// engine closes, interrupted rather than how the cut-off loop ended.
+func (r *recorder) ended(ev agent.Event) agent.Event {
+	rl, in := ev.Relay, ev.Final
+	if rl == nil || in == nil || ev.Instance == r.root || in.State == agent.StateSuspended || !r.e.closed.Load() {
+		return ev
+	}
+	relay, final := *rl, *in
+	relay.State, final.State = StateInterrupted, StateInterrupted
+	relay.Error, final.Error = "", ""
+	ev.Relay, ev.Final = &relay, &final
+	return ev
 }
 
 // toolEventCut bounds a tool's input or output in its event: the event

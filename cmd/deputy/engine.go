@@ -78,7 +78,16 @@ type engineConfig struct {
 	lease      time.Duration
 	maxRuns    int // durable.Options.MaxRuns
 	fleetRuns  int // durable.Options.FleetMaxRuns
+	// drain is --drain-timeout: how long closing waits for the running
+	// steps (durable.DefaultDrain when 0); hurry, when it ends, cuts that
+	// wait short (a second signal: stopSignals).
+	drain time.Duration
+	hurry context.Context
 }
+
+// drainFlagHelp is the --drain-timeout flag's help.
+const drainFlagHelp = "on SIGINT or SIGTERM, how long running steps (a tool call, a model call) may take to finish " +
+	"before they are cut off; nothing new starts meanwhile, and a second signal stops at once"
 
 // executorFlagHelp is the --executor-id flag's help.
 const executorFlagHelp = "on Postgres, the executor id this process works under among the database's workers " +
@@ -177,8 +186,17 @@ func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent fu
 	} else if len(gone) > 0 && !c.quiet {
 		fmt.Fprintf(stderr, "deputy: removed %d worktrees of instances no longer at work\n", len(gone))
 	}
+	drain, hurry := cmp.Or(c.drain, durable.DefaultDrain), c.hurry
+	if hurry == nil {
+		hurry = context.Background()
+	}
 	return eng, st, func() {
-		eng.Close(10 * time.Second)
+		// A drain, on SQLite as on Postgres (a run stopped by a signal
+		// may have drained already: the engine closes once).
+		if !eng.CloseContext(hurry, drain) && !c.quiet {
+			fmt.Fprintln(stderr, "deputy: steps still running when the drain ended were cut off; "+
+				"a side-effecting call among them is reported to the model as interrupted when its run resumes")
+		}
 		if err := closeTel(); err != nil { // the spans of the run, flushed once it stopped
 			fmt.Fprintf(stderr, "deputy: %v\n", err)
 		}

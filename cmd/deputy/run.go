@@ -1,18 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
@@ -48,6 +47,7 @@ type runOptions struct {
 	detach      bool
 	searchURL   string
 	timeout     time.Duration
+	drain       time.Duration
 }
 
 func newRunCmd() *cobra.Command {
@@ -57,7 +57,14 @@ func newRunCmd() *cobra.Command {
 		Short: "Run an agent, and the subagents it delegates to, on a task in a workspace and print its answer",
 		Long: `Runs a root agent on TASK. Every instance, transcript and step is recorded in the
 database (--db): if this process dies, "deputy worker" resumes the run from its
-last finished step. --detach records the run and leaves it to a worker.`,
+last finished step. --detach records the run and leaves it to a worker.
+
+SIGINT (Ctrl-C) or SIGTERM stops this process, not the run: no step starts
+any more, the running ones finish within --drain-timeout, and it exits 6
+(interrupted) with the run saved as of its last finished step, for "deputy
+worker" to resume ("deputy cancel ID" ends it instead). A second signal stops
+at once: what still runs is cut off, and a side-effecting call among it is
+reported to the model as interrupted when the run resumes.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTask(cmd.Context(), o, strings.Join(args, " "), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -76,6 +83,7 @@ last finished step. --detach records the run and leaves it to a worker.`,
 	f.Float64Var(&o.budget.USD, "budget-usd", 0, "cost budget in USD for the whole tree (needs prices in deputy.yaml; 0: none)")
 	f.BoolVar(&o.asJSON, "json", false, "print a JSON object: answer, stop_reason, usage, turns, tool_calls, cost, instances")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "print only the answer: no progress and no cost table (stderr)")
+	f.DurationVar(&o.drain, "drain-timeout", durable.DefaultDrain, drainFlagHelp)
 	f.DurationVar(&o.timeout, "timeout", 0, "wall-time limit of the root agent (time spent asking or paused does not count; 0: none)")
 	f.BoolVar(&o.detach, "detach", false, "record the run, print the root instance id and exit; a worker (deputy worker) runs it")
 	f.StringVar(&o.searchURL, "search-url", os.Getenv("DEPUTY_SEARCH_URL"), "SearXNG-compatible JSON search API for web_search (default $DEPUTY_SEARCH_URL; without it the tool is absent)")
@@ -94,8 +102,9 @@ type runResult struct {
 	Cost       *float64       `json:"cost"` // USD for the tree; null when a model has no price
 	Instances  []instanceJSON `json:"instances"`
 	Error      string         `json:"error,omitempty"`
-	// State is the root's: completed and the other ends, or asking or
-	// paused when the run stopped to wait (exit 4).
+	// State is the root's: completed and the other ends, asking or
+	// paused when the run stopped to wait (exit 4), or interrupted when
+	// this process stopped before the run ended (exit 6: it resumes).
 	State    string `json:"state"`
 	Question string `json:"question,omitempty"`
 }
@@ -136,8 +145,9 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	}
 	rs := durable.Spec{System: fmt.Sprintf(rootSystemPrompt, ws), Model: spec, Workspace: ws, SearchURL: o.searchURL,
 		MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel, Budget: o.budget, Config: cfg, WallTime: o.timeout}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	drain := cmp.Or(o.drain, durable.DefaultDrain)
+	ctx, hurry, release := stopSignals(ctx, stderr, drain, o.quiet)
+	defer release()
 	if o.detach {
 		return detach(ctx, o.db, task, rs, stdout)
 	}
@@ -146,7 +156,8 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		onEvent = progress(stderr)
 	}
 	eng, st, closeEng, err := openEngine(ctx, engineConfig{db: o.db, scenario: o.scenario, workspace: ws,
-		config: o.config, loaded: cfg, quiet: o.quiet, failpoint: os.Getenv("DEPUTY_FAILPOINT")}, spec, onEvent, stderr)
+		config: o.config, loaded: cfg, quiet: o.quiet, failpoint: os.Getenv("DEPUTY_FAILPOINT"), drain: drain, hurry: hurry},
+		spec, onEvent, stderr)
 	if err != nil {
 		return err
 	}
@@ -158,11 +169,32 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	}
 	root, err := eng.Wait(ctx, id)
 	if err != nil {
-		if ctx.Err() != nil {
-			return &exitError{code: exitFailed, err: fmt.Errorf("interrupted: instance %s is saved; \"deputy worker\" resumes it", id)}
+		// Stopped by a signal, or the wait failed with the run still
+		// pending (the database out of reach for a while, say): the
+		// engine drains, and what is said below is how the run stands
+		// after it. A run that cannot resume (its workflow failed) is a
+		// failure.
+		if ctx.Err() == nil {
+			if ok, rerr := eng.Resumable(context.WithoutCancel(ctx), id); rerr != nil || !ok {
+				return &exitError{code: exitFailed, err: err}
+			}
 		}
-		return &exitError{code: exitFailed, err: err}
+		eng.CloseContext(hurry, drain)
+		// On SQLite DBOS's shutdown closed the store's handle (it is
+		// DBOS's too): the run's record is read through one of its own.
+		rd, _, err := openStore(context.WithoutCancel(ctx), o.db)
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+		st = rd
+		if root, err = st.GetInstance(context.WithoutCancel(ctx), id); err != nil {
+			return &exitError{code: exitFailed, err: fmt.Errorf("stopped; instance %s: %w", id, err)}
+		}
 	}
+	// A signal cut the wait short: what is left to print is still owed.
+	ctx = context.WithoutCancel(ctx)
+	interrupted := root.State == store.Created || root.State == store.Running
 	tree, err := st.ListInstances(ctx, store.Filter{Root: id})
 	if err != nil {
 		return err
@@ -175,8 +207,12 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		}
 	}
 
+	state := string(root.State)
+	if interrupted {
+		state = durable.StateInterrupted
+	}
 	if o.asJSON {
-		j := runResult{ID: id, Answer: root.Report, StopReason: root.StopReason, Usage: usage, State: string(root.State),
+		j := runResult{ID: id, Answer: root.Report, StopReason: root.StopReason, Usage: usage, State: state,
 			Question: question, Turns: root.Turns, ToolCalls: root.ToolCalls, Model: spec, Instances: rows, Cost: cost,
 			Error: root.Error}
 		if err := writeJSON(stdout, j); err != nil {
@@ -194,6 +230,19 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		}
 	}
 	switch {
+	case interrupted:
+		active := 0
+		for _, in := range tree {
+			if in.ID != id && (in.State == store.Created || in.State == store.Running) {
+				active++
+			}
+		}
+		with := ""
+		if active > 0 {
+			with = fmt.Sprintf(" with %d subagents at work", active)
+		}
+		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted, resumable: run %s is saved%s as of "+
+			"its last finished step; deputy worker resumes it (deputy cancel %s ends it)", id, with, id)}
 	case root.State == store.Asking:
 		return &exitError{code: exitWaiting, err: fmt.Errorf("%s waits for an answer: deputy answer %s TEXT", id, id)}
 	case root.State == store.Paused:
@@ -302,7 +351,12 @@ func progress(w io.Writer) func(agent.Event) {
 		case agent.EventQueued:
 			line = fmt.Sprintf("%s↳ %swaiting for %s", indent, who, e.Waiting)
 		case agent.EventEnded:
-			if r := e.Relay; r != nil {
+			switch r := e.Relay; {
+			case r != nil && r.State == durable.StateInterrupted:
+				// Stopped with this process: nothing ended, and its turns
+				// so far are kept for the run that resumes it.
+				line = fmt.Sprintf("%s↳ %sinterrupted, resumable (saved as of its last finished step)", indent, who)
+			case r != nil:
 				line = fmt.Sprintf("%s↳ %s%s in %d turns, %d chars reported", indent, who, r.State, r.Turns, len([]rune(r.Report)))
 			}
 		case agent.EventStep:

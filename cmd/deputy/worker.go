@@ -1,12 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,11 +23,20 @@ func newWorkerCmd() *cobra.Command {
 		Long: `A worker resumes the runs that a stopped process left pending (from their last
 finished step) and runs those queued with "deputy run --detach". It starts
 nothing new of its own. It stops on SIGINT or SIGTERM, or, with --until-idle,
-once no instance in the database is active.`,
+once no instance in the database is active.
+
+SIGINT or SIGTERM drains the worker, on SQLite as on Postgres: no step
+starts any more, the running ones (a tool call, a model call) finish within
+--drain-timeout, and it exits 0; its runs stay saved as of their last
+finished step, for the next worker (on Postgres, the others take them over at
+once). A second signal stops at once, cutting off what still runs. With
+--until-idle, a signal before the work is done exits 6 (interrupted,
+resumable).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx, hurry, release := stopSignals(cmd.Context(), cmd.ErrOrStderr(), cmp.Or(c.drain, durable.DefaultDrain), c.quiet)
+			defer release()
+			c.hurry = hurry
 			ws, err := filepath.Abs(c.workspace)
 			if err != nil {
 				return usageErr("workspace: %v", err)
@@ -65,6 +73,7 @@ once no instance in the database is active.`,
 	f.IntVar(&c.maxRuns, "max-runs", durable.DefaultMaxRuns, "runs this worker carries at once (on Postgres also the most it takes from the queue at once)")
 	f.IntVar(&c.fleetRuns, "fleet-max-runs", 0, "on Postgres, the most queued runs all the workers carry at once (give every worker the same); 0: only each worker's --max-runs")
 	f.StringVar(&c.executorID, "executor-id", "", executorFlagHelp)
+	f.DurationVar(&c.drain, "drain-timeout", durable.DefaultDrain, drainFlagHelp)
 	f.DurationVar(&c.lease, "lease", durable.DefaultLease, "on Postgres, this worker's lease: another takes its runs over once it has not renewed it for this long")
 	return cmd
 }
@@ -73,17 +82,23 @@ once no instance in the database is active.`,
 func waitIdle(ctx context.Context, eng *durable.Engine, poll time.Duration) error {
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	// The engine drains as the command returns; what is left is saved for
+	// the next worker.
+	stopped := &exitError{code: exitInterrupted, err: errors.New("stopped before the work was done; " +
+		"what is left is saved as of its last finished step: deputy worker resumes it")}
 	for {
 		idle, err := eng.Idle(ctx)
-		if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return stopped // a look cut short by the signal
+		case err != nil:
 			return err
-		}
-		if idle {
+		case idle:
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return errors.New("stopped before the work was done")
+			return stopped
 		case <-t.C:
 		}
 	}
