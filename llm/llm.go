@@ -6,6 +6,9 @@
 //   - A tool call's input stays the exact JSON bytes the model produced
 //     (Block.Input), from the provider to storage and back. Re-marshalling a
 //     decoded map reorders keys and breaks byte-stable prompt-cache prefixes.
+//     Arguments that are not a JSON object are kept too, as text
+//     (Block.InvalidInput), never as an invalid json.RawMessage: see
+//     ToolCall.
 //   - A block deputy does not interpret (thinking, redacted thinking, images,
 //     types that do not exist yet) is carried as its raw provider JSON
 //     (Block.Raw) and sent back untouched.
@@ -44,18 +47,25 @@ const (
 // block; which fields are meaningful depends on Type:
 //
 //	text:        Text
-//	tool_use:    ID, Name, Input (raw JSON object, never re-marshalled)
+//	tool_use:    ID, Name, Input (raw JSON object, never re-marshalled),
+//	             or InvalidInput (arguments that were not a JSON object)
 //	tool_result: ToolUseID, Text (the result content), IsError
 //	other:       Raw (the provider's exact JSON for the block)
 type Block struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	ToolUseID string          `json:"tool_use_id,omitempty"`
-	IsError   bool            `json:"is_error,omitempty"`
-	Raw       json.RawMessage `json:"raw,omitempty"`
+	Type  string          `json:"type"`
+	Text  string          `json:"text,omitempty"`
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// InvalidInput is a tool call's arguments exactly as the model sent
+	// them when they were not a JSON object (see ToolCall); Input is then
+	// empty. It is a string, not a json.RawMessage, because a RawMessage
+	// holding invalid JSON fails every json.Marshal of the block: of a
+	// durable step's output, of a stored transcript.
+	InvalidInput string          `json:"invalid_input,omitempty"`
+	ToolUseID    string          `json:"tool_use_id,omitempty"`
+	IsError      bool            `json:"is_error,omitempty"`
+	Raw          json.RawMessage `json:"raw,omitempty"`
 }
 
 // Text returns a text block.
@@ -64,6 +74,99 @@ func Text(s string) Block { return Block{Type: TypeText, Text: s} }
 // ToolUse returns a tool_use block; input must be a JSON object.
 func ToolUse(id, name string, input json.RawMessage) Block {
 	return Block{Type: TypeToolUse, ID: id, Name: name, Input: input}
+}
+
+// ToolCall returns the tool_use block of a call whose arguments arrived as
+// args, the exact bytes of the wire: the OpenAI wire's arguments string, the
+// Anthropic wire's input JSON or its concatenated input_json_delta
+// fragments. Providers build every call they decode with it.
+//
+// Arguments that are a JSON object become Input, byte for byte. Empty or
+// blank arguments mean no arguments: Input is {}. Anything else (JSON cut
+// short, a model's prose, a JSON value that is not an object) is kept
+// verbatim in InvalidInput, for three reasons: the call cannot run (the
+// loop answers it with an error result quoting what was sent, so the model
+// can retry; see Block.InputError); a model served by Ollama, vLLM or
+// llama.cpp sends such calls routinely, so it must not fail the run; and
+// the block must still marshal, which an invalid json.RawMessage does not.
+// Sending the call back is the provider's business: tool_use.input must be
+// an object on the Anthropic wire, so {} goes back there; see the OpenAI
+// provider for what its wire gets.
+func ToolCall(id, name string, args []byte) Block {
+	b := Block{Type: TypeToolUse, ID: id, Name: name}
+	switch {
+	case isBlank(args):
+		b.Input = json.RawMessage(`{}`)
+	case isObject(args):
+		b.Input = args
+	default:
+		b.InvalidInput = string(args)
+	}
+	return b
+}
+
+// isBlank reports whether b holds only JSON whitespace.
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isObject reports whether b is one valid JSON value that is an object.
+func isObject(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			return json.Valid(b)
+		}
+		return false
+	}
+	return false
+}
+
+// Arguments returns a tool_use block's arguments as the model sent them:
+// Input, or InvalidInput when they were not a JSON object.
+func (b *Block) Arguments() string {
+	if b.InvalidInput != "" {
+		return b.InvalidInput
+	}
+	return string(b.Input)
+}
+
+// InputError says why a tool_use block's arguments cannot be used, or
+// returns nil when they can (InvalidInput is empty). The message is for the
+// model: the JSON syntax error, or what kind of value came instead of an
+// object.
+func (b *Block) InputError() error {
+	if b.InvalidInput == "" {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal([]byte(b.InvalidInput), &v); err != nil {
+		return fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	kind := "null"
+	switch v.(type) {
+	case string:
+		kind = "a string"
+	case float64:
+		kind = "a number"
+	case bool:
+		kind = "a boolean"
+	case []any:
+		kind = "an array"
+	case map[string]any:
+		// Unreachable through ToolCall; a block built by hand may hold it.
+		return nil
+	}
+	return fmt.Errorf("arguments must be a JSON object, not %s", kind)
 }
 
 // ToolResult returns a tool_result block answering the tool_use with id.

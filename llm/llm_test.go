@@ -75,3 +75,49 @@ func TestContextWindowAndEstimates(t *testing.T) {
 		t.Fatalf("request estimate %d does not count the system prompt", n)
 	}
 }
+
+// TestToolCall: arguments that are a JSON object are Input byte for byte;
+// blank ones are {}; anything else is kept as sent in InvalidInput, says
+// why it cannot be used, and marshals (an invalid json.RawMessage would
+// fail every json.Marshal of the block, as a durable step output's did).
+func TestToolCall(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args, input, invalid, why string
+	}{
+		{args: ` {"a": 1} `, input: ` {"a": 1} `},
+		{args: "", input: "{}"},
+		{args: " \n", input: "{}"},
+		{args: `{"command": "echo hi"`, invalid: `{"command": "echo hi"`, why: "arguments are not valid JSON: unexpected end of JSON input"},
+		{args: `not json at all`, invalid: `not json at all`, why: "arguments are not valid JSON: invalid character 'o' in literal null (expecting 'u')"},
+		{args: `{"a":1} {"b":2}`, invalid: `{"a":1} {"b":2}`, why: "arguments are not valid JSON: invalid character '{' after top-level value"},
+		{args: `"x"`, invalid: `"x"`, why: "arguments must be a JSON object, not a string"},
+		{args: `[1]`, invalid: `[1]`, why: "arguments must be a JSON object, not an array"},
+		{args: `null`, invalid: `null`, why: "arguments must be a JSON object, not null"},
+		{args: `12`, invalid: `12`, why: "arguments must be a JSON object, not a number"},
+	} {
+		b := ToolCall("id", "bash", []byte(c.args))
+		if string(b.Input) != c.input || b.InvalidInput != c.invalid {
+			t.Errorf("%q: input %q invalid %q, want %q %q", c.args, b.Input, b.InvalidInput, c.input, c.invalid)
+		}
+		why := ""
+		if err := b.InputError(); err != nil {
+			why = err.Error()
+		}
+		if why != c.why {
+			t.Errorf("%q: InputError %q, want %q", c.args, why, c.why)
+		}
+		if c.invalid != "" && b.Arguments() != c.args {
+			t.Errorf("%q: Arguments %q", c.args, b.Arguments())
+		}
+		raw, err := json.Marshal(Message{Role: Assistant, Content: []Block{b}})
+		if err != nil {
+			t.Errorf("%q: marshal: %v", c.args, err)
+			continue
+		}
+		var back Message
+		if err := json.Unmarshal(raw, &back); err != nil || back.Content[0].InvalidInput != c.invalid || (len(back.Content[0].Input) == 0) != (c.input == "") {
+			t.Errorf("%q: round trip %s: %+v %v", c.args, raw, back, err)
+		}
+	}
+}

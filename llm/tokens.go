@@ -12,7 +12,7 @@ func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
 // EstimateOutput is the same rule applied to a response's output: the
 // tokens a model generated for content, with no framing (providers count
 // none in output). A text block costs EstimateTokens of its text, a tool
-// call EstimateTokens of its name plus EstimateTokens of its input JSON, and
+// call EstimateTokens of its name plus EstimateTokens of its arguments, and
 // any other block (thinking, opaque) EstimateTokens of its raw JSON. The
 // fake model reports this as output usage, in process and on both wires, and
 // paces per-token latency by it, so the three always agree.
@@ -24,7 +24,7 @@ func EstimateOutput(content []Block) int {
 		case TypeText, TypeToolResult:
 			n += EstimateTokens(b.Text)
 		case TypeToolUse:
-			n += EstimateTokens(b.Name) + EstimateTokens(string(b.Input))
+			n += EstimateTokens(b.Name) + EstimateTokens(b.Arguments())
 		default:
 			n += EstimateTokens(string(b.Raw))
 		}
@@ -43,7 +43,7 @@ func EstimateBlock(b *Block) int {
 	case TypeText, TypeToolResult:
 		n += EstimateTokens(b.Text)
 	case TypeToolUse:
-		n += EstimateTokens(b.Name) + EstimateTokens(string(b.Input))
+		n += EstimateTokens(b.Name) + EstimateTokens(b.Arguments())
 	default:
 		n += EstimateTokens(string(b.Raw))
 	}

@@ -160,7 +160,7 @@ func render(msgs []llm.Message, window int) string {
 			case llm.TypeText:
 				fmt.Fprintf(&b, "[%s] %s\n", m.Role, clip(blk.Text))
 			case llm.TypeToolUse:
-				fmt.Fprintf(&b, "[tool call %s] %s\n", blk.Name, clip(string(blk.Input)))
+				fmt.Fprintf(&b, "[tool call %s] %s\n", blk.Name, clip(blk.Arguments()))
 			case llm.TypeToolResult:
 				status := "result"
 				if blk.IsError {

@@ -65,6 +65,14 @@ func (b *Batch) Run(ctx context.Context, i int) llm.Block {
 	if err := ctx.Err(); err != nil {
 		return llm.ToolResult(c.ID, "not run: "+interruption(ctx), true)
 	}
+	if err := c.InputError(); err != nil {
+		// Arguments that are not a JSON object (a local model's cut or
+		// malformed call; see llm.ToolCall) are the model's mistake, not
+		// the run's: it hears what it sent and why that cannot run, and
+		// may call again. Running the tool with no arguments instead
+		// would act on an intent it never expressed.
+		return llm.ToolResult(c.ID, tool.Truncate(tool.BadArguments(c.Name, err, c.InvalidInput), b.limit), true)
+	}
 	out, isErr := b.set.Call(withCall(ctx, &Call{ID: c.ID, Turn: b.turn, Index: i, Transcript: b.transcript}), c.Name, c.Input)
 	if ctx.Err() != nil && isErr {
 		out = "interrupted: " + interruption(ctx) + "\n" + out

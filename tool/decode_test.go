@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/tool"
@@ -65,5 +66,27 @@ func TestDecodeDirect(t *testing.T) {
 	}
 	if _, err := tool.Decode[optionalIn](json.RawMessage(`[1]`)); err == nil || !strings.HasPrefix(err.Error(), "invalid arguments: ") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestBadArguments: the result quotes what was sent, cut at SentLimit
+// bytes on a rune boundary, and says the call did not run.
+func TestBadArguments(t *testing.T) {
+	t.Parallel()
+	why := fmt.Errorf("arguments are not valid JSON: unexpected end of JSON input")
+	got := tool.BadArguments("bash", why, `{"command": "echo hi"`)
+	want := "invalid arguments for bash: arguments are not valid JSON: unexpected end of JSON input; you sent: {\"command\": \"echo hi\"\n" +
+		"The call was not run. Call bash again with its arguments as one JSON object."
+	if got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	long := `{"content": "` + strings.Repeat("é", 400) // 2 bytes a rune: the limit falls mid-rune
+	got = tool.BadArguments("write_file", why, long)
+	sent := got[strings.Index(got, "you sent: ")+len("you sent: ") : strings.Index(got, "…")]
+	if len(sent) > tool.SentLimit || !strings.HasPrefix(long, sent) || !utf8.ValidString(sent) || len(sent) < tool.SentLimit-1 {
+		t.Errorf("quoted %d bytes %q", len(sent), sent)
+	}
+	if !strings.Contains(got, fmt.Sprintf("(%d bytes in all)", len(long))) {
+		t.Errorf("no total in %q", got)
 	}
 }

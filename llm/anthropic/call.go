@@ -46,7 +46,7 @@ func (m *Model) once(ctx context.Context, w *retry.Watchdog, req *llm.Request, p
 	if err != nil {
 		return nil, m.wrapErr(err, out, hint)
 	}
-	return toResponse(msg), nil
+	return toResponse(msg, nil), nil
 }
 
 // streamOnce makes one streaming attempt, passing deltas to stream (which
@@ -56,6 +56,9 @@ func (m *Model) streamOnce(ctx context.Context, w *retry.Watchdog, req *llm.Requ
 	s := m.client.Messages.NewStreaming(ctx, *p, m.attemptOptions(req, w, out, &hint)...)
 	defer s.Close()
 	var acc sdk.Message
+	// inputs[i] is block i's input_json_delta fragments as they came (see
+	// toolInput for why not the accumulator's).
+	var inputs [][]byte
 	stopped := false
 	emit := func(d llm.Delta) {
 		if stream != nil {
@@ -90,6 +93,12 @@ func (m *Model) streamOnce(ctx context.Context, w *retry.Watchdog, req *llm.Requ
 				emit(llm.Delta{Index: int(ev.Index), Type: llm.TypeText, Text: d.Text})
 			case "input_json_delta":
 				if d.PartialJSON != "" {
+					// The accumulator accepted the event, so the index is
+					// one of its blocks.
+					for int(ev.Index) >= len(inputs) {
+						inputs = append(inputs, nil)
+					}
+					inputs[ev.Index] = append(inputs[ev.Index], d.PartialJSON...)
 					emit(llm.Delta{Index: int(ev.Index), Type: llm.TypeToolUse, Text: d.PartialJSON})
 				}
 			case "thinking_delta":
@@ -107,7 +116,7 @@ func (m *Model) streamOnce(ctx context.Context, w *retry.Watchdog, req *llm.Requ
 		// was closed early. The partial message is not an answer.
 		return nil, retry.Transient(retry.ReasonStreamCut, errors.New("anthropic: stream ended before message_stop"))
 	}
-	return toResponse(&acc), nil
+	return toResponse(&acc, inputs), nil
 }
 
 // wrapErr turns an attempt's error into deputy's: an *llm.APIError carrying

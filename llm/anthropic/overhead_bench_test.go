@@ -31,6 +31,6 @@ func BenchmarkTranslate(b *testing.B) {
 		if _, err := m.params(req); err != nil {
 			b.Fatal(err)
 		}
-		_ = toResponse(&msg)
+		_ = toResponse(&msg, nil)
 	}
 }

@@ -115,7 +115,10 @@ func block(b *llm.Block) (sdk.ContentBlockParamUnion, error) {
 		return sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: b.Text}}, nil
 	case llm.TypeToolUse:
 		in := emptyObject
-		if len(b.Input) > 0 {
+		// A call whose arguments were not a JSON object (InvalidInput) goes
+		// back as {}: the API refuses any other input, and the call's error
+		// result, which quotes what the model sent, says why it failed.
+		if len(b.Input) > 0 && b.InvalidInput == "" {
 			if !json.Valid(b.Input) {
 				return sdk.ContentBlockParamUnion{}, fmt.Errorf("tool_use %s (%s): input is not valid JSON", b.ID, b.Name)
 			}

@@ -13,8 +13,9 @@ import (
 
 // toResponse translates the SDK's message. Text and tool_use become deputy
 // blocks (the input keeping the model's bytes); any other block is kept as
-// its raw JSON in canonical form.
-func toResponse(msg *sdk.Message) *llm.Response {
+// its raw JSON in canonical form. inputs, from a stream, holds each block's
+// concatenated input_json_delta fragments (nil for a block that had none).
+func toResponse(msg *sdk.Message, inputs [][]byte) *llm.Response {
 	r := &llm.Response{
 		ID:           msg.ID,
 		Model:        msg.Model,
@@ -34,7 +35,13 @@ func toResponse(msg *sdk.Message) *llm.Response {
 		case llm.TypeText:
 			r.Content = append(r.Content, llm.Text(b.Text))
 		case llm.TypeToolUse:
-			r.Content = append(r.Content, llm.ToolUse(b.ID, b.Name, toolInput(b)))
+			var in []byte
+			if i < len(inputs) && inputs[i] != nil {
+				in = inputs[i]
+			} else {
+				in = toolInput(b)
+			}
+			r.Content = append(r.Content, llm.ToolCall(b.ID, b.Name, in))
 		default:
 			r.Content = append(r.Content, llm.Opaque(b.Type, canonical(b.RawJSON())))
 		}
@@ -77,10 +84,15 @@ func bodySnippet(body string, status int) string {
 	return s + ": " + body
 }
 
-// toolInput returns a tool call's input as the exact bytes the wire
-// carried: the streaming accumulator concatenates the input fragments as
-// they came, and the non-streaming decoder keeps the raw bytes too. It is
-// copied so the response does not pin the SDK's buffers.
+// toolInput returns a non-streamed tool call's input as the exact bytes the
+// wire carried (the decoder keeps the raw bytes). That is any JSON value: one
+// that is not an object becomes the call's InvalidInput (llm.ToolCall). It
+// is copied so the response does not pin the SDK's buffers.
+//
+// A streamed call's input is not taken from here: the SDK's accumulator
+// replaces fragments that do not concatenate to valid JSON with {}, which
+// would run the tool with no arguments instead of telling the model its
+// arguments were not JSON, so streamOnce concatenates them itself.
 func toolInput(b *sdk.ContentBlockUnion) json.RawMessage {
 	if len(b.Input) == 0 {
 		return json.RawMessage(`{}`)

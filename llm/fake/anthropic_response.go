@@ -128,13 +128,28 @@ type anthThinkingOut struct {
 	Signature string `json:"signature"`
 }
 
+// anthInput is a finished tool_use block's input. A non-streamed response
+// is one JSON document, so arguments that are not an object (a scenario's
+// raw_input) can be only a JSON value of another kind: raw_input itself
+// when it is one (`"text"`, `[1]`), else a JSON string holding its text.
+// Either way the client sees an input that is not an object.
+func anthInput(b *llm.Block) json.RawMessage {
+	if b.InvalidInput == "" {
+		return b.Input
+	}
+	if json.Valid([]byte(b.InvalidInput)) {
+		return json.RawMessage(b.InvalidInput)
+	}
+	return appendJSONString(nil, b.InvalidInput)
+}
+
 // anthBlockJSON renders a finished content block.
 func anthBlockJSON(b *llm.Block) json.RawMessage {
 	switch b.Type {
 	case llm.TypeText:
 		return mustJSON(anthTextOut{Type: "text", Text: b.Text})
 	case llm.TypeToolUse:
-		return mustJSON(anthToolUseOut{Type: "tool_use", ID: b.ID, Name: b.Name, Input: b.Input})
+		return mustJSON(anthToolUseOut{Type: "tool_use", ID: b.ID, Name: b.Name, Input: anthInput(b)})
 	}
 	return b.Raw
 }
@@ -303,11 +318,15 @@ func (st *anthStream) block(i int, b *llm.Block) error {
 	case b.Type == llm.TypeToolUse:
 		// The API's first input fragment is empty; the rest cut the JSON
 		// text anywhere.
-		p := newPacer(llm.EstimateOutput([]llm.Block{*b}), len(b.Input))
+		// Arguments that are not a JSON object (a scenario's raw_input)
+		// stream as they are: fragments that never make an object, as a
+		// stream cut short or a model that lost its way sends them.
+		args := b.Arguments()
+		p := newPacer(llm.EstimateOutput([]llm.Block{*b}), len(args))
 		if err := sendDelta(st, &st.jsonEv, i, anthJSONDelta{Type: "input_json_delta"}, p, 0); err != nil {
 			return err
 		}
-		for _, piece := range g.jsonPieces(b.Input) {
+		for _, piece := range g.jsonPieces(args) {
 			if err := sendDelta(st, &st.jsonEv, i, anthJSONDelta{Type: "input_json_delta", PartialJSON: piece}, p, len(piece)); err != nil {
 				return err
 			}

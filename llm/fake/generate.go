@@ -99,10 +99,20 @@ func (s *Server) settleContent(g *generation, r *Reply, lim wireLimits, toolIDPr
 			if b.Name == "" {
 				return fmt.Errorf("fake: reply block %d: tool_use without a name", i)
 			}
-			if len(b.Input) == 0 {
+			switch {
+			case b.InvalidInput != "":
+				// Arguments that are not a JSON object, on purpose: a
+				// scenario's raw_input. They go out as they are.
+				if len(b.Input) > 0 {
+					return fmt.Errorf("fake: reply block %d: tool_use has both input and invalid input", i)
+				}
+				if !utf8.ValidString(b.InvalidInput) {
+					return fmt.Errorf("fake: reply block %d: tool_use invalid input is not valid UTF-8", i)
+				}
+			case len(b.Input) == 0:
 				b.Input = json.RawMessage(`{}`)
 			}
-			if !json.Valid(b.Input) || !utf8.Valid(b.Input) || firstNonSpace(b.Input) != '{' {
+			if b.InvalidInput == "" && (!json.Valid(b.Input) || !utf8.Valid(b.Input) || firstNonSpace(b.Input) != '{') {
 				return fmt.Errorf("fake: reply block %d: tool_use input is not a JSON object: %.80q", i, b.Input)
 			}
 			if b.ID == "" {
@@ -161,9 +171,8 @@ func (g *generation) textPieces(s string) []string {
 // points: inside keys, strings, numbers and escapes, as the APIs stream tool
 // input. Only a multi-byte character is kept whole, since each fragment
 // travels as a JSON string, which cannot hold half a character.
-func (g *generation) jsonPieces(raw []byte) []string {
+func (g *generation) jsonPieces(b string) []string {
 	var out []string
-	b := string(raw) // one copy; the pieces share it
 	for len(b) > 0 {
 		k := min(1+g.rng.IntN(g.maxDelta), len(b))
 		for k < len(b) && !utf8.RuneStart(b[k]) {

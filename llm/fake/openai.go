@@ -289,8 +289,9 @@ func oaiMessage(i int, m *oaiWireMessage) (llm.Role, []llm.Block, *wireError) {
 			switch {
 			case tc.Function != nil:
 				// The arguments string's bytes are the tool input as the
-				// model produced them.
-				blocks = append(blocks, llm.ToolUse(tc.ID, tc.Function.Name, json.RawMessage(tc.Function.Arguments)))
+				// model produced them; arguments that are not a JSON
+				// object (the API takes any string) are kept as text.
+				blocks = append(blocks, llm.ToolCall(tc.ID, tc.Function.Name, []byte(tc.Function.Arguments)))
 			case !isNull(tc.Custom):
 				raw, _ := json.Marshal(tc)
 				blocks = append(blocks, llm.Opaque("custom_tool_call", raw))

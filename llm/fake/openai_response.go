@@ -50,7 +50,7 @@ func (s *Server) openaiChat(ex *exchange) {
 			text.WriteString(b.Text)
 			hasText = true
 		case llm.TypeToolUse:
-			msg.ToolCalls = append(msg.ToolCalls, oaiToolCallOut{ID: b.ID, Type: "function", Function: oaiFunctionOut{Name: b.Name, Arguments: string(b.Input)}})
+			msg.ToolCalls = append(msg.ToolCalls, oaiToolCallOut{ID: b.ID, Type: "function", Function: oaiFunctionOut{Name: b.Name, Arguments: b.Arguments()}})
 		}
 	}
 	if hasText {
@@ -294,8 +294,11 @@ func (st *oaiStream) run(includeUsage bool) error {
 			if err != nil {
 				return err
 			}
-			p := newPacer(llm.EstimateOutput(g.content[i:i+1]), len(b.Input))
-			for _, piece := range g.jsonPieces(b.Input) {
+			// Arguments that are not a JSON object (a scenario's
+			// raw_input) stream as they are, as a local model's do.
+			args := b.Arguments()
+			p := newPacer(llm.EstimateOutput(g.content[i:i+1]), len(args))
+			for _, piece := range g.jsonPieces(args) {
 				if err := clock.Sleep(ctx, st.s.clock, time.Duration(p.next(len(piece)))*g.perToken); err != nil {
 					return err
 				}

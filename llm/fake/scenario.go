@@ -39,6 +39,8 @@ import (
 //	      - name: spawn_subagent
 //	        repeat: 5         # five calls; .I is 1..5, .N is 5
 //	        input: {task: "part {{.I}} of {{.N}}"}  # JSON object, keys in this order
+//	      - name: bash
+//	        raw_input: '{"command": "echo hi"'  # the arguments text as sent, JSON or not
 //	    stop_reason: end_turn # default: tool_use with tool calls, else end_turn
 //	    usage: {input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0}
 //	    latency: {first_byte: 1s}          # overrides the default per field
@@ -116,8 +118,11 @@ type reply struct {
 
 // toolCall is a compiled entry of tool_calls.
 type toolCall struct {
-	name   string
-	input  jsonTmpl
+	name  string
+	input jsonTmpl
+	// raw, when set (raw_input), is the call's arguments as text sent as
+	// they are, JSON or not; input is then unused.
+	raw    *tmpl
 	repeat int
 }
 
@@ -249,6 +254,12 @@ func (r *reply) build(st *reqState) Reply {
 	for i := range r.calls {
 		c := &r.calls[i]
 		for k := 1; k <= c.repeat; k++ {
+			if c.raw != nil {
+				// llm.ToolCall sorts the text as the client will: an
+				// object is Input, anything else InvalidInput.
+				content = append(content, llm.ToolCall(st.toolID(len(content)), c.name, []byte(c.raw.render(st.templateData(k, c.repeat)))))
+				continue
+			}
 			var input []byte
 			if c.input.static != nil {
 				input = c.input.static

@@ -873,17 +873,20 @@ func (d *decoder) toolCalls(n ast.Node, what string) ([]toolCall, error) {
 			return nil, err
 		}
 		c := toolCall{repeat: 1}
-		var input ast.Node
+		var input, raw ast.Node
 		for _, e := range entries {
 			switch e.key {
 			case "name":
 				c.name, err = d.str(e.val, w+".name")
 			case "input":
 				input = e.val
+			case "raw_input":
+				raw = e.val
+				c.raw, err = d.tmpl(e.val, w+".raw_input")
 			case "repeat":
 				c.repeat, err = d.count(e.val, w+".repeat", 1, maxRepeat)
 			default:
-				err = d.unknown(e, w, "name, input, repeat")
+				err = d.unknown(e, w, "name, input, raw_input, repeat")
 			}
 			if err != nil {
 				return nil, err
@@ -891,6 +894,15 @@ func (d *decoder) toolCalls(n ast.Node, what string) ([]toolCall, error) {
 		}
 		if c.name == "" {
 			return nil, d.errAt(item, "%s needs a name", w)
+		}
+		if raw != nil {
+			if input != nil {
+				return nil, d.errAt(raw, "%s has both input and raw_input: give one", w)
+			}
+			// The arguments text as the model would send it, JSON or
+			// not: see docs/scenarios.md.
+			out = append(out, c)
+			continue
 		}
 		var b jsonBuilder
 		if input == nil {

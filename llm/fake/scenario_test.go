@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -247,6 +248,8 @@ func TestParseErrors(t *testing.T) {
 		{"times zero", "rules:\n  - times: 0\n    text: a\n", 2, "times"},
 		{"repeat too big", "rules:\n  - tool_calls: [{name: a, repeat: 5000}]\n", 2, "repeat"},
 		{"tool call without name", "rules:\n  - tool_calls:\n      - input: {a: 1}\n", 3, "needs a name"},
+		{"input and raw_input", "rules:\n  - tool_calls:\n      - name: a\n        input: {x: 1}\n        raw_input: '{\"x\"'\n", 5, "both input and raw_input"},
+		{"raw_input not a string", "rules:\n  - tool_calls: [{name: a, raw_input: {x: 1}}]\n", 2, "raw_input must be a string"},
 		{"input not a mapping", "rules:\n  - tool_calls: [{name: a, input: [1, 2]}]\n", 2, "must be a mapping"},
 		{"input infinity", "rules:\n  - tool_calls: [{name: a, input: {x: .inf}}]\n", 2, "infinity"},
 		{"tool_error not bool", "rules:\n  - match: {tool_error: \"yes\"}\n    text: a\n", 2, "true or false"},
@@ -441,5 +444,29 @@ func TestDocCommentExampleParses(t *testing.T) {
 	}
 	if _, err := ParseScenario([]byte(yaml.String()), "scenario.go"); err != nil {
 		t.Errorf("%v\n%s", err, yaml.String())
+	}
+}
+
+// TestRawInput: raw_input is the arguments text as sent, JSON or not, a
+// template like text; llm.ToolCall sorts it as a provider would.
+func TestRawInput(t *testing.T) {
+	t.Parallel()
+	s, err := ParseScenario([]byte(`
+rules:
+  - tool_calls:
+      - {name: bash, raw_input: '{"command": "echo {{.I}}"', repeat: 2}
+      - {name: bash, raw_input: '{"command": "ok"}'}
+`), "raw.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := NewModel(s, WithoutLatency()).Generate(context.Background(), &llm.Request{Messages: []llm.Message{llm.UserText("go")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := resp.Message().ToolUses()
+	if len(c) != 3 || c[0].InvalidInput != `{"command": "echo 1"` || c[1].InvalidInput != `{"command": "echo 2"` ||
+		len(c[0].Input) != 0 || string(c[2].Input) != `{"command": "ok"}` || c[2].InvalidInput != "" {
+		t.Fatalf("calls %+v", c)
 	}
 }

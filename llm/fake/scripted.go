@@ -203,7 +203,7 @@ func (m *Model) play(ctx context.Context, rep *Reply, compiled *reply, stream fu
 			}
 			input, ok := compiled.staticInput(b.Input)
 			if !ok {
-				input = string(b.Input)
+				input = b.Arguments() // as they are when not an object (raw_input)
 			}
 			if err := fragments(input, func(s string) error {
 				return emit(llm.Delta{Index: i, Type: llm.TypeToolUse, Text: s})
@@ -260,7 +260,7 @@ func fragments(s string, f func(string) error) error {
 func contentBytes(content []llm.Block) int {
 	n := 0
 	for i := range content {
-		n += len(content[i].Text) + len(content[i].Input) + len(content[i].Raw)
+		n += len(content[i].Text) + len(content[i].Input) + len(content[i].InvalidInput) + len(content[i].Raw)
 	}
 	return n
 }

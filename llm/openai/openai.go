@@ -62,6 +62,18 @@ type Options struct {
 	// NonStreaming uses the non-streaming endpoint when Generate gets no
 	// stream callback. By default every call streams.
 	NonStreaming bool
+	// EchoInvalidArguments sends a tool call whose arguments were not a
+	// JSON object (llm.Block.InvalidInput) back with those arguments byte
+	// for byte. By default it goes back with arguments "{}", and the
+	// model learns what it sent from the call's error result, which
+	// quotes it. The default is the safe one because the servers that
+	// produce such calls most (vLLM 0.23 to 0.25, Ollama, llama.cpp)
+	// parse every replayed arguments string and answer 400 when it is
+	// not JSON, on every later turn: one bad call would end the run
+	// there instead. The OpenAI API itself takes any string; set this
+	// against it when the model should see its own bytes in its history.
+	// The transcript keeps the bytes as sent either way.
+	EchoInvalidArguments bool
 }
 
 // Model is an llm.Model backed by a Chat Completions server. It is safe for

@@ -78,7 +78,7 @@ func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 	}
 	for i := range req.Messages {
 		var err error
-		msgs, err = appendMessage(msgs, &req.Messages[i])
+		msgs, err = appendMessage(msgs, &req.Messages[i], &m.opts)
 		if err != nil {
 			return p, fmt.Errorf("message %d: %w", i, err)
 		}
@@ -91,7 +91,7 @@ func (m *Model) params(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 // wire messages: each tool_result is a message of role tool, and must come
 // right after the assistant message that called it, so a user turn's tool
 // results go first and its text after them.
-func appendMessage(msgs []sdk.ChatCompletionMessageParamUnion, m *llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
+func appendMessage(msgs []sdk.ChatCompletionMessageParamUnion, m *llm.Message, opts *Options) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	switch m.Role {
 	case llm.Assistant:
 		a := &sdk.ChatCompletionAssistantMessageParam{}
@@ -103,7 +103,14 @@ func appendMessage(msgs []sdk.ChatCompletionMessageParamUnion, m *llm.Message) (
 				text.WriteString(b.Text)
 			case llm.TypeToolUse:
 				args := "{}"
-				if len(b.Input) > 0 {
+				switch {
+				case b.InvalidInput != "":
+					// Arguments that were not a JSON object go back as {}
+					// unless EchoInvalidArguments: see the option.
+					if opts.EchoInvalidArguments {
+						args = b.InvalidInput
+					}
+				case len(b.Input) > 0:
 					if !json.Valid(b.Input) {
 						return msgs, fmt.Errorf("block %d: tool_use %s (%s): input is not valid JSON", j, b.ID, b.Name)
 					}

@@ -103,11 +103,10 @@ func toResponse(cc *sdk.ChatCompletion, order []int) *llm.Response {
 	r.Content = make([]llm.Block, 0, len(calls)+1)
 	toolUse := func(i int) llm.Block {
 		tc := &calls[i]
-		in := []byte(tc.Function.Arguments)
-		if len(in) == 0 {
-			in = []byte(`{}`)
-		}
-		return llm.ToolUse(tc.ID, tc.Function.Name, in)
+		// Arguments that are not a JSON object (a local model's cut or
+		// malformed call) are kept as sent, for the loop to answer with an
+		// error result: see llm.ToolCall.
+		return llm.ToolCall(tc.ID, tc.Function.Name, []byte(tc.Function.Arguments))
 	}
 	if order == nil {
 		if text != "" {

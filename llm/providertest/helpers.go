@@ -125,8 +125,8 @@ func (s *streamed) check(t testing.TB, r *llm.Response) {
 			if sb.id != b.ID || sb.name != b.Name {
 				t.Errorf("block %d: streamed id/name %q/%q, response %q/%q", i, sb.id, sb.name, b.ID, b.Name)
 			}
-			if sb.text != string(b.Input) && !(sb.text == "" && string(b.Input) == "{}") {
-				t.Errorf("block %d: streamed input %q, response %q", i, sb.text, b.Input)
+			if args := b.Arguments(); sb.text != args && !(sb.text == "" && args == "{}") {
+				t.Errorf("block %d: streamed input %q, response %q", i, sb.text, args)
 			}
 		case "thinking":
 			var th struct{ Thinking string }

@@ -95,6 +95,7 @@ func Run(t *testing.T, tg Target) {
 	t.Run("Cancel", func(t *testing.T) { t.Parallel(); testCancel(t, tg) })
 	t.Run("SlowFirstByte", func(t *testing.T) { t.Parallel(); testSlowFirstByte(t, tg) })
 	t.Run("RandomFaults", func(t *testing.T) { t.Parallel(); forModes(t, tg, testRandomFaults) })
+	t.Run("BadArguments", func(t *testing.T) { t.Parallel(); forModes(t, tg, testBadArguments) })
 }
 
 func forModes(t *testing.T, tg Target, f func(t *testing.T, tg Target, m mode)) {
