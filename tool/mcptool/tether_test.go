@@ -48,8 +48,8 @@ func TestStdioServerEnvAndTether(t *testing.T) {
 		t.Skipf("no PID namespaces here (%s)", m)
 	}
 	out, err = ts["mcp__calc__pid"].Run(context.Background(), json.RawMessage(`{}`))
-	if err != nil || out != "1" {
-		t.Errorf("the server's own pid: %q %v, want 1 (pid 1 of its namespace)", out, err)
+	if err != nil || out != fmt.Sprint(s.PID()) {
+		t.Errorf("the server's pid as /proc names it: %q %v, want %d", out, err, s.PID())
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.PID()))
 	if err != nil {

@@ -135,7 +135,7 @@ func NewServer(opts Options) *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "The server's process id."},
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
-			return text(strconv.Itoa(os.Getpid())), nil, nil
+			return text(strconv.Itoa(hostPID())), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Fail on purpose."},
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
@@ -194,4 +194,17 @@ func Calls(dir string) int {
 		return 0
 	}
 	return strings.Count(string(b), "\n")
+}
+
+// hostPID is the server's pid as the tests see it. A server deputy
+// started tethered is pid 1 of a PID namespace of its own, where getpid
+// says 1; /proc, still the host's procfs, names it by its host pid.
+func hostPID() int {
+	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err == nil {
+			return pid
+		}
+	}
+	return os.Getpid()
 }
