@@ -42,8 +42,10 @@ Every request needs the server's token. The first start writes one to the
 data directory (beside a SQLite database: .deputy/token; for Postgres:
 $DEPUTY_HOME/token or ~/.deputy/token), mode 0600, and prints it once. Programs
 send it as "Authorization: Bearer TOKEN"; the dashboard asks for it once and
-keeps an HttpOnly session cookie. It listens on loopback unless --addr names
-another address. SIGINT or SIGTERM stops it; running instances resume at the
+keeps an HttpOnly session cookie. A request without the token is refused on its
+headers, its body unread; connections are capped (--max-conns), the oldest
+unauthenticated or idle one closed for a new one (docs/api.md, "Limits"). It
+listens on loopback unless --addr names another address. SIGINT or SIGTERM stops it; running instances resume at the
 next start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
