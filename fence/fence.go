@@ -50,11 +50,12 @@ var Protected = []string{
 	"deputy.yaml",
 }
 
-// Hidden are the workspace's paths a sandboxed child's programs cannot
-// even read: .deputy holds the database of every run's transcripts (what
-// other runs read and wrote, tool output included) and the server's
-// token. A child needs none of it: its definition, skills and
-// instructions reach it through deputy.
+// Hidden are the workspace's paths a fenced child cannot even read, with
+// its sandboxed programs or its file tools (builtin.Config.Hidden: they
+// run in deputy's process, outside the sandbox): .deputy holds the
+// database of every run's transcripts (what other runs read and wrote,
+// tool output included) and the server's token. A child needs none of it:
+// its definition, skills and instructions reach it through deputy.
 var Hidden = []string{".deputy/"}
 
 // Fencer is agent.Fencer for children of roots working in Workspace.
@@ -65,8 +66,8 @@ type Fencer struct {
 	Workspace string
 	Config    agent.IsolationConfig
 	// Tools builds a child's tools for a directory, its commands run
-	// through sb when set, Protected read-only (builtin.Tools with
-	// Workspace, Sandbox and ReadOnly).
+	// through sb when set, Protected read-only and Hidden hidden
+	// (builtin.Tools with Workspace, Sandbox, ReadOnly and Hidden).
 	Tools func(dir string, sb shell.Sandbox) (*tool.Set, error)
 	Clock clock.Clock
 	// StateDir holds sandboxes' /tmp and snapshots (os.TempDir()).

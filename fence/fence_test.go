@@ -51,7 +51,7 @@ func repo(t *testing.T) string {
 func fencer(ws string, iso agent.IsolationConfig, stateDir string) *fence.Fencer {
 	return &fence.Fencer{Workspace: ws, Config: iso, StateDir: stateDir,
 		Tools: func(dir string, sb shell.Sandbox) (*tool.Set, error) {
-			tools, err := builtin.Tools(builtin.Config{Workspace: dir, Sandbox: sb, ReadOnly: fence.Protected})
+			tools, err := builtin.Tools(builtin.Config{Workspace: dir, Sandbox: sb, ReadOnly: fence.Protected, Hidden: fence.Hidden})
 			if err != nil {
 				return nil, err
 			}
@@ -107,7 +107,9 @@ func TestWorktreeSandboxFence(t *testing.T) {
 		t.Errorf("bash rewrote .git: %q", out)
 	}
 	for _, p := range []string{".git", ".deputy/agents/x.md", "deputy.yaml"} {
-		if out, isErr := call(t, fc.Tools, "write_file", `{"path":"`+p+`","content":"x"}`); !isErr || !strings.Contains(out, "read-only here") {
+		// .deputy/ is hidden as well as protected: hidden says it first.
+		out, isErr := call(t, fc.Tools, "write_file", `{"path":"`+p+`","content":"x"}`)
+		if !isErr || !strings.Contains(out, "read-only here") && !strings.Contains(out, "is hidden") {
 			t.Errorf("write_file %s: %q", p, out)
 		}
 	}
@@ -281,8 +283,13 @@ func TestSandboxFenceProtectsAbsentPaths(t *testing.T) {
 			if strings.Contains(out, "SQLite transcripts") {
 				t.Errorf("the database was read from the sandbox: %q", out)
 			}
+			if out, isErr := call(t, fc.Tools, "read_file", `{"path":".deputy/deputy.db"}`); !isErr || strings.Contains(out, "SQLite transcripts") {
+				t.Errorf("read_file read the database: %q", out)
+			}
 			for _, p := range []string{".claude/agents/general-purpose.md", "deputy.yaml", ".deputy/agents/x.md", ".git/hooks/pre-commit", ".mcp/../deputy.yaml"} {
-				if out, isErr := call(t, fc.Tools, "write_file", `{"path":"`+p+`","content":"x"}`); !isErr || !strings.Contains(out, "read-only here") {
+				// .deputy/ is hidden as well as protected: hidden says it first.
+				out, isErr := call(t, fc.Tools, "write_file", `{"path":"`+p+`","content":"x"}`)
+				if !isErr || !strings.Contains(out, "read-only here") && !strings.Contains(out, "is hidden") {
 					t.Errorf("write_file %s: %q", p, out)
 				}
 			}

@@ -235,8 +235,10 @@ func Fence() func(durable.Spec) agent.Fencer {
 		}
 		return &fence.Fencer{Workspace: s.Workspace, Config: iso,
 			Tools: func(dir string, sb shell.Sandbox) (*tool.Set, error) {
+				// The file tools run in deputy's process, outside the
+				// sandbox: they must hide what it hides from programs.
 				return builtinSet(builtin.Config{Workspace: dir, SearchURL: s.SearchURL, Sandbox: sb,
-					ReadOnly: fence.Protected}, nil)
+					ReadOnly: fence.Protected, Hidden: fence.Hidden}, nil)
 			}}
 	}
 }

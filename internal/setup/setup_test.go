@@ -2,12 +2,17 @@ package setup
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/sandbox"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // Any process opens a program's fan-out root's model (deputy worker
@@ -64,5 +69,89 @@ func TestLoadConfigEmptyWorkspaceFileIsAbsent(t *testing.T) {
 	write(filepath.Join(ws, "deputy.yaml"), "tiers: {haiku: \"openai:gpt-5-mini\"}\n")
 	if c, err := LoadConfig(ws, "", "anthropic:claude-sonnet-4-5"); err != nil || c.Tiers[agent.TierHaiku] != "openai:gpt-5-mini" {
 		t.Fatalf("the workspace's own: %+v %v", c, err)
+	}
+}
+
+// deputyWorkspace is a workspace holding deputy's database, its token and
+// a definition, each with a secret in it.
+func deputyWorkspace(t *testing.T) string {
+	t.Helper()
+	ws := t.TempDir()
+	for rel, body := range map[string]string{".deputy/deputy.db": "SQLite format 3\x00 SECRET transcripts",
+		".deputy/token": "SECRET-token\n", ".deputy/agents/a.md": "---\nname: a\n---\nSECRET definition\n", "main.go": "package main\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, rel), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ws
+}
+
+func callSet(t *testing.T, set *tool.Set, name, args string) (string, bool) {
+	t.Helper()
+	return set.Call(context.Background(), name, json.RawMessage(args))
+}
+
+// A fenced child's file tools, which run in deputy's process outside its
+// sandbox, cannot read .deputy/ (the database of every run, the token, the
+// definitions) any more than its programs can: named it is refused, walked
+// over it is absent.
+func TestFencedChildFileToolsHideDeputyDir(t *testing.T) {
+	t.Parallel()
+	if err := sandbox.Available(); err != nil {
+		if os.Getenv("DEPUTY_REQUIRE_ISOLATION") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("bubblewrap cannot run here:", err)
+	}
+	ws := deputyWorkspace(t)
+	f := Fence()(durable.Spec{Workspace: ws})
+	fc, err := f.Fence(context.Background(), "i-1", &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Release()
+	for _, c := range [][2]string{
+		{"read_file", `{"path":".deputy/deputy.db"}`},
+		{"read_file", `{"path":".deputy/token"}`},
+		{"read_file", `{"path":".deputy/agents/a.md"}`},
+		{"grep", `{"pattern":"SECRET","path":".deputy"}`},
+		{"grep", `{"pattern":"SECRET","path":".deputy/token"}`},
+		{"glob", `{"pattern":".deputy/**"}`},
+	} {
+		if out, isErr := callSet(t, fc.Tools, c[0], c[1]); !isErr || !strings.Contains(out, "is hidden") || strings.Contains(out, "SECRET") {
+			t.Errorf("%s %s: %q", c[0], c[1], out)
+		}
+	}
+	if out, isErr := callSet(t, fc.Tools, "grep", `{"pattern":"SECRET"}`); isErr || !strings.HasPrefix(out, "no matches") {
+		t.Errorf("grep over the workspace: %q", out)
+	}
+	// (The box's placeholders for absent protected paths are listed.)
+	if out, isErr := callSet(t, fc.Tools, "glob", `{"pattern":"**"}`); isErr || strings.Contains(out, ".deputy") || !strings.Contains(out, "main.go\n") {
+		t.Errorf("glob **: %q", out)
+	}
+}
+
+// An unfenced agent's file tools (a root's here) do not read the database
+// or the token either; its definitions they may read and write.
+func TestRootFileToolsHideSecrets(t *testing.T) {
+	t.Parallel()
+	ws := deputyWorkspace(t)
+	set, err := Tools()(durable.Spec{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".deputy/deputy.db", ".deputy/token"} {
+		if out, isErr := callSet(t, set, "read_file", `{"path":"`+p+`"}`); !isErr || !strings.Contains(out, "is hidden") {
+			t.Errorf("read_file %s: %q", p, out)
+		}
+	}
+	if out, isErr := callSet(t, set, "grep", `{"pattern":"SECRET"}`); isErr || out != ".deputy/agents/a.md:4: SECRET definition\n" {
+		t.Errorf("grep: %q", out)
+	}
+	if out, isErr := callSet(t, set, "write_file", `{"path":".deputy/agents/b.md","content":"---\nname: b\n---\n"}`); isErr {
+		t.Errorf("write_file a definition: %q", out)
 	}
 }

@@ -42,12 +42,33 @@ type Config struct {
 	// ReadOnly are workspace-relative paths the file tools may read but
 	// not write (fstool.Workspace.ReadOnly).
 	ReadOnly []string
+	// Hidden are workspace-relative paths that do not exist for the file
+	// tools (fstool.Workspace.Hide), beyond Secrets, which are always
+	// hidden: a fenced child's whole .deputy/ (fence.Hidden).
+	Hidden []string
 
 	// FetchPolicy decides which addresses web_fetch may reach
 	// (web.DefaultPolicy: everything but link-local/metadata).
 	FetchPolicy  web.AddrPolicy
 	FetchTimeout time.Duration // (30 s)
 	FetchMaxRead int64         // body bytes read (2 MiB)
+}
+
+// Secrets are the workspace's files that every agent's file tools, fenced
+// or not, treat as absent: deputy's default database (with SQLite's
+// journal files), which holds every run's transcripts, tool output
+// included, and the server's token beside it (cmd/deputy's default). A
+// model reads files it is pointed at, and a prompt-injected one would
+// read these and pass them on (a grep for "Bearer" suffices); no task
+// needs them through a file tool. The rest of .deputy/ (agents/, skills/)
+// stays readable and writable to unfenced agents, which may be asked to
+// write a definition. This is no fence for an unfenced agent's bash, which
+// runs as deputy and can read them: it keeps them out of the file tools'
+// reach and their walks. A database placed elsewhere in the workspace
+// (--db, $DEPUTY_DB) is not covered.
+var Secrets = []string{
+	".deputy/deputy.db", ".deputy/deputy.db-wal", ".deputy/deputy.db-shm", ".deputy/deputy.db-journal",
+	".deputy/token",
 }
 
 // Tools returns the built-in tools in a stable order: read_file,
@@ -61,7 +82,7 @@ func Tools(cfg Config) ([]tool.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools := fstool.Tools(ws.ReadOnly(cfg.ReadOnly...), cfg.Files)
+	tools := fstool.Tools(ws.ReadOnly(cfg.ReadOnly...).Hide(Secrets...).Hide(cfg.Hidden...), cfg.Files)
 	bash, err := shell.New(shell.Config{
 		Dir:            ws.Dir(),
 		Clock:          cfg.Clock,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -121,5 +122,56 @@ func TestToolsShareTheWorkspace(t *testing.T) {
 	}
 	if out := call("glob", `{"pattern":"**/*.md"}`); !strings.HasPrefix(out, "notes/todo.md\n") {
 		t.Errorf("glob: %q", out)
+	}
+}
+
+// deputy's database and token are hidden from every agent's file tools,
+// with no configuration: a prompt-injected model could otherwise read
+// every run's transcripts and the server's token and pass them on.
+// Definitions stay reachable; Hidden adds paths (a fenced child's whole
+// .deputy/).
+func TestToolsHideDeputysSecrets(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	for rel, body := range map[string]string{".deputy/deputy.db": "SQLite format 3 SECRET transcripts",
+		".deputy/deputy.db-wal": "SECRET wal", ".deputy/token": "SECRET-token", ".deputy/agents/a.md": "---\nname: a\n---\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, rel), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call := func(set *tool.Set, name, args string) (string, bool) {
+		t.Helper()
+		return set.Call(context.Background(), name, json.RawMessage(args))
+	}
+	set, err := builtin.Set(builtin.Config{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".deputy/deputy.db", ".deputy/deputy.db-wal", ".deputy/token"} {
+		if out, isErr := call(set, "read_file", `{"path":"`+p+`"}`); !isErr || !strings.Contains(out, "is hidden") {
+			t.Errorf("read_file %s: %q", p, out)
+		}
+	}
+	if out, isErr := call(set, "grep", `{"pattern":"SECRET"}`); isErr || !strings.HasPrefix(out, "no matches") {
+		t.Errorf("grep: %q", out)
+	}
+	if out, isErr := call(set, "glob", `{"pattern":"**"}`); isErr || out != ".deputy/\n.deputy/agents/\n.deputy/agents/a.md\n" {
+		t.Errorf("glob: %q", out)
+	}
+	if out, isErr := call(set, "read_file", `{"path":".deputy/agents/a.md"}`); isErr {
+		t.Errorf("read_file a definition: %q", out)
+	}
+	set, err = builtin.Set(builtin.Config{Workspace: ws, Hidden: []string{".deputy/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, isErr := call(set, "read_file", `{"path":".deputy/agents/a.md"}`); !isErr || !strings.Contains(out, "is hidden") {
+		t.Errorf("read_file with .deputy/ hidden: %q", out)
+	}
+	if out, isErr := call(set, "glob", `{"pattern":"**"}`); isErr || !strings.HasPrefix(out, "no paths match") {
+		t.Errorf("glob with .deputy/ hidden: %q", out)
 	}
 }

@@ -70,6 +70,10 @@ func (t *EditFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
+	hide := t.ws.hider(r)
+	if err := hide.check(r, rel, in.Path); err != nil {
+		return "", err
+	}
 	if err := t.ws.writable(rel, in.Path); err != nil {
 		return "", err
 	}
@@ -85,9 +89,9 @@ func (t *EditFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 	case fi.Size() > t.lim.MaxFileBytes:
 		return "", fmt.Errorf("%s is %d bytes, more than edit_file handles (%d); use write_file or bash", in.Path, fi.Size(), t.lim.MaxFileBytes)
 	}
-	data, err := r.ReadFile(rel)
+	data, err := readChecked(r, rel, t.ws, hide, in.Path)
 	if err != nil {
-		return "", t.ws.pathErr(in.Path, err)
+		return "", err
 	}
 	if isBinary(data) {
 		return "", fmt.Errorf("%s is a binary file; edit_file changes text only", in.Path)

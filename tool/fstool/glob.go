@@ -77,6 +77,10 @@ func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	hide := t.ws.hider(r)
+	if err := hide.check(r, start, base); err != nil {
+		return "", err
+	}
 	start = display(start)
 	if _, err := r.Stat(start); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -90,7 +94,7 @@ func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		depth = strings.Count(pat, "/") + 1
 	}
 	var matches []string
-	truncated, err := walk(ctx, r, start, t.lim.WalkEntries, func(p string, d fs.DirEntry) error {
+	truncated, err := walk(ctx, r, start, t.lim.WalkEntries, hide, func(p string, d fs.DirEntry) error {
 		if p == start {
 			return nil
 		}

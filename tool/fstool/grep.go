@@ -90,6 +90,10 @@ func (t *Grep) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	hide := t.ws.hider(r)
+	if err := hide.check(r, start, where); err != nil {
+		return "", err
+	}
 	start = display(start)
 	fi, err := r.Stat(start)
 	if err != nil {
@@ -120,7 +124,12 @@ func (t *Grep) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		if fi.Size() > t.lim.MaxFileBytes {
 			return "", fmt.Errorf("%s is %d bytes, more than grep searches (%d)", where, fi.Size(), t.lim.MaxFileBytes)
 		}
-		bin, err := t.grepFile(ctx, r, start, shownBase, re, st)
+		bin, err := t.grepFile(ctx, r, hide, start, shownBase, re, st)
+		var he *HiddenError
+		if errors.As(err, &he) {
+			he.Path = where
+			return "", he
+		}
 		if err != nil {
 			return "", t.ws.pathErr(where, err)
 		}
@@ -129,7 +138,7 @@ func (t *Grep) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		}
 		return t.report(st, in.Pattern, where, false), nil
 	}
-	truncated, err := walk(ctx, r, start, t.lim.WalkEntries, func(p string, d fs.DirEntry) error {
+	truncated, err := walk(ctx, r, start, t.lim.WalkEntries, hide, func(p string, d fs.DirEntry) error {
 		if !d.Type().IsRegular() {
 			return nil // directories, and symlinks, which are not followed
 		}
@@ -142,11 +151,16 @@ func (t *Grep) Run(ctx context.Context, input json.RawMessage) (string, error) {
 			st.large++
 			return nil
 		}
-		bin, err := t.grepFile(ctx, r, p, shown(p), re, st)
+		bin, err := t.grepFile(ctx, r, hide, p, shown(p), re, st)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		var he *HiddenError
 		switch {
+		case errors.As(err, &he):
+			// Reached by a directory swapped for a symlink during the
+			// walk: as absent as the rest of the hidden path, so not
+			// even counted as unreadable.
 		case err != nil:
 			st.unreadable++
 		case bin:
@@ -162,12 +176,15 @@ func (t *Grep) Run(ctx context.Context, input json.RawMessage) (string, error) {
 
 // grepFile adds the matching lines of one file to st. It reports a binary
 // file instead of searching it.
-func (t *Grep) grepFile(ctx context.Context, r *os.Root, p, name string, re *regexp.Regexp, st *grepState) (binary bool, err error) {
+func (t *Grep) grepFile(ctx context.Context, r *os.Root, hide *hider, p, name string, re *regexp.Regexp, st *grepState) (binary bool, err error) {
 	f, err := r.Open(p)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
+	if err := hide.opened(t.ws, f, name); err != nil {
+		return false, err
+	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(binarySniff)
 	if isBinary(head) {

@@ -73,6 +73,10 @@ func (t *ReadFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
+	hide := t.ws.hider(r)
+	if err := hide.check(r, rel, in.Path); err != nil {
+		return "", err
+	}
 	// Stat before opening: opening a FIFO for reading would block.
 	fi, err := r.Stat(rel)
 	if err != nil {
@@ -89,6 +93,9 @@ func (t *ReadFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 		return "", t.ws.pathErr(in.Path, err)
 	}
 	defer f.Close()
+	if err := hide.opened(t.ws, f, in.Path); err != nil {
+		return "", err
+	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(binarySniff)
 	if isBinary(head) {

@@ -16,8 +16,10 @@ var errWalkLimit = errors.New("walk limit reached")
 // entry but never descended into, so a walk cannot leave the workspace or
 // loop. .git directories below start are skipped (they are noise and can
 // be huge); naming one as start walks it. fn gets slash-separated paths
-// relative to r. Unreadable directories are skipped, not fatal.
-func walk(ctx context.Context, r *os.Root, start string, maxEntries int, fn func(p string, d fs.DirEntry) error) (truncated bool, err error) {
+// relative to r. Unreadable directories are skipped, not fatal. Hidden
+// paths below start (hide; start itself the caller has checked) are
+// skipped as if absent: not listed, not entered, not counted.
+func walk(ctx context.Context, r *os.Root, start string, maxEntries int, hide *hider, fn func(p string, d fs.DirEntry) error) (truncated bool, err error) {
 	visited := 0
 	err = fs.WalkDir(r.FS(), start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -25,6 +27,12 @@ func walk(ctx context.Context, r *os.Root, start string, maxEntries int, fn func
 				return err
 			}
 			return nil // an unreadable subdirectory does not spoil the rest
+		}
+		if p != start && hide.covers(p) != "" {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		if visited++; visited > maxEntries {
 			return errWalkLimit

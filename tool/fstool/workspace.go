@@ -20,6 +20,9 @@ type Workspace struct {
 	// readOnly are workspace-relative paths the writing tools refuse
 	// (ReadOnly).
 	readOnly []string
+	// hidden are workspace-relative paths no file tool reads, lists or
+	// writes (Hide).
+	hidden []string
 }
 
 // ReadOnly returns the workspace with paths (relative to its root, each a
@@ -28,6 +31,7 @@ type Workspace struct {
 // deputy's own files.
 func (w *Workspace) ReadOnly(paths ...string) *Workspace {
 	c := *w
+	c.readOnly = append([]string(nil), w.readOnly...) // not the receiver's backing array
 	for _, p := range paths {
 		c.readOnly = append(c.readOnly, filepath.ToSlash(filepath.Clean(p)))
 	}

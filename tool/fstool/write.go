@@ -69,6 +69,9 @@ func (t *WriteFile) Run(ctx context.Context, input json.RawMessage) (string, err
 	if err != nil {
 		return "", err
 	}
+	if err := t.ws.hider(r).check(r, rel, in.Path); err != nil {
+		return "", err
+	}
 	if err := t.ws.writable(rel, in.Path); err != nil {
 		return "", err
 	}
