@@ -1,0 +1,183 @@
+package durable_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/llm/fake"
+	"github.com/deputy-run/deputy/store"
+	"github.com/deputy-run/deputy/tool"
+)
+
+const sqliteDrainScenario = `
+rules:
+  - match: {turn: 1}
+    tool_calls: [{name: slow, input: {}}]
+  - match: {turn: 2}
+    text: "after: {{index .ToolResults 0}}"
+`
+
+// held is a side-effecting tool that says when it starts and finishes
+// when released, or, if it must, when its context ends (cut off).
+type held struct {
+	started chan struct{}
+	release chan struct{}
+	runs    *atomic.Int64
+}
+
+func (held) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "slow", Description: "takes its time", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+func (held) ReadOnly() bool { return false }
+func (h held) Run(ctx context.Context, _ json.RawMessage) (string, error) {
+	if h.runs.Add(1) == 1 {
+		close(h.started)
+	}
+	select {
+	case <-h.release:
+		return "slow done", nil
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
+	}
+}
+
+// openDrainEngine opens an engine alone on the SQLite file path, its
+// drain timed by drainClock.
+func openDrainEngine(t *testing.T, path string, drainClock clock.Clock, h held) (*durable.Engine, *store.Store) {
+	t.Helper()
+	st, err := store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fake.ParseScenario([]byte(sqliteDrainScenario), "drain.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := fake.NewModel(s, fake.WithoutLatency())
+	e, err := durable.Open(context.Background(), durable.Options{
+		Store: st, DrainClock: drainClock,
+		Models: func(string) (llm.Model, string, error) { return model, "fake", nil },
+		Tools:  func(durable.Spec) (*tool.Set, error) { return tool.NewSet(h) },
+	})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(5 * time.Second); st.Close() })
+	return e, st
+}
+
+// resumeAfterDrain opens a second engine on path (DBOS closed the first's
+// handle at its shutdown), which recovers the run, and returns the run's
+// end and its transcript as text.
+func resumeAfterDrain(t *testing.T, ctx context.Context, path, id string, h held) (*store.Instance, string) {
+	t.Helper()
+	e, st := openDrainEngine(t, path, nil, h)
+	in, err := e.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := st.Transcript(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(msgs)
+	return in, string(b)
+}
+
+// An engine alone on SQLite drains when it closes: the side-effecting call
+// it is in finishes and is checkpointed before DBOS shuts down, nothing
+// starts after it, and the next engine finishes the run from there without
+// running the call again or reporting it interrupted.
+func TestDrainAloneOnSQLite(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "deputy.db")
+	var runs atomic.Int64
+	h := held{started: make(chan struct{}), release: make(chan struct{}), runs: &runs}
+	drainClock := clock.NewFake(time.Now())
+	e, _ := openDrainEngine(t, path, drainClock, h)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, err := e.Start(ctx, "slow", durable.Spec{System: "root", Model: "fake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-h.started
+	drained := make(chan bool, 1)
+	go func() { drained <- e.CloseContext(context.Background(), time.Hour) }()
+	// The drain's bound is armed: Close waits for the call, which only
+	// its release ends.
+	if err := drainClock.WaitPending(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-drained:
+		t.Fatal("Close returned while a step ran")
+	default:
+	}
+	close(h.release)
+	if ok := <-drained; !ok {
+		t.Fatal("the drain reports steps cut off")
+	}
+	in, transcript := resumeAfterDrain(t, ctx, path, id, h)
+	if in.State != store.Completed || in.Report != "after: slow done" || runs.Load() != 1 {
+		t.Fatalf("after the drain: %s %q, the call ran %d times", in.State, in.Report, runs.Load())
+	}
+	if strings.Contains(transcript, "interrupted") {
+		t.Fatalf("the transcript reports the call interrupted: %s", transcript)
+	}
+}
+
+// The drain is bounded: its timeout passing on the drain clock, or its
+// context ending (a second signal), cuts the running call off, and the
+// next engine reports that call interrupted rather than run it again.
+func TestDrainBoundCutsOff(t *testing.T) {
+	t.Parallel()
+	for _, by := range []string{"timeout", "context"} {
+		t.Run(by, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "deputy.db")
+			var runs atomic.Int64
+			h := held{started: make(chan struct{}), release: make(chan struct{}), runs: &runs}
+			drainClock := clock.NewFake(time.Now())
+			e, _ := openDrainEngine(t, path, drainClock, h)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			id, err := e.Start(ctx, "slow", durable.Spec{System: "root", Model: "fake"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-h.started
+			hurry, now := context.WithCancel(context.Background())
+			defer now()
+			drained := make(chan bool, 1)
+			go func() { drained <- e.CloseContext(hurry, 30*time.Second) }()
+			if err := drainClock.WaitPending(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			if by == "timeout" {
+				drainClock.Advance(30 * time.Second)
+			} else {
+				now()
+			}
+			if ok := <-drained; ok {
+				t.Fatal("the drain reports every step finished")
+			}
+			in, transcript := resumeAfterDrain(t, ctx, path, id, h)
+			if in.State != store.Completed || !strings.HasPrefix(in.Report, "after: "+durable.Interrupted[:20]) || runs.Load() != 1 {
+				t.Fatalf("after the cut: %s %q, the call ran %d times", in.State, in.Report, runs.Load())
+			}
+			if !strings.Contains(transcript, "interrupted") {
+				t.Fatalf("the transcript does not report the call interrupted: %s", transcript)
+			}
+		})
+	}
+}
