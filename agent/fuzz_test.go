@@ -23,6 +23,7 @@ func FuzzParseDefinition(f *testing.F) {
 	f.Add([]byte("---\nname: a\ndescription: b\ntools:\n  - Read\nbudget:\n  wallTime: 1m\n---\nx"))
 	f.Add([]byte("---\na: &x [1]\nb: *x\n---\n"))
 	f.Add([]byte("---\n---\n"))
+	f.Add([]byte("---\nname: a\ndescription: d\ntools: [read_file, glob\n  x: y\n---\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := ParseDefinition("f.md", data)
 		if p.Def == nil {

@@ -3,6 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -327,5 +329,36 @@ func TestDefinitionJSONRoundTrip(t *testing.T) {
 	}
 	if back.Budgets != d.Budgets || back.Source != d.Source || back.Tools == nil || back.Extra["color"] != "red" {
 		t.Fatalf("round trip %+v", back)
+	}
+}
+
+// Loading a catalog from a directory leaves a broken file out with its
+// file:line, and loads the rest.
+func TestLoadLeavesBrokenFrontMatterOutWithItsLine(t *testing.T) {
+	t.Parallel()
+	proj := t.TempDir()
+	dir := filepath.Join(proj, ".claude", "agents")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range map[string]string{
+		"broken.md": "---\nname: broken\ndescription: reads\ntools: [read_file, glob\n---\nRead.\n",
+		"colon.md":  "---\nname: colon\ndescription: Use it. Triggers on: 'x'\n---\nC.\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, res := Load(LoadOptions{ProjectDir: proj, NoBuiltins: true})
+	errs, warns := res.Issues()
+	want := filepath.Join(dir, "broken.md") + ":4: tools: not valid YAML"
+	if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), want) {
+		t.Fatalf("errors %v; want one starting %q", errs, want)
+	}
+	if _, ok := c.Lookup("broken"); ok {
+		t.Fatal("the broken definition is in the catalog")
+	}
+	if d, ok := c.Lookup("colon"); !ok || d.Description != "Use it. Triggers on: 'x'" || !hasIssue(warns, 3, "read as Claude Code reads it") {
+		t.Fatalf("colon: %+v %v, warnings %v", d, ok, warns)
 	}
 }
