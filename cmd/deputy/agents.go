@@ -19,7 +19,13 @@ func newAgentsCmd() *cobra.Command {
 		Long: `Subagent definitions are Markdown files with YAML front matter (Claude Code's
 .claude/agents format). Without PATHs, deputy reads the project's .deputy/agents
 and .claude/agents, the user's ~/.deputy/agents, and its built-ins; with PATHs
-(files or directories, searched recursively for *.md) it reads only those.`,
+(files or directories, searched recursively for *.md) it reads only those.
+
+Front matter must be YAML. A one-line value YAML cannot read as written (an
+unquoted ": " in a description) is read as text, as Claude Code reads it, with
+a warning; anything else that is not YAML (an unclosed [ list, a key indented by
+mistake, a key given twice) is an error at its file:line, and the file is not
+loaded.`,
 	}
 	cmd.AddCommand(newAgentsListCmd(), newAgentsValidateCmd(), newAgentsPutCmd())
 	return cmd

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deputy-run/deputy/store"
 )
 
 // corpus is the in-repo copy of the Claude Code definitions corpus.
@@ -24,8 +27,9 @@ func TestAgentsValidateCorpus(t *testing.T) {
 	if strings.Contains(out, "error:") {
 		t.Fatalf("errors:\n%s", out)
 	}
-	if n := strings.Count(out, "read line by line"); n != 8 {
-		t.Fatalf("%d line-by-line warnings, want 8", n)
+	// The 8 files with an unquoted ": " in a one-line description.
+	if n := strings.Count(out, "read as Claude Code reads it"); n != 8 {
+		t.Fatalf("%d warnings of values read as Claude Code reads them, want 8", n)
 	}
 }
 
@@ -144,19 +148,125 @@ func lastLines(s string, n int) string {
 	return strings.Join(l, "\n")
 }
 
-func TestAgentsPutStoresGoodFilesAndNamesBadOnes(t *testing.T) {
+// storedDefinitions is what the workspace's database holds, name to
+// source; nil when there is no database at all.
+func storedDefinitions(t *testing.T, ws string) map[string]string {
+	t.Helper()
+	db := filepath.Join(ws, ".deputy", "deputy.db")
+	if _, err := os.Stat(db); os.IsNotExist(err) {
+		return nil
+	}
+	st, err := store.Open(context.Background(), db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	defs, err := st.Definitions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range defs {
+		out[d.Name] = d.Source
+	}
+	return out
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// One bad file stores nothing: a put is all or nothing, so a fixed rerun
+// is the whole change.
+func TestAgentsPutIsAllOrNothing(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
 	good := filepath.Join(ws, "helper.md")
 	bad := filepath.Join(ws, "broken.md")
-	os.WriteFile(good, []byte("---\nname: helper\ndescription: helps\ntools: Read, Grep\n---\nYou help.\n"), 0o644)
-	os.WriteFile(bad, []byte("---\nname: broken\ndescription: b\nmode: sideways\n---\n"), 0o644)
+	writeFile(t, good, "---\nname: helper\ndescription: helps\ntools: Read, Grep\n---\nYou help.\n")
+	writeFile(t, bad, "---\nname: broken\ndescription: b\nmode: sideways\n---\n")
 	out, errOut, code := deputy(t, ws, nil, "agents", "put", good, bad)
-	if code != exitUsage || !strings.Contains(out, "stored helper") || !strings.Contains(errOut, "broken.md:4: mode:") {
+	if code != exitUsage || strings.Contains(out, "stored") || !strings.Contains(errOut, "broken.md:4: mode:") ||
+		!strings.Contains(errOut, "nothing stored") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if got := storedDefinitions(t, ws); len(got) != 0 {
+		t.Fatalf("stored %v", got)
+	}
+	if out, errOut, code := deputy(t, ws, nil, "agents", "put", good); code != 0 || !strings.Contains(out, "stored helper") {
+		t.Fatalf("put: exit %d: %s %s", code, out, errOut)
 	}
 	// Putting it again is fine (an upsert).
 	if _, errOut, code := deputy(t, ws, nil, "agents", "put", good); code != 0 {
 		t.Fatalf("second put: exit %d: %s", code, errOut)
+	}
+	if got := storedDefinitions(t, ws); len(got) != 1 || got["helper"] == "" {
+		t.Fatalf("stored %v", got)
+	}
+}
+
+// Two files of one name in one put used to be stored one after the other,
+// the second winning silently (issue 16, item 9).
+func TestAgentsPutRefusesTwoFilesOfOneName(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	old := "---\nname: helper\ndescription: the stored one\n---\nOld.\n"
+	writeFile(t, filepath.Join(ws, "old.md"), old)
+	if _, errOut, code := deputy(t, ws, nil, "agents", "put", "old.md"); code != 0 {
+		t.Fatalf("put: exit %d: %s", code, errOut)
+	}
+	writeFile(t, filepath.Join(ws, "a.md"), "---\nname: helper\ndescription: from a\n---\nA.\n")
+	writeFile(t, filepath.Join(ws, "b.md"), "---\ndescription: from b\nname: helper\n---\nB.\n")
+	writeFile(t, filepath.Join(ws, "other.md"), "---\nname: other\ndescription: fine\n---\nO.\n")
+	out, errOut, code := deputy(t, ws, nil, "agents", "put", "a.md", "other.md", "b.md")
+	if code != exitUsage || strings.Contains(out, "stored") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	for _, want := range []string{`b.md:3: name "helper" is also defined in a.md:2`, "1 of 3 files", "nothing stored"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if got := storedDefinitions(t, ws); len(got) != 1 || got["helper"] != old {
+		t.Fatalf("stored %v, want only the old helper", got)
+	}
+}
+
+// A definition whose front matter is not YAML is refused with file:line
+// by every way in: validate on the catalog's directory and on a path,
+// list, and put (issue 16, item 9: "tools: [read_file, glob" loaded as
+// [glob] with a warning).
+func TestAgentsBrokenFrontMatterRefusedWithFileAndLine(t *testing.T) {
+	t.Parallel()
+	proj := t.TempDir()
+	writeFile(t, filepath.Join(proj, ".claude", "agents", "broken.md"),
+		"---\nname: broken\ndescription: reads\ntools: [read_file, glob\nmodel: haiku\n---\nRead.\n")
+	writeFile(t, filepath.Join(proj, ".claude", "agents", "good.md"), "---\nname: good\ndescription: fine\n---\nGood.\n")
+	const want = ".claude/agents/broken.md:4: tools: not valid YAML"
+
+	out, _, code := deputy(t, proj, nil, "agents", "validate")
+	if code != 1 || !strings.Contains(out, "error: "+want) || !strings.Contains(out, "loaded 1/2") {
+		t.Fatalf("validate: exit %d\n%s", code, out)
+	}
+	out, _, code = deputy(t, proj, nil, "agents", "validate", filepath.Join(".claude", "agents"))
+	if code != 1 || !strings.Contains(out, "error: "+want) || !strings.Contains(out, "loaded 1/2") {
+		t.Fatalf("validate PATH: exit %d\n%s", code, out)
+	}
+	out, errOut, code := deputy(t, proj, nil, "agents", "list")
+	if code != 0 || strings.Contains(out, "broken") || !strings.Contains(out, "good\n") || !strings.Contains(errOut, "error: "+want) {
+		t.Fatalf("list: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	out, errOut, code = deputy(t, proj, nil, "agents", "put", filepath.Join(".claude", "agents", "good.md"), filepath.Join(".claude", "agents", "broken.md"))
+	if code != exitUsage || strings.Contains(out, "stored") || !strings.Contains(errOut, want) {
+		t.Fatalf("put: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if got := storedDefinitions(t, proj); len(got) != 0 {
+		t.Fatalf("stored %v", got)
 	}
 }
