@@ -52,8 +52,8 @@ resumable).`,
 				return err
 			}
 			defer closeEng()
-			if _, err := eng.Adopt(ctx); err != nil {
-				return err
+			if _, err := eng.Adopt(ctx); err != nil && ctx.Err() == nil {
+				return err // a look cut short by a signal is a stop like any other
 			}
 			if !untilIdle {
 				<-ctx.Done()
