@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/deputy-run/deputy/cost"
+	"github.com/deputy-run/deputy/tool/shell"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 )
@@ -37,6 +39,24 @@ type Config struct {
 	// database.
 	Telemetry TelemetryConfig `json:"-"`
 	MCP       MCPConfig       `json:"mcp,omitzero"`
+	Bash      BashConfig      `json:"bash,omitzero"`
+}
+
+// BashConfig is deputy.yaml's bash section: what programs the bash tool
+// runs may take from deputy's environment, fenced or not.
+//
+//	bash:
+//	  env: [SSH_AUTH_SOCK, NPM_CONFIG_REGISTRY]
+type BashConfig struct {
+	// Env names variables of deputy's environment that commands get
+	// beyond the allowlisted ones (shell.AllowEnv), as they are, URL
+	// credentials included; a sandboxed command gets them too
+	// (sandbox.Policy.Env). Only names: what a command prints reaches the
+	// provider, the transcript and the database, so passing a variable
+	// is the operator's decision. deputy's own (shell.OwnEnv: ANTHROPIC_*,
+	// OPENAI_*, DEPUTY_*, OTEL_*) are refused here, since shell would
+	// drop them anyway and a grant that silently does nothing misleads.
+	Env []string `json:"env,omitempty"`
 }
 
 // MCPConfig is deputy.yaml's mcp section: what definitions' MCP servers
@@ -231,8 +251,10 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 			parseTelemetry(kv.Value, &c.Telemetry, bad)
 		case "mcp":
 			parseMCP(kv.Value, &c.MCP, bad)
+		case "bash":
+			parseBash(kv.Value, &c.Bash, bad)
 		default:
-			bad(kv, "unknown key %q (tiers, prices, isolation, telemetry, mcp)", key)
+			bad(kv, "unknown key %q (tiers, prices, isolation, telemetry, mcp, bash)", key)
 		}
 	}
 	if len(errs) > 0 {
@@ -358,6 +380,38 @@ func parseMCP(n ast.Node, c *MCPConfig, bad func(ast.Node, string, ...any)) {
 				continue
 			}
 			c.Env = append(c.Env, name)
+		}
+	}
+}
+
+// parseBash reads deputy.yaml's bash section into c.
+func parseBash(n ast.Node, c *BashConfig, bad func(ast.Node, string, ...any)) {
+	pairs, ok := mappingPairs(n)
+	if !ok {
+		bad(n, "bash: want a mapping (env)")
+		return
+	}
+	for _, kv := range pairs {
+		if name := kv.Key.String(); name != "env" {
+			bad(kv, "bash: unknown field %q (env)", name)
+			continue
+		}
+		seq, ok := kv.Value.(*ast.SequenceNode)
+		if !ok {
+			bad(kv.Value, "bash.env: want a list of variable names")
+			continue
+		}
+		for _, v := range seq.Values {
+			name, ok := stringNode(v)
+			switch {
+			case !ok || !envName.MatchString(name):
+				bad(v, "bash.env: want a variable name, such as SSH_AUTH_SOCK")
+			case shell.OwnEnv(name):
+				bad(v, "bash.env: %s is deputy's own (ANTHROPIC_*, OPENAI_*, DEPUTY_*, OTEL_*): no program gets it", name)
+			case slices.Contains(c.Env, name): // harmless; once is enough
+			default:
+				c.Env = append(c.Env, name)
+			}
 		}
 	}
 }

@@ -201,3 +201,53 @@ func TestParseConfigMCP(t *testing.T) {
 		t.Errorf("scalar env: %v", err)
 	}
 }
+
+// bash.env grants programs variables by name; deputy's own are refused at
+// their line, since the bash tool never passes them and a grant that does
+// nothing would mislead.
+func TestParseConfigBashEnv(t *testing.T) {
+	t.Parallel()
+	c, err := ParseConfig("deputy.yaml", []byte("bash:\n  env: [SSH_AUTH_SOCK, NPM_CONFIG_REGISTRY, SSH_AUTH_SOCK]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Bash.Env, []string{"SSH_AUTH_SOCK", "NPM_CONFIG_REGISTRY"}) {
+		t.Fatalf("bash %+v", c.Bash)
+	}
+	// Recorded in a run's spec, so a worker resuming it grants the same.
+	b, _ := json.Marshal(c)
+	var back Config
+	if err := json.Unmarshal(b, &back); err != nil || !slices.Equal(back.Bash.Env, c.Bash.Env) {
+		t.Fatalf("round trip %s: %+v %v", b, back.Bash, err)
+	}
+	_, err = ParseConfig("deputy.yaml", []byte(`bash:
+  env:
+    - GOOD
+    - ANTHROPIC_API_KEY
+    - 'not a name'
+    - otel_exporter_otlp_headers
+    - DEPUTY_DB
+    - OPENAI_BASE_URL
+  timeout: 3
+`))
+	for _, w := range []string{
+		"deputy.yaml:4: bash.env: ANTHROPIC_API_KEY is deputy's own",
+		"deputy.yaml:5: bash.env: want a variable name",
+		"deputy.yaml:6: bash.env: otel_exporter_otlp_headers is deputy's own",
+		"deputy.yaml:7: bash.env: DEPUTY_DB is deputy's own",
+		"deputy.yaml:8: bash.env: OPENAI_BASE_URL is deputy's own",
+		`deputy.yaml:9: bash: unknown field "timeout"`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in %v", w, err)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "GOOD") {
+		t.Errorf("a good name refused: %v", err)
+	}
+	for _, src := range []string{"bash:\n  env: SSH_AUTH_SOCK\n", "bash: [env]\n"} {
+		if _, err := ParseConfig("deputy.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "deputy.yaml:") {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+}

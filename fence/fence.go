@@ -65,6 +65,11 @@ type Fencer struct {
 	// (or in the worktree).
 	Workspace string
 	Config    agent.IsolationConfig
+	// Env names variables of deputy's environment the sandbox passes to
+	// a child's programs beyond its own few (sandbox.Policy.Env):
+	// deputy.yaml's bash.env, which Tools must grant too, since a command
+	// gets only what both bash's allowlist and the sandbox's let through.
+	Env []string
 	// Tools builds a child's tools for a directory, its commands run
 	// through sb when set, Protected read-only and Hidden hidden
 	// (builtin.Tools with Workspace, Sandbox, ReadOnly and Hidden).
@@ -208,6 +213,7 @@ func (f *Fencer) policy(dir string, def *agent.Definition) sandbox.Policy {
 		Workspace:    dir,
 		Protect:      Protected,
 		Hide:         Hidden,
+		Env:          f.Env,
 		WritePaths:   def.WritePaths,
 		ReadPaths:    def.ReadPaths,
 		Network:      len(def.Network) > 0, // host lists are not enforced: any grant opens the network

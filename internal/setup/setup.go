@@ -211,8 +211,18 @@ func Tools(extra ...tool.Tool) func(durable.Spec) (*tool.Set, error) {
 		if st, err := os.Stat(s.Workspace); err != nil || !st.IsDir() {
 			return nil, fmt.Errorf("workspace %s is not a directory", s.Workspace)
 		}
-		return builtinSet(builtin.Config{Workspace: s.Workspace, SearchURL: s.SearchURL}, extra)
+		return builtinSet(builtin.Config{Workspace: s.Workspace, SearchURL: s.SearchURL, BashPassEnv: bashEnv(s)}, extra)
 	}
+}
+
+// bashEnv is what the run's deputy.yaml grants programs beyond the
+// allowlist (bash.env), recorded with the run so a worker resuming it
+// grants the same.
+func bashEnv(s durable.Spec) []string {
+	if s.Config == nil {
+		return nil
+	}
+	return s.Config.Bash.Env
 }
 
 func builtinSet(cfg builtin.Config, extra []tool.Tool) (*tool.Set, error) {
@@ -233,12 +243,15 @@ func Fence() func(durable.Spec) agent.Fencer {
 		if s.Config != nil {
 			iso = s.Config.Isolation
 		}
-		return &fence.Fencer{Workspace: s.Workspace, Config: iso,
+		// A granted variable must pass both filters a fenced command's
+		// environment goes through: bash's allowlist and the sandbox's.
+		env := bashEnv(s)
+		return &fence.Fencer{Workspace: s.Workspace, Config: iso, Env: env,
 			Tools: func(dir string, sb shell.Sandbox) (*tool.Set, error) {
 				// The file tools run in deputy's process, outside the
 				// sandbox: they must hide what it hides from programs.
 				return builtinSet(builtin.Config{Workspace: dir, SearchURL: s.SearchURL, Sandbox: sb,
-					ReadOnly: fence.Protected, Hidden: fence.Hidden}, nil)
+					ReadOnly: fence.Protected, Hidden: fence.Hidden, BashPassEnv: env}, nil)
 			}}
 	}
 }

@@ -155,3 +155,46 @@ func TestRootFileToolsHideSecrets(t *testing.T) {
 		t.Errorf("write_file a definition: %q", out)
 	}
 }
+
+// deputy.yaml's bash.env reaches programs end to end: parsed from the
+// file, recorded in the run's spec, granted by a root's bash and by a
+// fenced child's, through the sandbox's own allowlist too; a variable it
+// does not name reaches neither.
+func TestBashEnvGrantReachesPrograms(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "deputy.yaml"), []byte("bash:\n  env: [SETUP_GRANTED]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SETUP_GRANTED", "granted-value")
+	t.Setenv("SETUP_UNGRANTED", "ungranted-value")
+	cfg, err := LoadConfig(ws, "", "anthropic:claude-sonnet-4-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := durable.Spec{Workspace: ws, Config: cfg}
+	const cmd = `{"command":"echo \"granted=$SETUP_GRANTED ungranted=$SETUP_UNGRANTED\""}`
+	const want = "granted=granted-value ungranted=\n[exit code: 0]"
+
+	set, err := Tools()(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, isErr := callSet(t, set, "bash", cmd); isErr || out != want {
+		t.Errorf("root's bash: %q", out)
+	}
+
+	if err := sandbox.Available(); err != nil {
+		if os.Getenv("DEPUTY_REQUIRE_ISOLATION") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("bubblewrap cannot run here:", err)
+	}
+	fc, err := Fence()(spec).Fence(context.Background(), "i-1", &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Release()
+	if out, isErr := callSet(t, fc.Tools, "bash", cmd); isErr || out != want {
+		t.Errorf("fenced child's bash: %q", out)
+	}
+}

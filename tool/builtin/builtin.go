@@ -33,9 +33,15 @@ type Config struct {
 	BashTimeout    time.Duration // default per command (120 s)
 	BashMaxTimeout time.Duration // cap on timeout_s (600 s)
 	BashMaxOutput  int           // bytes of output kept (30,000)
-	// BashEnv is the environment for commands before secret filtering
-	// (os.Environ() when nil).
+	// BashEnv is the environment commands' variables are chosen from
+	// (os.Environ() when nil). Commands never get all of it: only the
+	// allowlisted names (shell.AllowEnv) and those in BashPassEnv, never
+	// deputy's own, and a sandboxed command then only what the sandbox
+	// passes too (sandbox.Policy.Env).
 	BashEnv []string
+	// BashPassEnv names more variables of BashEnv commands get, as the
+	// operator granted them (deputy.yaml's bash.env; shell.Config.PassEnv).
+	BashPassEnv []string
 	// Sandbox, when set, confines every command bash runs (a fenced
 	// child's sandbox.Box).
 	Sandbox shell.Sandbox
@@ -90,6 +96,7 @@ func Tools(cfg Config) ([]tool.Tool, error) {
 		MaxTimeout:     cfg.BashMaxTimeout,
 		MaxOutput:      cfg.BashMaxOutput,
 		Env:            cfg.BashEnv,
+		PassEnv:        cfg.BashPassEnv,
 		Sandbox:        cfg.Sandbox,
 	})
 	if err != nil {

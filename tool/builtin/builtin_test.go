@@ -175,3 +175,19 @@ func TestToolsHideDeputysSecrets(t *testing.T) {
 		t.Errorf("glob with .deputy/ hidden: %q", out)
 	}
 }
+
+// BashPassEnv is the operator's grant: bash gets those names of BashEnv
+// beyond its allowlist, and still never deputy's own.
+func TestToolsBashPassEnv(t *testing.T) {
+	t.Parallel()
+	set, err := builtin.Set(builtin.Config{Workspace: t.TempDir(),
+		BashEnv:     []string{"PATH=" + os.Getenv("PATH"), "GRANTED=g", "UNGRANTED=u", "DEPUTY_TOKEN=t"},
+		BashPassEnv: []string{"GRANTED", "DEPUTY_TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, isErr := set.Call(context.Background(), "bash", json.RawMessage(`{"command":"echo \"$GRANTED/$UNGRANTED/$DEPUTY_TOKEN\""}`))
+	if isErr || out != "g//\n[exit code: 0]" {
+		t.Errorf("got %q", out)
+	}
+}
