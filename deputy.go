@@ -278,10 +278,15 @@ func leaseOf(o Options) time.Duration {
 	return cmp.Or(o.Lease, durable.DefaultLease)
 }
 
-// Close stops the engine, letting running steps end for up to ten
-// seconds; unfinished instances resume at the next Open.
-func (rt *Runtime) Close() error {
-	rt.eng.Close(10 * time.Second)
+// Close stops the engine, letting running steps end for up to
+// durable.DefaultDrain; unfinished instances resume at the next Open.
+func (rt *Runtime) Close() error { return rt.CloseContext(context.Background(), durable.DefaultDrain) }
+
+// CloseContext is Close with the drain's bound given: steps still running
+// after drain, or when ctx ends (a second signal), are cut off and
+// reported interrupted when their runs resume.
+func (rt *Runtime) CloseContext(ctx context.Context, drain time.Duration) error {
+	rt.eng.CloseContext(ctx, drain)
 	telErr := rt.closeTel() // after the engine: its last events are spans too
 	rt.unlock()
 	return errors.Join(rt.st.Close(), telErr)

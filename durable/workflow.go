@@ -580,7 +580,7 @@ func (r *recorder) with(id string, turn int, m llm.Message) store.With {
 				p.ToolCalls++
 				r.tools[b.ID] = b.Name
 				event("tool_call", map[string]any{"turn": turn, "id": b.ID, "name": b.Name,
-					"input": agent.OneLine(string(b.Input), toolEventCut)})
+					"input": agent.OneLine(b.Arguments(), toolEventCut)})
 			}
 		}
 		cp := *p

@@ -381,7 +381,7 @@ func progress(w io.Writer) func(agent.Event) {
 func loopLine(e loop.Event) string {
 	switch e.Kind {
 	case loop.EventToolCall:
-		return fmt.Sprintf("· %s %s", e.Block.Name, clip(string(e.Block.Input), 120))
+		return fmt.Sprintf("· %s %s", e.Block.Name, clip(e.Block.Arguments(), 120))
 	case loop.EventToolResult:
 		if e.Block.IsError {
 			return fmt.Sprintf("  ! %s", clip(firstLine(e.Block.Text), 160))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,14 +10,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	deputylib "github.com/deputy-run/deputy"
+	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/mcpserver"
 	"github.com/deputy-run/deputy/serve"
 	"github.com/deputy-run/deputy/serve/web"
@@ -31,6 +31,7 @@ func newServeCmd() *cobra.Command {
 	var c runtimeFlags
 	var addr, tokenFile string
 	var maxConns int
+	var drain time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
 		Short: "Run instances and serve the HTTP API, live events, the web dashboard and MCP",
@@ -45,18 +46,21 @@ send it as "Authorization: Bearer TOKEN"; the dashboard asks for it once and
 keeps an HttpOnly session cookie. A request without the token is refused on its
 headers, its body unread; connections are capped (--max-conns), the oldest
 unauthenticated or idle one closed for a new one (docs/api.md, "Limits"). It
-listens on loopback unless --addr names another address. SIGINT or SIGTERM stops it; running instances resume at the
-next start.`,
+listens on loopback unless --addr names another address. SIGINT or SIGTERM stops
+it after a drain, as for "deputy worker": running steps finish within
+--drain-timeout, a second signal cuts them off; unfinished instances resume at
+the next start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			stderr := cmd.ErrOrStderr()
+			drain := cmp.Or(drain, durable.DefaultDrain)
+			ctx, hurry, release := stopSignals(cmd.Context(), stderr, drain, false)
+			defer release()
 			rt, url, err := c.open(ctx)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
+			defer rt.CloseContext(hurry, drain)
 			for _, p := range rt.Problems() {
 				fmt.Fprintln(stderr, "deputy serve: warning:", p)
 			}
@@ -111,6 +115,7 @@ next start.`,
 	f.StringVar(&addr, "addr", defaultServeAddr, "address to listen on (loopback unless you name another)")
 	f.StringVar(&tokenFile, "token-file", "", "the token's file (default: in the data directory)")
 	f.IntVar(&maxConns, "max-conns", 0, fmt.Sprintf("most connections open at once; at the cap the oldest unauthenticated or idle one is closed for a new one (default %d: from the descriptor limit)", serve.DefaultMaxConns()))
+	f.DurationVar(&drain, "drain-timeout", durable.DefaultDrain, drainFlagHelp)
 	c.register(f)
 	return cmd
 }

@@ -148,7 +148,7 @@ func printMessage(w io.Writer, i int, m llm.Message) {
 		case llm.TypeText:
 			line = oneLineOf(b.Text, 160)
 		case llm.TypeToolUse:
-			line = "call " + b.Name + " " + oneLineOf(string(b.Input), 120)
+			line = "call " + b.Name + " " + oneLineOf(b.Arguments(), 120)
 		case llm.TypeToolResult:
 			line = "result " + oneLineOf(b.Text, 140)
 			if b.IsError {
