@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/deputy-run/deputy/clock"
@@ -249,21 +252,39 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 		infoR.Close()
 		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
 	}
+	// A failure to make the sandbox is the caller's error, not the
+	// command's exit: bwrap would exit 1 with its message on the
+	// command's stderr, and the model would take that for its command
+	// failing when the command never ran.
+	setupFailed := func() (func() string, error) {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, b.setupError(dir)
+	}
 	pid, err := readChildPid(infoR)
 	infoR.Close()
 	if err != nil {
-		// bwrap stopped before making the sandbox (bad mount source,
-		// namespaces refused); it says why on the command's stderr and
-		// exits non-zero, and nothing ran.
-		return func() string { return "" }, nil
+		// bwrap stopped before it cloned the sandbox's init: an option it
+		// refused, namespaces it could not make.
+		return setupFailed()
 	}
 
 	// The sandbox's init waits on the block fd until released below, so
-	// pid is still its pid, and nothing has run in the sandbox yet.
+	// pid is still its pid, and nothing has run in the sandbox yet,
+	// unless init died making the sandbox (a mount that could not be
+	// made) and bwrap reaped it: then the pid is free for reuse, and a
+	// process holding it now is not bwrap's child.
 	fd, err := openPidfd(pid)
+	if err == nil && !childOf(fd, pid, cmd.Process.Pid) {
+		fd.close()
+		return setupFailed()
+	}
 	if err != nil {
 		// Killing bwrap kills its init (--die-with-parent) before the
 		// deferred close of the block fd would let init go on.
+		if errors.Is(err, errGone) {
+			return setupFailed()
+		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("sandbox: %w", err)
@@ -280,7 +301,13 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 	}
 	r := &run{b: b, pid: pid, fd: fd, outer: outer}
 	fail := func(err error) (func() string, error) {
+		// An init that exited before it was released died making the
+		// sandbox: setLimits or the cgroup then fail for want of it.
+		gone := fd.exited()
 		r.end()
+		if gone {
+			return setupFailed()
+		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("sandbox: %w", err)
@@ -309,10 +336,57 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 		b.watchdog = b.p.Clock.AfterFunc(watchdogEvery, b.watch)
 	}
 	b.mu.Unlock()
-	if _, err := blockW.Write([]byte{1}); err != nil {
+	// init reads the byte only once the sandbox is made (every namespace
+	// and mount), right before it forks the command; if it dies first,
+	// the byte stays in the pipe (or, init gone already, cannot be
+	// written). Waiting for the one or the other costs a context switch,
+	// and tells a setup failure from the command's own.
+	_, err = blockW.Write([]byte{1})
+	if errors.Is(err, syscall.EPIPE) || err == nil && !released(blockW, fd, killWait) {
+		r.end()
+		return setupFailed()
+	}
+	if err != nil {
 		return fail(err)
 	}
 	return r.end, nil
+}
+
+// setupError is the error of a command whose sandbox bwrap could not
+// make. bwrap said why on the command's stderr, which the box does not
+// read (it is the caller's, shared with the command's output), so the box
+// asks bwrap again, its stderr captured: the same sandbox, with a program
+// that does not exist, so nothing runs either way. A second try that
+// makes the sandbox says so.
+func (b *Box) setupError(dir string) error {
+	const probe = "/nonexistent/deputy-sandbox-setup-probe"
+	ctx, cancel := context.WithTimeout(context.Background(), killWait)
+	defer cancel()
+	args := append(slices.Clone(b.prefix[1:]), "--chdir", dir, "--", probe)
+	cmd := exec.CommandContext(ctx, b.prefix[0], args...)
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	stderr := &headWriter{max: 2048}
+	cmd.Stderr = stderr
+	_ = cmd.Run()
+	msg := strings.TrimSpace(stderr.b.String())
+	if msg == "" || strings.Contains(msg, probe) {
+		msg = "bwrap exited before the command ran, and made the sandbox when tried again (its message is in the command's output)"
+	}
+	return fmt.Errorf("sandbox: bwrap could not make the sandbox, so nothing ran: %s", msg)
+}
+
+// headWriter keeps the first max bytes written to it.
+type headWriter struct {
+	b   bytes.Buffer
+	max int
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	if room := w.max - w.b.Len(); room > 0 {
+		w.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // workdir resolves the command's working directory and checks that the

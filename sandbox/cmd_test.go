@@ -213,3 +213,74 @@ func TestSandboxDiesWithParent(t *testing.T) {
 	// The kernel delivers bwrap's parent-death signals on its own time.
 	pollUntil(t, "the sandbox to die with its parent", func() bool { return len(survivors(t, mark)) == 0 })
 }
+
+// When bwrap cannot make the sandbox (a bind whose source has gone, an
+// option it refuses), Start fails, with bwrap's own message, instead of
+// passing bwrap's exit off as the command's: nothing ran. The box stays
+// usable for the next command.
+func TestSandboxSetupFailureIsAStartError(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		break_ func(t *testing.T, extra, flag string)
+		want   string
+	}{
+		// The read path is mounted in the sandbox's namespace, after
+		// bwrap has reported its init's pid.
+		{"mount", func(t *testing.T, extra, _ string) {
+			if err := os.RemoveAll(extra); err != nil {
+				t.Fatal(err)
+			}
+		}, "bwrap: Can't find source path " + "EXTRA"},
+		// An option bwrap refuses: it exits before it clones anything.
+		{"args", func(t *testing.T, _, flag string) { writeFile(t, flag, "") }, "bwrap: Unknown option --no-such-option"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ws, extra, dir := t.TempDir(), t.TempDir(), t.TempDir()
+			flag := filepath.Join(dir, "broken")
+			wrapper := filepath.Join(dir, "bwrap")
+			writeFile(t, wrapper, fmt.Sprintf("#!/bin/sh\nif [ -e %s ]; then exec %s --no-such-option \"$@\"; fi\nexec %s \"$@\"\n", flag, real, real))
+			if err := os.Chmod(wrapper, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			b := newBox(t, Policy{Workspace: ws, ReadPaths: []string{extra}, Bwrap: wrapper})
+			run := func() (string, error) {
+				var out strings.Builder
+				c, err := b.Command(context.Background(), []string{"sh", "-c", "echo ran > ran; echo ran"}, "", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Stdout, c.Stderr = &out, &out
+				err = c.Run()
+				return out.String(), err
+			}
+			tc.break_(t, extra, flag)
+			want := strings.ReplaceAll(tc.want, "EXTRA", extra)
+			out, err := run()
+			if err == nil || !strings.Contains(err.Error(), "nothing ran") || !strings.Contains(err.Error(), want) {
+				t.Errorf("a sandbox bwrap could not make: %v (output %q); want an error with %q", err, out, want)
+			}
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				t.Errorf("reported as the command's exit: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+				t.Error("the command ran")
+			}
+			// Repaired, the box runs commands again.
+			if err := os.MkdirAll(extra, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			_ = os.Remove(flag)
+			if out, err := run(); err != nil || out != "ran\n" {
+				t.Errorf("after the repair: %q %v", out, err)
+			}
+		})
+	}
+}

@@ -3,9 +3,13 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,12 +25,78 @@ var errUnsupported = errors.New("the sandbox needs Linux")
 // given the same pid.
 type pidfd int
 
+// errGone is openPidfd's error for a process that no longer exists.
+var errGone = errors.New("no such process")
+
 func openPidfd(pid int) (pidfd, error) {
 	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return -1, fmt.Errorf("pidfd_open %d: %w", pid, errGone)
+	}
 	if err != nil {
 		return -1, fmt.Errorf("pidfd_open %d: %w", pid, err)
 	}
 	return pidfd(fd), nil
+}
+
+// childOf reports whether the process fd holds, opened on pid, is a live
+// child of parent. The sandbox's init is bwrap's child; a process that got
+// pid after bwrap reaped an init that died is not (bwrap forks nothing
+// else). /proc is read by pid, so the answer is about fd's process only if
+// that process has not exited by the time it is read, which the pidfd
+// says afterwards; an init that has exited before the box released it
+// never ran the command either, so false is right for it too.
+func childOf(fd pidfd, pid, parent int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) >= 2 && f[1] == strconv.Itoa(parent) && !fd.exited()
+}
+
+// released waits until the sandbox's init has taken the byte written to
+// its block fd (true) or can no longer take it (false: init died, or
+// closed the fd without reading), for at most limit. bwrap reads the
+// block fd once the sandbox is made, then closes it, so the pipe's last
+// reader goes (POLLERR on blockW) both when init takes the byte and when
+// it dies; whether the byte is still in the pipe tells which. Past limit
+// it answers true: a setup that slow is left to the caller's own timeout.
+func released(blockW *os.File, init pidfd, limit time.Duration) bool {
+	rc, err := blockW.SyscallConn()
+	if err != nil {
+		return true
+	}
+	var w int
+	if err := rc.Control(func(fd uintptr) { w = int(fd) }); err != nil {
+		return true
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		// POLLERR and POLLHUP are reported whatever the events asked.
+		fds := []unix.PollFd{{Fd: int32(w)}, {Fd: int32(init), Events: unix.POLLIN}}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return true
+		}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return true
+		}
+		if n > 0 {
+			queued, err := unix.IoctlGetInt(w, unix.TIOCINQ)
+			if err != nil {
+				return true
+			}
+			if queued == 0 {
+				return true // taken
+			}
+			if fds[0].Revents&unix.POLLERR != 0 || fds[1].Revents&unix.POLLIN != 0 {
+				return false
+			}
+		}
+	}
 }
 
 // kill sends SIGKILL; a process that is already gone is not an error.

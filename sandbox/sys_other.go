@@ -5,6 +5,7 @@ package sandbox
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"time"
 )
 
@@ -21,6 +22,11 @@ func (pidfd) kill()                   {}
 func (pidfd) wait(time.Duration) bool { return true }
 func (pidfd) exited() bool            { return true }
 func (pidfd) close()                  {}
+
+var errGone = errors.New("no such process")
+
+func childOf(pidfd, int, int) bool                 { return false }
+func released(*os.File, pidfd, time.Duration) bool { return true }
 
 func setLimits(int, int, int64) error { return errUnsupported }
 func landlockABI() (int, error)       { return 0, errUnsupported }

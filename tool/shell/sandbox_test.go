@@ -164,3 +164,28 @@ func mkfifoAt(t *testing.T, p string) {
 		t.Fatal(err)
 	}
 }
+
+// A sandbox bwrap cannot make (here a read path removed after the box was
+// made, so its bind fails) is a failed start the model is told about, with
+// bwrap's reason, not an ordinary exit code of its command.
+func TestBashSandboxSetupFailure(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws, extra := t.TempDir(), t.TempDir()
+	box, err := sandbox.New(sandbox.Policy{Workspace: ws, ReadPaths: []string{extra}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	if err := os.Remove(extra); err != nil {
+		t.Fatal(err)
+	}
+	out, isErr := run(context.Background(), newBash(t, shell.Config{Dir: ws, Sandbox: box}), map[string]any{"command": "echo ran > ran"})
+	if !isErr || !strings.Contains(out, "the command did not run") || !strings.Contains(out, "Can't find source path "+extra) ||
+		strings.Contains(out, "[exit code") {
+		t.Errorf("got %q (err=%v)", out, isErr)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Error("the command ran")
+	}
+}
