@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -11,6 +13,7 @@ import (
 	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/sandbox"
 	"github.com/deputy-run/deputy/store"
+	"github.com/deputy-run/deputy/tool/shell/tether"
 	"github.com/deputy-run/deputy/worktree"
 )
 
@@ -41,13 +44,16 @@ func newDoctorCmd() *cobra.Command {
 				git.OK, git.Detail = true, v
 			}
 			rep.Items = append(rep.Items, git)
+			teth := tetherItem()
+			rep.Items = append(rep.Items, teth)
 			levels := []level{{"none", nil}, {"sandbox", rep.Sandbox()}, {"container", rep.Container()},
 				{"worktree", itemErr(git)}}
 			if asJSON {
 				out := struct {
 					Items  []sandbox.Item     `json:"items"`
 					Levels map[string]*string `json:"levels"` // null: works; else why not
-				}{Items: rep.Items, Levels: map[string]*string{}}
+					Tether string             `json:"tether"` // tether.Mode(), after a trial program
+				}{Items: rep.Items, Levels: map[string]*string{}, Tether: tether.Mode()}
 				for _, l := range levels {
 					out.Levels[l.name] = nil
 					if l.err != nil {
@@ -67,6 +73,7 @@ func newDoctorCmd() *cobra.Command {
 					fmt.Fprintf(w, "isolation %-9s does not work here (see above)\n", l.name)
 				}
 			}
+			fmt.Fprintf(w, "unfenced tools are tethered by: %s\n", tetherMeaning[tether.Mode()])
 			return nil
 		},
 	}
@@ -75,6 +82,57 @@ func newDoctorCmd() *cobra.Command {
 	f.StringVar(&config, "config", "", "deputy.yaml to read (default: the workspace's, then ~/.deputy's)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// tetherMeaning says what each tether mode promises for the programs
+// unfenced tools start (docs/tool-processes.md).
+var tetherMeaning = map[string]string{
+	tether.ModePIDNamespace: tether.ModePIDNamespace + " + parent-death signal (a program and everything it " +
+		"started die with deputy, even SIGKILLed)",
+	tether.ModeUserPIDNamespace: tether.ModeUserPIDNamespace + " + parent-death signal (a program and everything " +
+		"it started die with deputy, even SIGKILLed)",
+	tether.ModeParentDeath: tether.ModeParentDeath + " (namespaces are refused here: a program dies with deputy, " +
+		"but what it left running in the background may survive it)",
+	tether.ModeNone: tether.ModeNone + " (not Linux: deputy ends programs while it lives; nothing ends them after)",
+}
+
+// tetherItem starts a trial program (deputy version) as the bash tool and
+// stdio MCP servers start theirs, so that the mode reported is what works
+// here, not only what would be tried first (until a program has started,
+// tether.Mode says the latter).
+func tetherItem() sandbox.Item {
+	it := sandbox.Item{Name: "tether", Needed: "unfenced tools"}
+	exe, err := os.Executable()
+	if err == nil {
+		var cmd *exec.Cmd
+		var release func()
+		cmd, release, err = tether.Start(func() *exec.Cmd { return exec.Command(exe, "version") },
+			func(c *exec.Cmd) error { return c.Start() })
+		if err == nil {
+			err = cmd.Wait()
+			release()
+		}
+	}
+	mode := tether.Mode()
+	it.Detail = mode
+	if mode == tether.ModePIDNamespace || mode == tether.ModeUserPIDNamespace {
+		it.Detail += " + parent-death signal"
+	}
+	switch {
+	case err != nil:
+		it.Detail = fmt.Sprintf("%s; the trial program failed: %v", mode, err)
+		it.Fix = "see the error"
+	case mode == tether.ModePIDNamespace || mode == tether.ModeUserPIDNamespace:
+		it.OK = true
+	case mode == tether.ModeParentDeath && os.Geteuid() == 0:
+		it.Fix = "allow PID namespaces: CAP_SYS_ADMIN (in a container: --cap-add SYS_ADMIN, or a seccomp profile that allows unshare)"
+	case mode == tether.ModeParentDeath:
+		it.Fix = "allow unprivileged user namespaces (user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1, " +
+			"kernel.apparmor_restrict_unprivileged_userns=0)"
+	default:
+		it.Fix = "run deputy on Linux"
+	}
+	return it
 }
 
 type level struct {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deputy-run/deputy/tool/shell/tether"
 )
 
 // git runs git in dir with a fixed identity, failing the test on error.
@@ -167,5 +169,57 @@ func TestWorktreeChildResumesAfterSIGKILL(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != "original\n" {
 		t.Errorf("notes.txt is %q", b)
+	}
+}
+
+// deputy doctor says how unfenced tools' programs are tethered to deputy:
+// the mode a tethered start finds on this machine, in the text (with what
+// it means) and in the JSON.
+func TestDoctorReportsTether(t *testing.T) {
+	t.Parallel()
+	cmd, release, err := tether.Start(func() *exec.Cmd { return exec.Command("true") },
+		func(c *exec.Cmd) error { return c.Start() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	release()
+	want := tether.Mode() // what works here, as this process found it
+	ws := t.TempDir()
+	out, errOut, code := deputy(t, ws, nil, "doctor")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "unfenced tools are tethered by: "+want) || !strings.Contains(out, " tether ") {
+		t.Errorf("doctor does not say %q:\n%s", want, out)
+	}
+	if want == tether.ModePIDNamespace && !strings.Contains(out, "die with deputy, even SIGKILLed") {
+		t.Errorf("doctor does not say what the mode means:\n%s", out)
+	}
+	out, errOut, code = deputy(t, ws, nil, "doctor", "--json")
+	var rep struct {
+		Tether string `json:"tether"`
+		Items  []struct {
+			Name string `json:"Name"`
+			OK   bool   `json:"OK"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("doctor --json: %v %d %s", err, code, errOut)
+	}
+	if rep.Tether != want {
+		t.Errorf("json tether %q, want %q", rep.Tether, want)
+	}
+	found := false
+	for _, it := range rep.Items {
+		if it.Name == "tether" {
+			found = true
+			if it.OK != (want == tether.ModePIDNamespace || want == tether.ModeUserPIDNamespace) {
+				t.Errorf("tether item OK=%v for %q", it.OK, want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no tether item: %s", out)
 	}
 }
