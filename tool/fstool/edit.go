@@ -110,8 +110,8 @@ func (t *EditFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 	at := strings.Index(text, in.Old)
 	line := 1 + strings.Count(text[:at], "\n")
 	updated := text[:at] + in.New + text[at+len(in.Old):]
-	if err := writeAtomic(r, rel, []byte(updated), fi.Mode().Perm()); err != nil {
-		return "", t.ws.pathErr(in.Path, err)
+	if err := t.ws.writeAtomic(r, hide, rel, in.Path, []byte(updated), fi.Mode().Perm()); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("edited %s at line %d: replaced %d lines with %d (file is now %d bytes)",
 		in.Path, line, lineCount(in.Old), lineCount(in.New), len(updated)), nil

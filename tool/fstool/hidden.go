@@ -137,9 +137,11 @@ func (h *hider) check(r *os.Root, rel, asked string) error {
 }
 
 // opened refuses a file opened for reading that turns out to be hidden:
-// check saw the path before it was opened, and a program of the agent's
-// (parallel tool calls) may have swapped a directory on it for a symlink
-// into a hidden one meanwhile, which os.Root follows since it stays in
+// check saw the path before it was opened, and a concurrent program may
+// have swapped a directory on it for a symlink into a hidden one
+// meanwhile (a sandboxed sibling child on the same workspace: a child's
+// own commands end before its next tool call, and writing tools never run
+// alongside others), which os.Root follows since it stays in
 // the workspace. The open file itself is what is judged: its identity,
 // and, where /proc tells it (Linux), the path the kernel opened.
 func (h *hider) opened(w *Workspace, f *os.File, asked string) error {
