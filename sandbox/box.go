@@ -41,10 +41,14 @@ type Box struct {
 	cg     *cgroup          // nil, or without pids: the watchdog counts processes
 	cgErr  map[string]error // why a controller is missing from cg
 	snap   *snapshot
-	// placeholders stand in for protected paths that did not exist;
-	// Close removes them once no sandbox is alive.
+	// placeholders are the protected paths the box binds: those it made
+	// (or took over from another box) for paths that did not exist, which
+	// Close removes once no sandbox is alive and no other live box binds
+	// them, and those it found (guard.go). guardMu orders the checks
+	// before commands and Close.
+	guardMu      sync.Mutex
 	placeholders []placeholder
-	guardRecord  string // the state directory recording them, for Sweep
+	guardRecord  string // the state directory recording them, for other boxes and Sweep
 
 	mu       sync.Mutex
 	runs     map[*run]struct{}
@@ -84,13 +88,10 @@ func New(p Policy) (*Box, error) {
 		b.roots[0].path = b.snap.copy
 		b.dir = b.snap.copy
 	}
-	if p.guards, b.placeholders, err = makePlaceholders(b.roots[0].path, p.guards); err != nil {
+	if err = b.guard(); err != nil {
 		_ = b.dropSnapshot()
 		_ = removeTree(b.tmp)
 		return nil, err
-	}
-	if b.snap == nil { // a snapshot's go with it
-		b.guardRecord, err = recordPlaceholders(p.StateDir, b.placeholders)
 	}
 	var mounts []string
 	if err == nil {
@@ -210,6 +211,9 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 	}
 	dir, err := b.workdir(cmd.Dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.regard(); err != nil {
 		return nil, err
 	}
 	// In a root filesystem the program is looked up there, by the name it
@@ -522,12 +526,75 @@ func (b *Box) Close() error {
 	return errors.Join(errs...)
 }
 
-// dropPlaceholders removes the box's placeholders and their record.
-func (b *Box) dropPlaceholders() {
-	removePlaceholders(b.placeholders)
-	if b.guardRecord != "" {
-		_ = os.RemoveAll(b.guardRecord)
+// guard makes the placeholders of New and records what the box binds,
+// under the state directory's lock (guard.go). A snapshot's are in its
+// private copy: no lock, no record.
+func (b *Box) guard() error {
+	var err error
+	if b.snap != nil {
+		b.p.guards, b.placeholders, err = makePlaceholders(b.roots[0].path, b.p.guards, nil)
+		return err
 	}
+	unlock, err := lockGuards(b.p.StateDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	recs := readRecords(b.p.StateDir)
+	if b.p.guards, b.placeholders, err = makePlaceholders(b.roots[0].path, b.p.guards, knownPlaceholder(recs)); err != nil {
+		return err
+	}
+	if b.guardRecord, err = recordPlaceholders(b.p.StateDir, b.placeholders); err != nil {
+		removePlaceholders(b.placeholders, inUse(recs, func(guardRecord) bool { return false }))
+		return err
+	}
+	return nil
+}
+
+// regard, before a command, makes again the paths the box binds that were
+// removed from under it, so bwrap finds every mount's source.
+func (b *Box) regard() error {
+	b.guardMu.Lock()
+	defer b.guardMu.Unlock()
+	if !missingPlaceholder(b.placeholders) {
+		return nil
+	}
+	if b.snap == nil {
+		unlock, err := lockGuards(b.p.StateDir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	ps, changed, err := remakePlaceholders(b.roots[0].path, b.placeholders)
+	if changed {
+		b.placeholders = ps
+		if b.guardRecord != "" {
+			if werr := rewriteRecord(b.guardRecord, ps); werr != nil && err == nil {
+				err = werr
+			}
+		}
+	}
+	return err
+}
+
+// dropPlaceholders removes the box's placeholders that no other live box
+// binds, and its record.
+func (b *Box) dropPlaceholders() {
+	b.guardMu.Lock()
+	defer b.guardMu.Unlock()
+	if b.guardRecord == "" {
+		removePlaceholders(b.placeholders, nil)
+		return
+	}
+	unlock, err := lockGuards(b.p.StateDir)
+	if err != nil {
+		return // left in place: harmless, and Sweep takes them later
+	}
+	defer unlock()
+	recs := readRecords(b.p.StateDir)
+	removePlaceholders(b.placeholders, inUse(recs, func(r guardRecord) bool { return r.dir == b.guardRecord }))
+	_ = os.RemoveAll(b.guardRecord)
 }
 
 // run is one started command: bwrap's init in the host's PID namespace.

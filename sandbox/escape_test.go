@@ -792,7 +792,7 @@ func TestSandboxMemoryFallback(t *testing.T) {
 func TestSandboxSweepPlaceholders(t *testing.T) {
 	t.Parallel()
 	ws, state := t.TempDir(), t.TempDir()
-	_, ps, err := makePlaceholders(ws, []guard{{rel: "deputy.yaml"}, {rel: ".claude", dir: true}, {rel: "kept.yaml"}})
+	_, ps, err := makePlaceholders(ws, []guard{{rel: "deputy.yaml"}, {rel: ".claude", dir: true}, {rel: "kept.yaml"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func statePrefix(kind string) string {
 // Sweep removes what boxes of deputy processes that are no longer running
 // left in stateDir (os.TempDir() if ""): snapshots, /tmp directories, and
 // the placeholders they made in workspaces for absent protected paths
-// (those still empty).
+// (those still empty, and that no live box records binding: guard.go).
 // Their processes died with them (bwrap's --die-with-parent) and their
 // cgroups are removed by the next New; a snapshot's uncommitted changes
 // are lost with the process. The worker calls it on recovery. A pid reused
@@ -32,13 +32,13 @@ func Sweep(stateDir string) error {
 		return fmt.Errorf("sandbox: sweep %s: %w", stateDir, err)
 	}
 	var errs []error
+	if err := sweepPlaceholders(stateDir); err != nil {
+		errs = append(errs, err)
+	}
 	for _, e := range ents {
 		pid, ok := stateOwner(e.Name())
-		if !ok || !e.IsDir() || pid == os.Getpid() || alive(pid) {
+		if !ok || !e.IsDir() || pid == os.Getpid() || alive(pid) || strings.HasPrefix(e.Name(), "deputy-guard-") {
 			continue
-		}
-		if strings.HasPrefix(e.Name(), "deputy-guard-") {
-			sweepPlaceholders(filepath.Join(stateDir, e.Name()))
 		}
 		if err := removeTree(filepath.Join(stateDir, e.Name())); err != nil {
 			errs = append(errs, fmt.Errorf("sandbox: sweep: %w", err))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -199,4 +200,25 @@ func devIno(fi fs.FileInfo) (uint64, uint64) {
 		return 0, 0
 	}
 	return uint64(st.Dev), st.Ino
+}
+
+// lockGuards takes the state directory's placeholder lock (guard.go): a
+// flock, which holds between boxes of one process too (each open is its
+// own lock) and goes with a process that dies holding it.
+func lockGuards(stateDir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(stateDir, guardLockName), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: the placeholder lock: %w", err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sandbox: the placeholder lock: %w", err)
+	}
+	return func() { f.Close() }, nil // closing the last descriptor releases it
 }

@@ -46,9 +46,6 @@ type cgroupLimits struct {
 func newCgroup(cgroupLimits) (*cgroup, map[string]error) {
 	return nil, map[string]error{"pids": errUnsupported, "memory": errUnsupported, "cpu": errUnsupported}
 }
-func cgroupBase() (map[string]string, map[string]bool, map[string]error, error) {
-	return nil, nil, nil, errUnsupported
-}
 func (*cgroup) add(int) error    { return errUnsupported }
 func (*cgroup) tasks() int       { return 0 }
 func (*cgroup) refused() int64   { return 0 }
@@ -70,3 +67,5 @@ func inodeOf(fi fs.FileInfo) (uint64, int64) { return 0, fi.ModTime().UnixNano()
 func alive(int) bool { return true }
 
 func devIno(fs.FileInfo) (uint64, uint64) { return 0, 0 }
+
+func lockGuards(string) (func(), error) { return nil, errUnsupported }
