@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/deputy-run/deputy/internal/fsid"
 )
 
 // trusted are the workspace paths whose content deputy (or git) later
@@ -69,7 +71,7 @@ func fingerprint(dirs []string) map[string]fileState {
 				if err != nil || fi.IsDir() || fi.Mode().IsRegular() && fi.Size() == 0 {
 					return nil
 				}
-				ino, ctime := inode(fi)
+				ino, ctime := fsid.InoCtime(fi)
 				m[p] = fileState{mode: fi.Mode(), size: fi.Size(), ino: ino, ctime: ctime}
 				return nil
 			})

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/deputy-run/deputy/internal/fsid"
 )
 
 // guard is one protected or hidden workspace path as normalize leaves it.
@@ -121,7 +123,7 @@ func makePlaceholders(ws string, gs []guard, known func(placeholder) bool) ([]gu
 				}
 				if i == len(parts)-1 {
 					out = append(out, g)
-					dev, ino := devIno(fi)
+					dev, ino := fsid.DevIno(fi)
 					p := placeholder{Path: filepath.Join(ws, rel), Dev: dev, Ino: ino, Dir: fi.IsDir()}
 					p.Found = known == nil || !known(p)
 					bound = append(bound, p)
@@ -168,7 +170,7 @@ func makeOne(r *os.Root, ws, rel string, dir bool) (placeholder, error) {
 	if err != nil {
 		return placeholder{}, err
 	}
-	dev, ino := devIno(fi)
+	dev, ino := fsid.DevIno(fi)
 	return placeholder{Path: filepath.Join(ws, rel), Dev: dev, Ino: ino, Dir: dir}, nil
 }
 
@@ -190,7 +192,7 @@ func removePlaceholders(ps []placeholder, inUse map[string]bool) {
 		if err != nil {
 			continue
 		}
-		if dev, ino := devIno(fi); dev != p.Dev || ino != p.Ino || fi.IsDir() != p.Dir {
+		if dev, ino := fsid.DevIno(fi); dev != p.Dev || ino != p.Ino || fi.IsDir() != p.Dir {
 			continue
 		}
 		if !p.Dir && fi.Size() != 0 {

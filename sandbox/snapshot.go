@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/deputy-run/deputy/internal/fsid"
 )
 
 // snapshot is a copy of the workspace that the sandbox works in. The
@@ -175,7 +177,7 @@ func copyFile(src, dst string, fi fs.FileInfo) error {
 }
 
 func entryOf(p string, fi fs.FileInfo) (entry, error) {
-	ino, ctime := inodeOf(fi)
+	ino, ctime := fsid.InoCtime(fi)
 	e := entry{mode: fi.Mode(), size: fi.Size(), ino: ino, ctime: ctime}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		t, err := os.Readlink(p)

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -176,30 +175,11 @@ func landlockABI() (int, error) {
 // noFollow makes an open fail on a symlink instead of following it.
 const noFollow = unix.O_NOFOLLOW
 
-// inodeOf returns a file's inode number and status-change time.
-func inodeOf(fi fs.FileInfo) (uint64, int64) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, fi.ModTime().UnixNano()
-	}
-	return st.Ino, st.Ctim.Nano()
-}
-
 // alive reports whether a process with this pid exists (EPERM: it exists,
 // and is someone else's).
 func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// devIno returns a file's device and inode numbers: what tells a
-// placeholder the box made from a file put in its place.
-func devIno(fi fs.FileInfo) (uint64, uint64) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0
-	}
-	return uint64(st.Dev), st.Ino
 }
 
 // lockGuards takes the state directory's placeholder lock (guard.go): a

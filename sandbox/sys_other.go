@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"time"
 )
@@ -62,10 +61,6 @@ const cgroupFix = "the sandbox needs Linux"
 
 const noFollow = 0
 
-func inodeOf(fi fs.FileInfo) (uint64, int64) { return 0, fi.ModTime().UnixNano() }
-
 func alive(int) bool { return true }
-
-func devIno(fs.FileInfo) (uint64, uint64) { return 0, 0 }
 
 func lockGuards(string) (func(), error) { return nil, errUnsupported }
