@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/clock"
@@ -79,6 +80,10 @@ type Fencer struct {
 	StateDir string
 	// Bwrap is the bubblewrap binary ("bwrap" on PATH).
 	Bwrap string
+	// Warn prints a tripwire's finding where the person running deputy
+	// reads it, beyond the child's relay and record (nil: a line on
+	// os.Stderr).
+	Warn func(error)
 }
 
 // Check implements agent.Fencer: it refuses what cannot be built here,
@@ -125,6 +130,11 @@ func gitDirs(root string) (common, admin string, err error) {
 // Fence implements agent.Fencer: the child's worktree (made, or found
 // again after a crash), its sandbox, and its tools working in them.
 func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*agent.Fence, error) {
+	// A tripwire that fired here and was not reviewed: a fence would take
+	// whatever was planted as its record of the trusted files.
+	if err := CheckTrusted(f.Workspace); err != nil {
+		return nil, err
+	}
 	dir := f.Workspace
 	var tree *worktree.Tree
 	if def.Worktree {
@@ -200,7 +210,10 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 		},
 		// The worktree stays for the next run; the box goes (a
 		// container's snapshot with it: its next run starts a fresh one).
+		// The tripwire looks first: the next run's fence starts a new
+		// record, which would take a planted file as it found it.
 		Release: func() {
+			_ = f.tripped(trip.check(id))
 			if box != nil {
 				_ = box.Close()
 			}
@@ -239,13 +252,13 @@ func (f *Fencer) policy(dir string, def *agent.Definition) sandbox.Policy {
 // the parent's tree. First the tripwire: when files deputy trusts changed
 // while the child ran, the fence did not hold (or something outside it
 // wrote there meanwhile); its work is dropped and the error names them,
-// in its relay and its record, rather than deputy loading them silently
-// at its next run.
+// in its relay and its record, on stderr, and in the workspace's
+// UntrustedFile, which stops deputy loading them at its next start.
 func (f *Fencer) end(ctx context.Context, id string, box *sandbox.Box, snapshot bool, tree *worktree.Tree,
 	trip *tripwire, kept bool) ([]string, error) {
 	var arts []string
 	var errs []error
-	if err := trip.check(id); err != nil {
+	if err := f.tripped(trip.check(id)); err != nil {
 		arts = append(arts, err.Error())
 		errs, kept = append(errs, err), false
 	}
@@ -276,6 +289,29 @@ func (f *Fencer) end(ctx context.Context, id string, box *sandbox.Box, snapshot 
 		}
 	}
 	return arts, errors.Join(errs...)
+}
+
+// tripped records a tripwire's finding, err from tripwire.check, when
+// there is one: in the workspace's UntrustedFile (a failure to write it
+// joins err) and on stderr (Warn). It returns err.
+func (f *Fencer) tripped(err error) error {
+	var tw *TripwireError
+	if !errors.As(err, &tw) {
+		return err
+	}
+	now := time.Now()
+	if f.Clock != nil {
+		now = f.Clock.Now()
+	}
+	if merr := markUntrusted(f.Workspace, tw, now); merr != nil {
+		err = errors.Join(err, fmt.Errorf("recording it in %s: %w", filepath.Join(f.Workspace, UntrustedFile), merr))
+	}
+	if f.Warn != nil {
+		f.Warn(err)
+	} else {
+		fmt.Fprintln(os.Stderr, "deputy: WARNING:", err)
+	}
+	return err
 }
 
 // drop removes a worktree made for a fence that could not be finished.

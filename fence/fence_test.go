@@ -334,6 +334,8 @@ func TestFenceTripwire(t *testing.T) {
 	t.Parallel()
 	ws := repo(t)
 	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
+	var warned []error
+	f.Warn = func(err error) { warned = append(warned, err) }
 	fc, err := f.Fence(context.Background(), "i-6", &agent.Definition{Name: "w", Worktree: true})
 	if err != nil {
 		t.Fatal(err)
@@ -366,6 +368,26 @@ func TestFenceTripwire(t *testing.T) {
 	if br := git(t, ws, "branch", "--list", "deputy/*"); br != "" {
 		t.Errorf("the work was kept on a branch: %q", br)
 	}
+	if len(warned) != 1 || !errors.As(warned[0], &tw) {
+		t.Errorf("warned %v", warned)
+	}
+	// Recorded where the loader looks: no fence (and no start, see
+	// internal/setup) until the user has reviewed it and removed it.
+	marker := filepath.Join(ws, fence.UntrustedFile)
+	if b, err := os.ReadFile(marker); err != nil || !strings.Contains(string(b), "i-6\t"+planted+"\n") {
+		t.Fatalf("marker: %q %v", b, err)
+	}
+	var ue *fence.UntrustedError
+	if err := fence.CheckTrusted(ws); !errors.As(err, &ue) || len(ue.Paths) != 1 || ue.Paths[0] != planted ||
+		!strings.Contains(err.Error(), "i-6 at ") || !strings.Contains(err.Error(), "remove "+marker) {
+		t.Fatalf("CheckTrusted: %v", err)
+	}
+	if _, err := f.Fence(context.Background(), "i-7", &agent.Definition{Name: "w", Worktree: true}); !errors.As(err, &ue) {
+		t.Fatalf("a fence on an untrusted workspace: %v", err)
+	}
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
 
 	// Without a change the tripwire is silent.
 	fc, err = f.Fence(context.Background(), "i-7", &agent.Definition{Name: "w", Worktree: true})
@@ -374,6 +396,51 @@ func TestFenceTripwire(t *testing.T) {
 	}
 	if arts, err := fc.End(context.Background(), false); err != nil || len(arts) != 0 {
 		t.Errorf("end: %v %v", arts, err)
+	}
+}
+
+// A fence released without ending (its child asked, was paused, or its
+// process closes) is checked too: the next run's fence would take the
+// planted file as it found it. Recorded, warned, and the resumed run's
+// fence refused.
+func TestFenceTripwireOnRelease(t *testing.T) {
+	t.Parallel()
+	ws := repo(t)
+	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
+	var warned []error
+	f.Warn = func(err error) { warned = append(warned, err) }
+	def := &agent.Definition{Name: "w", Worktree: true}
+	fc, err := f.Fence(context.Background(), "i-8", def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(ws, "deputy.yaml")
+	if err := os.WriteFile(planted, []byte("isolation: {allow_unsandboxed: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fc.Release()
+	var tw *fence.TripwireError
+	if len(warned) != 1 || !errors.As(warned[0], &tw) || len(tw.Changed) != 1 || tw.Changed[0] != planted {
+		t.Fatalf("warned %v", warned)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, fence.UntrustedFile)); err != nil || !strings.Contains(string(b), planted) {
+		t.Fatalf("marker: %q %v", b, err)
+	}
+	var ue *fence.UntrustedError
+	if _, err := f.Fence(context.Background(), "i-8", def); !errors.As(err, &ue) {
+		t.Fatalf("the resumed run's fence: %v", err)
+	}
+	// Released and nothing changed: silent.
+	ws2 := repo(t)
+	f2 := fencer(ws2, agent.IsolationConfig{}, t.TempDir())
+	f2.Warn = func(err error) { t.Errorf("warned %v", err) }
+	fc, err = f2.Fence(context.Background(), "i-9", &agent.Definition{Name: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.Release()
+	if _, err := os.Stat(filepath.Join(ws2, fence.UntrustedFile)); err == nil {
+		t.Error("a marker without a change")
 	}
 }
 

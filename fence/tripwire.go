@@ -28,7 +28,8 @@ var trusted = []string{
 // TripwireError is a fence's end finding that files deputy trusts changed
 // while its child ran: something wrote where the fence should have kept
 // the child from writing (or a process outside the fence did meanwhile).
-// The child's work is not kept; the files stay for the user to review.
+// The child's work is not kept; the files stay for the user to review,
+// recorded in the workspace's UntrustedFile.
 type TripwireError struct {
 	ID      string
 	Changed []string // absolute paths that appeared, changed or went
@@ -36,8 +37,8 @@ type TripwireError struct {
 
 func (e *TripwireError) Error() string {
 	return fmt.Sprintf("fence tripwire: while fenced child %s ran, files deputy trusts changed: %s; "+
-		"its work was not kept; review them before the next run, which would load them",
-		e.ID, strings.Join(e.Changed, ", "))
+		"its work was not kept; recorded in %s: deputy will not start on this workspace until you "+
+		"review them and remove that file", e.ID, strings.Join(e.Changed, ", "), UntrustedFile)
 }
 
 // fileState is what the tripwire records of a file: enough to see any

@@ -123,7 +123,16 @@ func LoadScenario(path string) (*fake.Scenario, error) {
 // its files), skills, and cfg. A bad definition or skill file is returned
 // as a problem naming it (it never stops the run); an invalid one of defs
 // is an error, since the program can fix it.
+//
+// A workspace whose fence.UntrustedFile exists is refused with a
+// *fence.UntrustedError naming the files: a fenced child's tripwire fired
+// there, and its definitions, skills and deputy.yaml are not loaded until
+// the user has reviewed them and removed the file. Every start (run,
+// worker, serve, deputy.Open) loads through here.
 func Runner(ws string, cfg *agent.Config, ms *Models, defs []*agent.Definition) (*agent.Runner, []agent.Issue, error) {
+	if err := fence.CheckTrusted(ws); err != nil {
+		return nil, nil, err
+	}
 	home, _ := os.UserHomeDir()
 	lo := agent.LoadOptions{ProjectDir: ws}
 	skillDirs := agent.ProjectSkillDirs(ws)

@@ -3,6 +3,7 @@ package setup
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/fence"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/sandbox"
 	"github.com/deputy-run/deputy/tool"
@@ -196,5 +198,40 @@ func TestBashEnvGrantReachesPrograms(t *testing.T) {
 	defer fc.Release()
 	if out, isErr := callSet(t, fc.Tools, "bash", cmd); isErr || out != want {
 		t.Errorf("fenced child's bash: %q", out)
+	}
+}
+
+// A workspace where a fenced child's tripwire fired (fence.UntrustedFile)
+// is not loaded: the start fails naming the files and what to do.
+func TestRunnerRefusesUntrustedWorkspace(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	planted := filepath.Join(ws, ".claude", "agents", "general-purpose.md")
+	if err := os.MkdirAll(filepath.Dir(planted), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(planted, []byte("---\nname: general-purpose\ndescription: x\n---\nplanted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Runner(ws, &agent.Config{}, &Models{}, nil); err != nil {
+		t.Fatalf("before the tripwire: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, ".deputy"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(ws, fence.UntrustedFile)
+	if err := os.WriteFile(marker, []byte("# header\n2026-01-02T03:04:05Z\ti-1\t"+planted+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Runner(ws, &agent.Config{}, &Models{}, nil)
+	var ue *fence.UntrustedError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), planted) || !strings.Contains(err.Error(), "remove "+marker) {
+		t.Fatalf("after the tripwire: %v", err)
+	}
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Runner(ws, &agent.Config{}, &Models{}, nil); err != nil {
+		t.Fatalf("after the review: %v", err)
 	}
 }
