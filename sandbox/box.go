@@ -692,6 +692,17 @@ func readChildPid(f *os.File) (int, error) {
 // sandboxed programs: an allowlist, not a filter of secret-looking names,
 // since a database URL with its password or a cloud key has no telltale
 // name (DEPUTY_DB, DATABASE_URL, AWS_ACCESS_KEY_ID).
+//
+// It is narrower than the bash tool's (shell.AllowEnv, which runs first
+// when the bash tool is the caller) on purpose, and not built from it
+// (sandbox could import tool/shell, which does not import sandbox): most
+// of the rest of shell's list names host directories and host toolchains
+// (GOPATH, GOCACHE, CARGO_HOME, VIRTUAL_ENV, JAVA_HOME, LD_LIBRARY_PATH,
+// XDG_*), which the sandbox does not have or, in a root filesystem, has
+// elsewhere, so passing them breaks builds that work with the defaults
+// under HOME=/tmp; proxies are of no use without the network. Callers of
+// Box.Start or Command that pass the process's environment get only these,
+// and Policy.Env (deputy.yaml's bash.env) grants more by name.
 func passEnv(name string) bool {
 	switch name {
 	case "PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TERM", "TZ", "SHELL", "USER", "LOGNAME", "COLUMNS", "LINES":

@@ -21,9 +21,11 @@
 // in); Policy.Protect makes parts of it read-only (a repository's .git,
 // deputy's definitions and deputy.yaml), whether or not they exist: a
 // missing one gets an empty placeholder in the workspace, mounted
-// read-only, which Close removes if it is still the box's and empty, so a
-// program cannot create a definition or a configuration deputy would
-// trust at its next run. When deputy runs as root, bwrap maps the sandbox
+// read-only, which Close removes if it is still the box's and empty and
+// no other live box on the workspace binds it (guard.go: the boxes record
+// what they bind in the state directory, under a lock), so a program
+// cannot create a definition or a configuration deputy would trust at its
+// next run. When deputy runs as root, bwrap maps the sandbox
 // user (uid 65534 inside) to host uid 0, the owner of root's 0600 files,
 // so what other users may not read in the system directories is masked:
 // an empty tmpfs over a directory, /dev/null over a file. The sandbox
