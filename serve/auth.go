@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -27,10 +28,15 @@ const CookieName = "deputy_session"
 //
 // The check comes before anything reads the body, and a refusal does not
 // read it either (refuseUnread): an unauthenticated request costs the
-// server its headers and nothing more.
+// server its headers and nothing more. Behind Harden, the check is the
+// one its Authenticate made (carried in the context), not a second one.
 func (s *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch s.credentials(r) {
+		c, ok := r.Context().Value(credKey{s}).(cred)
+		if !ok {
+			c = s.credentials(r)
+		}
+		switch c {
 		case credOK:
 			next.ServeHTTP(w, r)
 		case credWrong:
@@ -70,8 +76,17 @@ func (s *Server) credentials(r *http.Request) cred {
 	return credNone
 }
 
-// authenticated is Limits.Authenticated for the server's connections.
-func (s *Server) authenticated(r *http.Request) bool { return s.credentials(r) == credOK }
+// credKey carries in a request's context what s.credentials found, for
+// auth: the token's digest and the session lookup are done once per
+// request. The key is the server's own, so another server's verdict (or a
+// Limits.Authenticate of someone else's) is never taken for it.
+type credKey struct{ s *Server }
+
+// authenticate is Limits.Authenticate for the server's connections.
+func (s *Server) authenticate(r *http.Request) (*http.Request, bool) {
+	c := s.credentials(r)
+	return r.WithContext(context.WithValue(r.Context(), credKey{s}, c)), c == credOK
+}
 
 // refuseUnread prepares an answer that leaves the request's body unread.
 // Without it net/http, to reuse the connection, reads up to 256 KiB of

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/deputy-run/deputy/clock"
 )
 
 // Limits bound what a client can hold of an HTTP server: descriptors,
@@ -25,10 +27,12 @@ type Limits struct {
 	// one more first closes the oldest connection that has not
 	// authenticated (waiting for its first request, between requests, or
 	// in an unauthenticated one), else the authenticated connection idle
-	// longest. A connection serving an authenticated request (an event
-	// stream, a wait) is never closed for another, so an attacker cannot
-	// lock authenticated users out and new connections are always
-	// accepted. Default: DefaultMaxConns().
+	// longest; either only once it has had MinConnAge to send its
+	// request's headers (since it was accepted, or since its last request
+	// ended), unless no candidate has. A connection serving an
+	// authenticated request (an event stream, a wait) is never closed for
+	// another, so an attacker cannot lock authenticated users out and new
+	// connections are always accepted. Default: DefaultMaxConns().
 	MaxConns int
 	// HeaderTimeout bounds the reading of a request's headers, and of an
 	// unauthenticated request's body. Default 10 s.
@@ -47,12 +51,26 @@ type Limits struct {
 	// session cookie and whatever cookies other local apps set on the host.
 	// Default 64 KiB (net/http's is 1 MiB, times MaxConns).
 	MaxHeaderBytes int
-	// Authenticated says whether a request carries valid credentials; nil
-	// counts every request as authenticated (a server with no secret).
-	Authenticated func(*http.Request) bool
+	// Authenticate says whether a request carries valid credentials, and
+	// returns the request the handler is to see: it may carry what the
+	// check found in its context, so the handler need not check again
+	// (Server's does). nil counts every request as authenticated (a server
+	// with no secret).
+	Authenticate func(*http.Request) (*http.Request, bool)
 	// Log hears about descriptors running out. Default: discarded.
 	Log *slog.Logger
+	// Clock times connections' ages (MinConnAge) and the descriptor
+	// warnings; read deadlines are the network's, on the real clock.
+	// Default: clock.Real.
+	Clock clock.Clock
 }
+
+// MinConnAge is how long a connection has to send its request's headers
+// (since it was accepted, or since its last request ended) before the cap
+// may close it for another, unless every candidate is younger: a fresh
+// client, authenticated or about to be, is not closed the moment it
+// connects because unauthenticated ones arrived after it.
+const MinConnAge = time.Second
 
 // The descriptor budget. Connections get what the process's descriptor
 // limit (RLIMIT_NOFILE; Go raises the soft limit to the hard one at
@@ -91,6 +109,7 @@ func (l Limits) withDefaults() Limits {
 	if l.Log == nil {
 		l.Log = slog.New(slog.DiscardHandler)
 	}
+	l.Clock = cmp.Or[clock.Clock](l.Clock, clock.Real)
 	return l
 }
 
@@ -100,7 +119,7 @@ func (l Limits) withDefaults() Limits {
 // hs.ConnContext (and calls a ConnState hs already had).
 func Harden(hs *http.Server, ln net.Listener, l Limits) net.Listener {
 	l = l.withDefaults()
-	t := &conns{max: l.MaxConns, log: l.Log, m: map[net.Conn]*tracked{}}
+	t := &conns{max: l.MaxConns, log: l.Log, clock: l.Clock, m: map[net.Conn]*tracked{}}
 	t.room = sync.NewCond(&t.mu)
 	hs.ReadHeaderTimeout = l.HeaderTimeout
 	hs.IdleTimeout = l.IdleTimeout
@@ -139,7 +158,10 @@ func bodyDeadlines(next http.Handler, l Limits) http.Handler {
 		next = http.DefaultServeMux
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		authed := l.Authenticated == nil || l.Authenticated(r)
+		authed := true
+		if l.Authenticate != nil {
+			r, authed = l.Authenticate(r)
+		}
 		if ref, ok := r.Context().Value(connKey{}).(connRef); ok && authed {
 			ref.t.trust(ref.tc)
 		}
@@ -196,15 +218,17 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 
 // conns tracks the server's connections for the cap.
 type conns struct {
-	max  int
-	log  *slog.Logger
-	mu   sync.Mutex
-	room *sync.Cond // signalled when a connection goes
-	m    map[net.Conn]*tracked
+	max   int
+	log   *slog.Logger
+	clock clock.Clock
+	mu    sync.Mutex
+	room  *sync.Cond // signalled when a connection goes
+	m     map[net.Conn]*tracked
 	// untrusted holds the connections no authenticated request has come
 	// on, in accept order; idle the trusted ones between requests, the
-	// longest idle first. A trusted connection in a request is in neither:
-	// it is never closed for another.
+	// longest idle first: each in the order of its connections' since. A
+	// trusted connection in a request is in neither: it is never closed
+	// for another.
 	untrusted, idle list.List
 	closed          bool
 	lastLog         time.Time
@@ -215,6 +239,7 @@ type tracked struct {
 	trusted bool
 	in      *list.List // untrusted, idle or nil
 	el      *list.Element
+	since   time.Time // accepted, or idle since: when its MinConnAge began
 }
 
 func (t *conns) unlist(tc *tracked) {
@@ -226,7 +251,7 @@ func (t *conns) unlist(tc *tracked) {
 
 func (t *conns) enlist(tc *tracked, l *list.List) {
 	t.unlist(tc)
-	tc.in, tc.el = l, l.PushBack(tc)
+	tc.in, tc.el, tc.since = l, l.PushBack(tc), t.clock.Now()
 }
 
 func (t *conns) add(c net.Conn) {
@@ -282,17 +307,30 @@ func (t *conns) trust(tc *tracked) {
 	t.unlist(tc) // in a request now; idle when it ends
 }
 
-// victim picks the connection to close for a new one, and forgets it;
-// nil when every connection serves an authenticated request.
+// victim picks the connection to close for a new one, and forgets it:
+// the oldest untrusted one, else the longest idle, preferring either that
+// has had MinConnAge (each list's front is its oldest); nil when every
+// connection serves an authenticated request.
 func (t *conns) victim() net.Conn {
-	for _, l := range []*list.List{&t.untrusted, &t.idle} {
-		if e := l.Front(); e != nil {
-			c := e.Value.(*tracked).c
-			t.forget(c)
-			return c
+	lists := []*list.List{&t.untrusted, &t.idle}
+	now := t.clock.Now()
+	var pick *tracked
+	for _, l := range lists {
+		if e := l.Front(); e != nil && now.Sub(e.Value.(*tracked).since) >= MinConnAge {
+			pick = e.Value.(*tracked)
+			break
 		}
 	}
-	return nil
+	for _, l := range lists {
+		if e := l.Front(); pick == nil && e != nil {
+			pick = e.Value.(*tracked)
+		}
+	}
+	if pick == nil {
+		return nil
+	}
+	t.forget(pick.c)
+	return pick.c
 }
 
 // makeRoom returns once a connection may be accepted: under the cap, or
@@ -326,7 +364,7 @@ func (t *conns) makeRoom() error {
 func (t *conns) shed(err error) {
 	t.mu.Lock()
 	c := t.victim()
-	if now := time.Now(); now.Sub(t.lastLog) >= 10*time.Second {
+	if now := t.clock.Now(); now.Sub(t.lastLog) >= 10*time.Second {
 		t.lastLog = now
 		t.log.Warn("serve: out of file descriptors below the connection cap; closing unauthenticated and idle connections",
 			"err", err, "conns", len(t.m), "cap", t.max)

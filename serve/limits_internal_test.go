@@ -6,9 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deputy-run/deputy/clock"
 )
 
 // pipeListener hands out one end of a net.Pipe per Accept (the test keeps
@@ -157,5 +160,101 @@ func TestMaxConnsFor(t *testing.T) {
 		if got := maxConnsFor(tc.nofile); got != tc.want {
 			t.Errorf("maxConnsFor(%d) = %d, want %d", tc.nofile, got, tc.want)
 		}
+	}
+}
+
+// A connection has MinConnAge to send its headers before the cap closes
+// it for another: an idle authenticated connection that has had it goes
+// before a younger unauthenticated one, and when none has, the order is
+// the cap's usual one.
+func TestCapSparesYoungConnections(t *testing.T) {
+	pl := newPipeListener()
+	hs := &http.Server{}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ln := Harden(hs, pl, Limits{MaxConns: 3, Clock: clk})
+	defer ln.Close()
+
+	idle := accept(t, ln, pl)
+	hs.ConnState(idle.server, http.StateNew)
+	hs.ConnState(idle.server, http.StateActive)
+	trusted(hs, idle)
+	hs.ConnState(idle.server, http.StateIdle)
+	clk.Advance(2 * MinConnAge)
+	a := accept(t, ln, pl) // unauthenticated, young
+	hs.ConnState(a.server, http.StateNew)
+	b := accept(t, ln, pl)
+	hs.ConnState(b.server, http.StateNew)
+
+	c := accept(t, ln, pl)
+	hs.ConnState(c.server, http.StateNew)
+	if !closed(idle) || closed(a) || closed(b) {
+		t.Fatalf("the idle connection that had its age should go before young ones (idle %v, a %v, b %v)", closed(idle), closed(a), closed(b))
+	}
+	// Every candidate is young: the oldest goes, as without an age.
+	clk.Advance(MinConnAge / 2)
+	d := accept(t, ln, pl)
+	hs.ConnState(d.server, http.StateNew)
+	if !closed(a) || closed(b) || closed(c) {
+		t.Fatalf("all young: the oldest should go (a %v, b %v, c %v)", closed(a), closed(b), closed(c))
+	}
+	// An authenticated connection that just finished a request is young
+	// again: the unauthenticated one that has had its age goes first.
+	hs.ConnState(d.server, http.StateActive)
+	trusted(hs, d)
+	clk.Advance(MinConnAge)
+	hs.ConnState(d.server, http.StateIdle)
+	e := accept(t, ln, pl)
+	hs.ConnState(e.server, http.StateNew)
+	if !closed(b) || closed(c) || closed(d) {
+		t.Fatalf("the unauthenticated one that had its age should go before a just-idle one (b %v, c %v, d %v)", closed(b), closed(c), closed(d))
+	}
+}
+
+// Harden's handler hands on the request its Authenticate returned, and
+// checks once.
+func TestAuthenticateRunsOnceAndHandsOnItsRequest(t *testing.T) {
+	type key struct{}
+	var calls int
+	var saw any
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		saw = r.Context().Value(key{})
+	})}
+	Harden(hs, newPipeListener(), Limits{Authenticate: func(r *http.Request) (*http.Request, bool) {
+		calls++
+		return r.WithContext(context.WithValue(r.Context(), key{}, "checked")), true
+	}})
+	hs.Handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	if calls != 1 || saw != "checked" {
+		t.Fatalf("Authenticate called %d times, the handler saw %v", calls, saw)
+	}
+}
+
+// auth takes the verdict its server's authenticate carried, without
+// checking again, and no other server's.
+func TestAuthReadsTheCarriedVerdict(t *testing.T) {
+	s := &Server{o: Options{Token: "0123456789abcdef"}, sessions: newSessions(clock.Real, time.Hour)}
+	other := &Server{o: s.o, sessions: s.sessions}
+	h := s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want int
+	}{
+		{"this server's verdict", context.WithValue(context.Background(), credKey{s}, credOK), 204},
+		{"another server's", context.WithValue(context.Background(), credKey{other}, credOK), 401},
+		{"none carried", context.Background(), 401},
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/api/instances", nil).WithContext(tc.ctx))
+		if w.Code != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, w.Code, tc.want)
+		}
+	}
+	// authenticate's request carries what it found.
+	r := httptest.NewRequest("GET", "/api/instances", nil)
+	r.Header.Set("Authorization", "Bearer "+s.o.Token)
+	r2, ok := s.authenticate(r)
+	if c, _ := r2.Context().Value(credKey{s}).(cred); !ok || c != credOK {
+		t.Fatalf("authenticate: %v, carried %v", ok, c)
 	}
 }

@@ -49,8 +49,8 @@ type Options struct {
 	// Default: discarded.
 	Log *slog.Logger
 	// Limits bound connections and the time their requests may take, for
-	// the http.Server Harden configures (Authenticated and Log are the
-	// server's own). See Limits for the defaults.
+	// the http.Server Harden configures (Authenticate and Log are the
+	// server's own; Clock defaults to the server's). See Limits for the defaults.
 	Limits Limits
 }
 
@@ -120,8 +120,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // hs.Serve on the listener it returns.
 func (s *Server) Harden(hs *http.Server, ln net.Listener) net.Listener {
 	l := s.o.Limits
-	l.Authenticated = s.authenticated
+	l.Authenticate = s.authenticate
 	l.Log = s.o.Log
+	l.Clock = cmp.Or(l.Clock, s.o.Clock)
 	return Harden(hs, ln, l)
 }
 
