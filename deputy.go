@@ -280,16 +280,22 @@ func leaseOf(o Options) time.Duration {
 
 // Close stops the engine, letting running steps end for up to
 // durable.DefaultDrain; unfinished instances resume at the next Open.
-func (rt *Runtime) Close() error { return rt.CloseContext(context.Background(), durable.DefaultDrain) }
+func (rt *Runtime) Close() error {
+	_, err := rt.CloseContext(context.Background(), durable.DefaultDrain)
+	return err
+}
 
 // CloseContext is Close with the drain's bound given: steps still running
 // after drain, or when ctx ends (a second signal), are cut off and
-// reported interrupted when their runs resume.
-func (rt *Runtime) CloseContext(ctx context.Context, drain time.Duration) error {
-	rt.eng.CloseContext(ctx, drain)
+// reported interrupted when their runs resume. drained reports whether
+// every running step finished within the drain (a cut drain is not an
+// error: nothing is lost, the runs resume); err is closing the store's
+// and the telemetry's. Later calls report the first's drained.
+func (rt *Runtime) CloseContext(ctx context.Context, drain time.Duration) (drained bool, err error) {
+	drained = rt.eng.CloseContext(ctx, drain)
 	telErr := rt.closeTel() // after the engine: its last events are spans too
 	rt.unlock()
-	return errors.Join(rt.st.Close(), telErr)
+	return drained, errors.Join(rt.st.Close(), telErr)
 }
 
 // Start records a root instance and starts it in the background; its id

@@ -60,7 +60,17 @@ the next start.`,
 			if err != nil {
 				return err
 			}
-			defer rt.CloseContext(hurry, drain)
+			defer func() {
+				drained, err := rt.CloseContext(hurry, drain)
+				if !drained {
+					// The line "deputy run" and "deputy worker" print (engine.go).
+					fmt.Fprintln(stderr, "deputy: steps still running when the drain ended were cut off; "+
+						"a side-effecting call among them is reported to the model as interrupted when its run resumes")
+				}
+				if err != nil {
+					fmt.Fprintln(stderr, "deputy serve: closing:", err)
+				}
+			}()
 			for _, p := range rt.Problems() {
 				fmt.Fprintln(stderr, "deputy serve: warning:", p)
 			}
