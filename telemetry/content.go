@@ -35,9 +35,11 @@ func partsOf(blocks []llm.Block) []part {
 		case llm.TypeText:
 			ps = append(ps, part{Type: "text", Content: b.Text})
 		case llm.TypeToolUse:
-			args := b.Input
-			if !json.Valid(args) {
-				args = nil // a cut response's half-written arguments
+			// The arguments as the model sent them; text that is not
+			// JSON (a bad call's, a cut response's) goes as a JSON string.
+			args := json.RawMessage(b.Arguments())
+			if len(args) > 0 && !json.Valid(args) {
+				args, _ = json.Marshal(string(args))
 			}
 			ps = append(ps, part{Type: "tool_call", ID: b.ID, Name: b.Name, Arguments: args})
 		case llm.TypeToolResult:

@@ -582,7 +582,7 @@ func (in *inst) toolCall(t *Tracer, b *llm.Block, now time.Time) {
 		keyToolCallID.String(b.ID), keyToolType.String("function"), keyAgentName.String(in.name),
 		keyAgentID.String(in.id), keyInstance.String(in.id), keyTurn.Int(in.turn))
 	if t.content {
-		attrs = append(attrs, keyToolArgs.String(string(b.Input)))
+		attrs = append(attrs, keyToolArgs.String(b.Arguments()))
 	}
 	c := &call{id: b.ID}
 	c.span = t.start(in.ctx, "execute_tool "+b.Name, kindInternal, attrs)

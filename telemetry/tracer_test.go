@@ -559,3 +559,41 @@ func TestDisabled(t *testing.T) {
 		}
 	}
 }
+
+// A bad call's arguments (not a JSON object) are reported as the model
+// sent them: on the tool span, and in the chat's output messages (as a
+// JSON string when they are not JSON at all).
+func TestContentKeepsABadCallsArguments(t *testing.T) {
+	t.Parallel()
+	const rootID = "i-tele-badargs"
+	const scenario = `
+rules:
+  - match: {turn: 1}
+    tool_calls: [{name: boom, raw_input: '{"why": "CUT'}]
+  - match: {turn: 2}
+    text: "done"
+`
+	w := newWorld(t, true, map[string]telemetry.Known{rootID: {Root: rootID, Model: spec, Task: "ROOT-TASK"}})
+	w.runTree(t, rootID, scripted(t, scenario))
+	var tool, out bool
+	for _, s := range w.exp.GetSpans() {
+		a := attrs(s)
+		switch s.Name {
+		case "execute_tool boom":
+			tool = a["gen_ai.tool.call.arguments"].AsString() == `{"why": "CUT`
+		case "chat claude-test":
+			if m := a["gen_ai.output.messages"].AsString(); strings.Contains(m, `"type":"tool_call"`) {
+				if !json.Valid([]byte(m)) {
+					t.Errorf("output messages not JSON: %s", m)
+				}
+				out = strings.Contains(m, `"arguments":"{\"why\": \"CUT"`)
+				if !out {
+					t.Errorf("output messages: %s", m)
+				}
+			}
+		}
+	}
+	if !tool || !out {
+		t.Errorf("a bad call's arguments: on the tool span %v, in the output messages %v", tool, out)
+	}
+}
