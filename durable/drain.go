@@ -122,14 +122,18 @@ func (g *gate) changed() {
 
 // drain stops steps starting and waits for those running to finish, until
 // timeout has passed on clk or cut ends (a second signal: stop now); it
-// reports whether they all finished.
+// reports whether they all finished. The timeout's timer is armed once no
+// step can start any more: whoever sees it armed (a test's clock) knows
+// the gate is closed.
 func (g *gate) drain(clk clock.Clock, timeout time.Duration, cut <-chan struct{}) bool {
+	g.mu.Lock()
+	g.draining = true
+	g.changed()
+	g.mu.Unlock()
 	expired := make(chan struct{})
 	t := clk.AfterFunc(timeout, func() { close(expired) })
 	defer t.Stop()
 	g.mu.Lock()
-	g.draining = true
-	g.changed()
 	for g.inflight > 0 {
 		moved := g.moved
 		g.mu.Unlock()

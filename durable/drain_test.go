@@ -50,8 +50,9 @@ func (h held) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 }
 
 // openDrainEngine opens an engine alone on the SQLite file path, its
-// drain timed by drainClock.
-func openDrainEngine(t *testing.T, path string, drainClock clock.Clock, h held) (*durable.Engine, *store.Store) {
+// drain timed by drainClock; generates counts its model's calls (each
+// turn's generate step).
+func openDrainEngine(t *testing.T, path string, drainClock clock.Clock, h held) (e *durable.Engine, st *store.Store, generates *atomic.Int64) {
 	t.Helper()
 	st, err := store.Open(context.Background(), path, store.Options{})
 	if err != nil {
@@ -61,8 +62,13 @@ func openDrainEngine(t *testing.T, path string, drainClock clock.Clock, h held) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := fake.NewModel(s, fake.WithoutLatency())
-	e, err := durable.Open(context.Background(), durable.Options{
+	scripted := fake.NewModel(s, fake.WithoutLatency())
+	generates = new(atomic.Int64)
+	model := llm.ModelFunc(func(ctx context.Context, req *llm.Request, stream func(llm.Delta)) (*llm.Response, error) {
+		generates.Add(1)
+		return scripted.Generate(ctx, req, stream)
+	})
+	e, err = durable.Open(context.Background(), durable.Options{
 		Store: st, DrainClock: drainClock,
 		Models: func(string) (llm.Model, string, error) { return model, "fake", nil },
 		Tools:  func(durable.Spec) (*tool.Set, error) { return tool.NewSet(h) },
@@ -72,7 +78,7 @@ func openDrainEngine(t *testing.T, path string, drainClock clock.Clock, h held) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close(5 * time.Second); st.Close() })
-	return e, st
+	return e, st, generates
 }
 
 // resumeAfterDrain opens a second engine on path (DBOS closed the first's
@@ -80,7 +86,7 @@ func openDrainEngine(t *testing.T, path string, drainClock clock.Clock, h held) 
 // end and its transcript as text.
 func resumeAfterDrain(t *testing.T, ctx context.Context, path, id string, h held) (*store.Instance, string) {
 	t.Helper()
-	e, st := openDrainEngine(t, path, nil, h)
+	e, st, _ := openDrainEngine(t, path, nil, h)
 	in, err := e.Wait(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -95,15 +101,17 @@ func resumeAfterDrain(t *testing.T, ctx context.Context, path, id string, h held
 
 // An engine alone on SQLite drains when it closes: the side-effecting call
 // it is in finishes and is checkpointed before DBOS shuts down, nothing
-// starts after it, and the next engine finishes the run from there without
-// running the call again or reporting it interrupted.
+// starts after it (the next turn's generate step is not admitted: the
+// call is released only once the drain's timer is armed, which it is once
+// the gate is closed), and the next engine finishes the run from there
+// without running the call again or reporting it interrupted.
 func TestDrainAloneOnSQLite(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "deputy.db")
 	var runs atomic.Int64
 	h := held{started: make(chan struct{}), release: make(chan struct{}), runs: &runs}
 	drainClock := clock.NewFake(time.Now())
-	e, _ := openDrainEngine(t, path, drainClock, h)
+	e, _, generates := openDrainEngine(t, path, drainClock, h)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	id, err := e.Start(ctx, "slow", durable.Spec{System: "root", Model: "fake"})
@@ -111,6 +119,7 @@ func TestDrainAloneOnSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-h.started
+	before := generates.Load() // turn 1's
 	drained := make(chan bool, 1)
 	go func() { drained <- e.CloseContext(context.Background(), time.Hour) }()
 	// The drain's bound is armed: Close waits for the call, which only
@@ -126,6 +135,9 @@ func TestDrainAloneOnSQLite(t *testing.T) {
 	close(h.release)
 	if ok := <-drained; !ok {
 		t.Fatal("the drain reports steps cut off")
+	}
+	if n := generates.Load() - before; n != 0 {
+		t.Fatalf("%d model calls started after the drain began", n)
 	}
 	in, transcript := resumeAfterDrain(t, ctx, path, id, h)
 	if in.State != store.Completed || in.Report != "after: slow done" || runs.Load() != 1 {
@@ -148,7 +160,7 @@ func TestDrainBoundCutsOff(t *testing.T) {
 			var runs atomic.Int64
 			h := held{started: make(chan struct{}), release: make(chan struct{}), runs: &runs}
 			drainClock := clock.NewFake(time.Now())
-			e, _ := openDrainEngine(t, path, drainClock, h)
+			e, _, _ := openDrainEngine(t, path, drainClock, h)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			id, err := e.Start(ctx, "slow", durable.Spec{System: "root", Model: "fake"})
