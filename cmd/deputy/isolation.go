@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deputy-run/deputy/fence"
 	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/sandbox"
 	"github.com/deputy-run/deputy/store"
@@ -45,7 +46,7 @@ func newDoctorCmd() *cobra.Command {
 			}
 			rep.Items = append(rep.Items, git)
 			teth := tetherItem()
-			rep.Items = append(rep.Items, teth)
+			rep.Items = append(rep.Items, teth, trustItem(ws))
 			levels := []level{{"none", nil}, {"sandbox", rep.Sandbox()}, {"container", rep.Container()},
 				{"worktree", itemErr(git)}}
 			if asJSON {
@@ -82,6 +83,23 @@ func newDoctorCmd() *cobra.Command {
 	f.StringVar(&config, "config", "", "deputy.yaml to read (default: the workspace's, then ~/.deputy's)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// trustItem reports a fired fence tripwire's marker: while it exists no
+// run starts on the workspace (fence.CheckTrusted), and doctor is where a
+// user looking for the reason finds it.
+func trustItem(ws string) sandbox.Item {
+	it := sandbox.Item{Name: "trust", Needed: "every run in this workspace"}
+	var ue *fence.UntrustedError
+	switch err := fence.CheckTrusted(ws); {
+	case err == nil:
+		it.OK, it.Detail = true, "no fence tripwire has fired here"
+	case errors.As(err, &ue):
+		it.Detail, it.Fix = err.Error(), "review the files it names, then remove "+ue.Marker
+	default:
+		it.Detail = err.Error()
+	}
+	return it
 }
 
 // tetherMeaning says what each tether mode promises for the programs

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deputy-run/deputy/fence"
 	"github.com/deputy-run/deputy/tool/shell/tether"
 )
 
@@ -221,5 +222,26 @@ func TestDoctorReportsTether(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no tether item: %s", out)
+	}
+}
+
+// A fired tripwire's marker refuses every run; doctor names it and the fix.
+func TestDoctorReportsUntrustedWorkspace(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	out, errOut, code := deputy(t, ws, nil, "doctor")
+	if code != 0 || !strings.Contains(out, "no fence tripwire has fired here") {
+		t.Fatalf("exit %d, clean workspace not reported trusted:\n%s%s", code, out, errOut)
+	}
+	marker := filepath.Join(ws, fence.UntrustedFile)
+	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(marker, []byte(".claude/agents/general-purpose.md\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = deputy(t, ws, nil, "doctor")
+	if code != 0 || !strings.Contains(out, ".claude/agents/general-purpose.md") || !strings.Contains(out, "then remove "+marker) {
+		t.Errorf("exit %d, doctor does not name the marker's path and the fix:\n%s%s", code, out, errOut)
 	}
 }
