@@ -153,8 +153,8 @@ func (h *hider) opened(w *Workspace, f *os.File, asked string) error {
 			return &HiddenError{Path: asked, Hidden: as}
 		}
 	}
-	at, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
-	if err != nil || !filepath.IsAbs(at) {
+	at, ok := openedPath(f)
+	if !ok {
 		return nil
 	}
 	if rel, err := filepath.Rel(w.real, at); err == nil && !escapes(rel) {
@@ -163,6 +163,13 @@ func (h *hider) opened(w *Workspace, f *os.File, asked string) error {
 		}
 	}
 	return nil
+}
+
+// openedPath is the path the kernel opened f at, where /proc tells it
+// (Linux): what a concurrent rename or symlink swap cannot disguise.
+func openedPath(f *os.File) (string, bool) {
+	at, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	return at, err == nil && filepath.IsAbs(at)
 }
 
 // readChecked reads the whole file rel, refusing it when what was opened

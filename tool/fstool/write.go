@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/tool"
@@ -177,8 +176,8 @@ func (w *Workspace) heldDir(d *os.Root, hide *hider, base, asked string) error {
 			return &HiddenError{Path: asked, Hidden: as}
 		}
 	}
-	at, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
-	if err != nil || !filepath.IsAbs(at) {
+	at, ok := openedPath(f)
+	if !ok {
 		return nil
 	}
 	rel, err := filepath.Rel(w.real, at)
