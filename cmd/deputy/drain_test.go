@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -362,12 +363,16 @@ func TestInterruptedChildrenAreReportedResumable(t *testing.T) {
 			t.Errorf("stderr says %q of a child that has not ended:\n%s", lie, errOut)
 		}
 	}
+	// The root spawns its two children one step after the other, and the
+	// signal comes once the first child's call has started: the second
+	// may or may not be recorded (and its call started) by then.
 	if !strings.Contains(errOut, "general-purpose i-") || !strings.Contains(errOut, "interrupted, resumable (saved") ||
-		!strings.Contains(errOut, "with 2 subagents at work") || !strings.Contains(errOut, "deputy worker resumes it") {
+		!regexp.MustCompile(`with (1 subagent|2 subagents) at work`).MatchString(errOut) ||
+		!strings.Contains(errOut, "deputy worker resumes it") {
 		t.Errorf("stderr does not say the children are interrupted and resumable:\n%s", errOut)
 	}
-	if got := readFile(t, filepath.Join(ws, "done.txt")); got != "child\n" {
-		t.Fatalf("done.txt is %q: the first child's call did not finish in the drain", got)
+	if got := readFile(t, filepath.Join(ws, "done.txt")); got != "child\n" && got != "child\nchild\n" {
+		t.Fatalf("done.txt is %q: the calls that had started did not finish in the drain", got)
 	}
 	if _, errOut, code := deputy(t, ws, nil, "worker", "--until-idle", "-q", "--scenario", "s.yaml"); code != 0 {
 		t.Fatalf("worker: exit %d\n%s", code, errOut)

@@ -238,7 +238,10 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 			}
 		}
 		with := ""
-		if active > 0 {
+		switch {
+		case active == 1:
+			with = " with 1 subagent at work"
+		case active > 1:
 			with = fmt.Sprintf(" with %d subagents at work", active)
 		}
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted, resumable: run %s is saved%s as of "+
