@@ -48,7 +48,12 @@ type Box struct {
 	// before commands and Close.
 	guardMu      sync.Mutex
 	placeholders []placeholder
-	guardRecord  string // the state directory recording them, for other boxes and Sweep
+	// masks are the host paths prefix masks (systemMasks), as they stood
+	// at New. A mask over a path removed since makes bwrap fail: it cannot
+	// make the mount point in the read-only system. So regard rebuilds
+	// prefix when one has gone; guardMu guards both.
+	masks       []string
+	guardRecord string // the state directory recording them, for other boxes and Sweep
 
 	mu       sync.Mutex
 	runs     map[*run]struct{}
@@ -104,6 +109,9 @@ func New(p Policy) (*Box, error) {
 		return nil, err
 	}
 	b.prefix = append(append([]string{bwrap}, namespaceArgs(p.Network)...), mounts...)
+	if p.RootFS == "" { // a root filesystem's masks are not the host's paths
+		b.masks = maskTargets(mounts)
+	}
 	if p.forceWatchdog {
 		b.cgErr = map[string]error{}
 		for _, c := range controllers {
@@ -213,7 +221,8 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.regard(); err != nil {
+	prefix, err := b.regard()
+	if err != nil {
 		return nil, err
 	}
 	// In a root filesystem the program is looked up there, by the name it
@@ -239,10 +248,10 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 	}
 	defer blockW.Close()
 	nExtra := len(cmd.ExtraFiles)
-	args := append([]string(nil), b.prefix...)
+	args := append([]string(nil), prefix...)
 	args = append(args, "--chdir", dir,
 		"--info-fd", fmt.Sprint(3+nExtra), "--block-fd", fmt.Sprint(4+nExtra), "--")
-	cmd.Path = b.prefix[0]
+	cmd.Path = prefix[0]
 	cmd.Args = append(args, argv...)
 	cmd.Err = nil
 	cmd.Dir = "/"
@@ -263,7 +272,7 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 	setupFailed := func() (func() string, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, b.setupError(dir)
+		return nil, b.setupError(prefix, dir)
 	}
 	pid, err := readChildPid(infoR)
 	infoR.Close()
@@ -362,12 +371,12 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 // asks bwrap again, its stderr captured: the same sandbox, with a program
 // that does not exist, so nothing runs either way. A second try that
 // makes the sandbox says so.
-func (b *Box) setupError(dir string) error {
+func (b *Box) setupError(prefix []string, dir string) error {
 	const probe = "/nonexistent/deputy-sandbox-setup-probe"
 	ctx, cancel := context.WithTimeout(context.Background(), killWait)
 	defer cancel()
-	args := append(slices.Clone(b.prefix[1:]), "--chdir", dir, "--", probe)
-	cmd := exec.CommandContext(ctx, b.prefix[0], args...)
+	args := append(slices.Clone(prefix[1:]), "--chdir", dir, "--", probe)
+	cmd := exec.CommandContext(ctx, prefix[0], args...)
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	stderr := &headWriter{max: 2048}
@@ -552,17 +561,27 @@ func (b *Box) guard() error {
 }
 
 // regard, before a command, makes again the paths the box binds that were
-// removed from under it, so bwrap finds every mount's source.
-func (b *Box) regard() error {
+// removed from under it, so bwrap finds every mount's source, rebuilds the
+// mounts when a masked system path has gone, and returns the bwrap
+// prefix the command is to use.
+func (b *Box) regard() ([]string, error) {
 	b.guardMu.Lock()
 	defer b.guardMu.Unlock()
+	if slices.ContainsFunc(b.masks, gone) {
+		mounts, err := mountArgs(b.p, b.roots, b.tmp)
+		if err != nil {
+			return nil, err
+		}
+		b.prefix = append(append([]string{b.prefix[0]}, namespaceArgs(b.p.Network)...), mounts...)
+		b.masks = maskTargets(mounts)
+	}
 	if !missingPlaceholder(b.placeholders) {
-		return nil
+		return b.prefix, nil
 	}
 	if b.snap == nil {
 		unlock, err := lockGuards(b.p.StateDir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer unlock()
 	}
@@ -575,7 +594,7 @@ func (b *Box) regard() error {
 			}
 		}
 	}
-	return err
+	return b.prefix, err
 }
 
 // dropPlaceholders removes the box's placeholders that no other live box

@@ -817,3 +817,68 @@ func TestSandboxSweepPlaceholders(t *testing.T) {
 		t.Errorf("a filled placeholder was removed: %q", got)
 	}
 }
+
+// The read-only mounts over the protected paths cannot be taken off from
+// inside: no umount (capabilities dropped), no new user and mount
+// namespace in which to do it (--disable-userns), and no move of the
+// workspace's entries over them, so nothing is planted behind them.
+func TestEscapeUnmountProtected(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws := t.TempDir()
+	b, err := New(Policy{Workspace: ws, Protect: protectedForTest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const cmd = `umount -l .claude; umount -l deputy.yaml; umount -l .deputy; ` +
+		`unshare -rm sh -c 'umount -l .claude; mkdir -p .claude/agents; echo planted > .claude/agents/p.md'; ` +
+		`mkdir -p .claude/agents; echo planted > .claude/agents/p.md; echo planted > deputy.yaml; ` +
+		`mv -f . ../elsewhere; echo done`
+	out, isErr := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}), cmd, 30)
+	if isErr || !strings.Contains(out, "done") {
+		t.Fatalf("the command did not run to its end: %q", out)
+	}
+	if exists(filepath.Join(ws, ".claude/agents/p.md")) {
+		t.Errorf("a definition was planted behind an unmounted placeholder:\n%s", out)
+	}
+	if fi, err := os.Stat(filepath.Join(ws, "deputy.yaml")); err == nil && fi.Size() != 0 {
+		t.Errorf("deputy.yaml was written:\n%s", out)
+	}
+}
+
+// A root-only entry of the system masked when the box was made, and
+// removed from the host since, does not break the box's later commands:
+// the mask over it would need a mount point bwrap cannot make in the
+// read-only system (seen when another test removed its /opt directory
+// while this box was alive).
+func TestMaskedPathRemovedLater(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("only root's boxes mask root-only entries of the system")
+	}
+	dir, err := os.MkdirTemp("/opt", "deputy-mask-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Mkdir(filepath.Join(dir, "private"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Policy{Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	set := sandboxedBash(t, b, shell.Config{})
+	if out, isErr := runBash(context.Background(), set, "echo first", 30); isErr || !strings.Contains(out, "first") {
+		t.Fatalf("first command: %q", out)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if out, isErr := runBash(context.Background(), set, "echo second", 30); isErr || !strings.Contains(out, "second") {
+		t.Fatalf("a command after the masked path went: %q", out)
+	}
+}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -253,4 +254,25 @@ func bindTree(src, dst string, points []string) ([]string, error) {
 		a = append(a, sub...)
 	}
 	return a, nil
+}
+
+// maskTargets are the paths the masks among mount options cover (an empty
+// tmpfs over a directory, /dev/null over a file): systemMasks' output.
+func maskTargets(mounts []string) []string {
+	var ps []string
+	for i := 0; i+1 < len(mounts); i++ {
+		switch {
+		case mounts[i] == "--tmpfs" && inSystem(mounts[i+1]):
+			ps = append(ps, mounts[i+1])
+		case mounts[i] == "--ro-bind" && i+2 < len(mounts) && mounts[i+1] == "/dev/null":
+			ps = append(ps, mounts[i+2])
+		}
+	}
+	return ps
+}
+
+// gone reports whether nothing is at host path p any more.
+func gone(p string) bool {
+	_, err := os.Lstat(p)
+	return errors.Is(err, fs.ErrNotExist)
 }
