@@ -69,12 +69,7 @@ func call(t *testing.T, set *tool.Set, name, input string) (string, bool) {
 // never sees it.
 func TestWorktreeSandboxFence(t *testing.T) {
 	t.Parallel()
-	if err := sandbox.Available(); err != nil {
-		if os.Getenv("DEPUTY_REQUIRE_ISOLATION") != "" {
-			t.Fatal(err) // CI installs bubblewrap (.ci/run)
-		}
-		t.Skip("bubblewrap cannot run here:", err)
-	}
+	requireSandbox(t)
 	ws := repo(t)
 	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
 	def := &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox, Worktree: true}

@@ -102,12 +102,7 @@ func callSet(t *testing.T, set *tool.Set, name, args string) (string, bool) {
 // over it is absent.
 func TestFencedChildFileToolsHideDeputyDir(t *testing.T) {
 	t.Parallel()
-	if err := sandbox.Available(); err != nil {
-		if os.Getenv("DEPUTY_REQUIRE_ISOLATION") != "" {
-			t.Fatal(err)
-		}
-		t.Skip("bubblewrap cannot run here:", err)
-	}
+	requireSandbox(t)
 	ws := deputyWorkspace(t)
 	f := Fence()(durable.Spec{Workspace: ws})
 	fc, err := f.Fence(context.Background(), "i-1", &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox})
@@ -185,12 +180,7 @@ func TestBashEnvGrantReachesPrograms(t *testing.T) {
 		t.Errorf("root's bash: %q", out)
 	}
 
-	if err := sandbox.Available(); err != nil {
-		if os.Getenv("DEPUTY_REQUIRE_ISOLATION") != "" {
-			t.Fatal(err)
-		}
-		t.Skip("bubblewrap cannot run here:", err)
-	}
+	requireSandbox(t)
 	fc, err := Fence()(spec).Fence(context.Background(), "i-1", &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox})
 	if err != nil {
 		t.Fatal(err)
@@ -233,5 +223,17 @@ func TestRunnerRefusesUntrustedWorkspace(t *testing.T) {
 	}
 	if _, _, err := Runner(ws, &agent.Config{}, &Models{}, nil); err != nil {
 		t.Fatalf("after the review: %v", err)
+	}
+}
+
+// requireSandbox skips a test that needs bubblewrap where it cannot run,
+// and fails it in CI, which installs it (DEPUTY_REQUIRE_ISOLATION).
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if err := sandbox.Available(); err != nil {
+		if os.Getenv("DEPUTY_REQUIRE_ISOLATION") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("bubblewrap cannot run here:", err)
 	}
 }

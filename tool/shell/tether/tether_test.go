@@ -70,6 +70,9 @@ func marked(t *testing.T, mark string) []string {
 func TestKilledWorkerTakesItsCommandsWithIt(t *testing.T) {
 	t.Parallel()
 	if m := tether.Mode(); m != tether.ModePIDNamespace && m != tether.ModeUserPIDNamespace {
+		if os.Getenv("DEPUTY_REQUIRE_ISOLATION") != "" {
+			t.Fatalf("no PID namespaces here (%s), though CI runs as root where they work", m)
+		}
 		t.Skipf("no PID namespaces here (%s): a job that left the group would survive", m)
 	}
 	dir := t.TempDir()
