@@ -94,18 +94,32 @@ type Config struct {
 	// OnEvent receives events synchronously, in order, from the goroutine
 	// that called Run. It must not block for long: the loop waits for it.
 	OnEvent func(Event)
+	// Stream asks for a streamed response and emits its deltas as
+	// EventModelDelta; without it the model is called with a nil stream
+	// callback, which lets a provider built with NonStreaming use the
+	// cheaper non-streamed call. It takes effect only with OnEvent.
+	Stream bool
 	// Inbox, when set, is asked at every turn boundary after the first
-	// (before the next model call) for what has come for the run: notes
-	// the model sees with its next request, after the tool results, and
-	// a stop (StopSuspended to pause, StopCancelled to cancel) that ends
-	// the run there.
-	Inbox func(ctx context.Context, turn int) (notes []string, stop StopReason, err error)
+	// for what has come for the run; see InboxFunc.
+	Inbox InboxFunc
 	// Hold, when set, is asked when the model answers without calling a
-	// tool, before the run completes: notes it returns (the reports of
-	// background children that were still working) go to the model as a
-	// new turn instead, so nothing started is left unread.
-	Hold func(ctx context.Context, turn int) (notes []string, err error)
+	// tool, before the run completes; see HoldFunc.
+	Hold HoldFunc
 }
+
+// InboxFunc is asked at every turn boundary after the first (before the
+// next model call; turn is the one about to start) for what has come for
+// the run: notes the model sees with its next request, after the tool
+// results, and a stop (StopSuspended to pause, StopCancelled to cancel)
+// that ends the run there.
+type InboxFunc func(ctx context.Context, turn int) (notes []string, stop StopReason, err error)
+
+// HoldFunc is asked when the model answers without calling a tool, before
+// the run completes (turn is the one its notes would start): notes it
+// returns (the reports of background children that were still working)
+// go to the model as a new turn instead, so nothing started is left
+// unread.
+type HoldFunc func(ctx context.Context, turn int) (notes []string, err error)
 
 // Result is what a run produced. Run returns one even when it fails, so
 // partial work (the transcript, the usage) is never lost.
@@ -144,6 +158,10 @@ var errWallTime = errors.New("wall-time limit reached")
 // The transcript must start with a user message; Run appends to a copy and
 // never writes into msgs' backing array (a fork shares its parent's). The
 // error is non-nil only for StopModelError, StopStepError and StopCancelled.
+//
+// Every turn goes through the same phases, each of which may end the run:
+// the turn boundary, the model call, and then either the answer (a
+// response without tool calls) or the tool turn.
 func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 	r := newRun(cfg)
 	res := &Result{Messages: slices.Clip(msgs)}
@@ -158,154 +176,201 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 		ctx, cancel = clock.WithTimeout(ctx, r.clock, r.lim.WallTime, errWallTime)
 		defer cancel()
 	}
-	start := r.clock.Now()
-	req := cfg.request(nil)
-	wrapping := false // the wrap-up message was sent: this turn is the last
-	r.emitted = len(res.Messages)
+	r.start, r.req, r.emitted = r.clock.Now(), cfg.request(nil), len(res.Messages)
 	for {
-		if ctx.Err() != nil {
-			return r.failed(ctx, res, ctx.Err())
+		if v := r.boundary(ctx, res); v.ends() {
+			return r.finish(res, v.stop, v.err)
 		}
-		if stop := r.limitReached(res, start); stop != "" {
-			return r.finish(res, stop, nil)
+		t, v := r.call(ctx, res)
+		if v.ends() {
+			return r.finish(res, v.stop, v.err)
 		}
-		if r.cfg.Inbox != nil && res.Turns > 0 {
-			notes, stop, err := r.cfg.Inbox(ctx, res.Turns+1)
-			if err != nil {
-				return r.finish(res, StopStepError, fmt.Errorf("turn %d: inbox: %w", res.Turns+1, err))
-			}
-			for _, n := range notes {
-				res.Messages = appendUserText(res.Messages, n)
-			}
-			if stop == StopSuspended {
-				return r.suspend(res)
-			}
-			if stop != "" {
-				return r.finish(res, stop, nil)
-			}
+		if len(t.calls) == 0 {
+			v = r.answered(ctx, res, t)
+		} else {
+			v = r.toolTurn(ctx, res, t)
 		}
-		if !wrapping && r.lim.SoftWallTime > 0 && res.Turns > 0 && r.clock.Now().Sub(start) >= r.lim.SoftWallTime {
-			wrapping = true
-			res.Messages = appendUserText(res.Messages, WrapUp)
-			r.emit(Event{Kind: EventWrapUp, Turn: res.Turns + 1})
-		}
-		r.emitMessages(res)
-		res.Turns++
-		r.emit(Event{Kind: EventTurnStarted, Turn: res.Turns})
-
-		if err := r.compactIfNeeded(ctx, res); err != nil {
-			return r.failed(ctx, res, err)
-		}
-		req.Messages = res.Messages
-		var budgetCut bool
-		if req.MaxTokens, budgetCut = r.outputCap(res); req.MaxTokens <= 0 {
-			res.Turns-- // no call was made
-			return r.finish(res, StopMaxTotalTokens, nil)
-		}
-		resp, err := r.steps.Model(ctx, res.Turns, StepGenerate, func(ctx context.Context) (*llm.Response, error) {
-			return r.model.Generate(r.observe(ctx), req, r.stream)
-		})
-		if err == nil && resp == nil {
-			err = errors.New("the model returned no response and no error")
-		}
-		if err != nil {
-			return r.failed(ctx, res, fmt.Errorf("turn %d: %w", res.Turns, err))
-		}
-		r.spend(res, resp.Usage)
-		r.lastPrompt, r.sinceLast = resp.Usage.Prompt()+resp.Usage.OutputTokens, 0
-		msg := resp.Message()
-		res.Messages = append(res.Messages, msg)
-		res.Answer = msg.Text()
-		r.emit(Event{Kind: EventModelResponse, Turn: res.Turns, Usage: resp.Usage, ModelStop: resp.StopReason})
-		r.emitMessages(res)
-
-		cut := StopMaxOutputTokens
-		if budgetCut {
-			cut = StopMaxTotalTokens // the cap was what remained of the budget
-		}
-		calls := msg.ToolUses()
-		if len(calls) == 0 {
-			switch resp.StopReason {
-			case llm.StopMaxTokens:
-				return r.finish(res, cut, nil)
-			case llm.StopRefusal:
-				return r.finish(res, StopRefusal, nil)
-			case llm.StopPauseTurn:
-				if wrapping {
-					return r.finish(res, StopWallTime, nil) // no call beyond the one promised
-				}
-				// The provider paused a long server-side turn; sending the
-				// transcript back as it stands lets the model continue.
-				continue
-			}
-			if r.cfg.Hold != nil && !wrapping {
-				notes, err := r.cfg.Hold(ctx, res.Turns+1)
-				if err != nil {
-					return r.finish(res, StopStepError, fmt.Errorf("turn %d: hold: %w", res.Turns+1, err))
-				}
-				if len(notes) > 0 {
-					for _, n := range notes {
-						res.Messages = appendUserText(res.Messages, n)
-					}
-					continue
-				}
-			}
-			return r.finish(res, StopCompleted, nil)
-		}
-
-		stop := StopReason("")
-		runnable := len(calls)
-		switch {
-		case resp.StopReason == llm.StopMaxTokens:
-			// A response cut mid-call may carry truncated arguments; running
-			// them would act on half an intent.
-			stop, runnable = cut, 0
-		case wrapping:
-			stop, runnable = StopWallTime, 0
-		case r.lim.MaxToolCalls > 0 && res.ToolCalls+len(calls) > r.lim.MaxToolCalls:
-			stop, runnable = StopMaxToolCalls, max(0, r.lim.MaxToolCalls-res.ToolCalls)
-		}
-		results, err := r.runTools(ctx, res, calls, runnable)
-		ran := len(results)
-		// Every tool_use gets its tool_result, run or not, so the transcript
-		// stays valid for the provider if the instance is continued later.
-		for _, c := range calls[len(results):] {
-			why := "not run: " + string(stop) + " limit reached"
-			switch {
-			case wrapping:
-				why = "not run: time is up; answer with what you have"
-			case err != nil:
-				why = "not run: " + err.Error()
-			}
-			results = append(results, llm.ToolResult(c.ID, why, true))
-		}
-		res.ToolCalls += ran
-		res.Messages = append(res.Messages, llm.Message{Role: llm.User, Content: results})
-		for i := range results {
-			r.sinceLast += llm.EstimateBlock(&results[i])
-		}
-		if err != nil {
-			return r.finish(res, StopStepError, fmt.Errorf("turn %d: %w", res.Turns, err))
-		}
-		if stop != "" {
-			return r.finish(res, stop, nil)
-		}
-		if r.suspends(calls, results) {
-			return r.suspend(res)
+		if v.ends() {
+			return r.finish(res, v.stop, v.err)
 		}
 	}
 }
 
-// suspend stops the run to wait. The user message it would have sent
-// next, not yet emitted, becomes Pending, so the transcript ends with the
-// model's turn and the next run adds what came meanwhile (an answer,
-// notes) to that one message.
-func (r *run) suspend(res *Result) (*Result, error) {
-	if n := len(res.Messages) - 1; n >= r.emitted && res.Messages[n].Role == llm.User {
-		res.Pending = &res.Messages[n]
-		res.Messages = res.Messages[:n:n]
+// verdict is what a phase of a turn tells Run: the zero value goes on, a
+// stop ends the run there. err goes with the stop as Run's error, so it is
+// non-nil only with StopModelError, StopStepError and StopCancelled.
+type verdict struct {
+	stop StopReason
+	err  error
+}
+
+func (v verdict) ends() bool { return v.stop != "" }
+
+// reply is what the phases after a model call need of its response.
+type reply struct {
+	model llm.StopReason // why the response ended, as the provider said
+	calls []llm.Block    // its tool_use blocks
+	// cut is the run's stop when the response was cut at max_tokens:
+	// StopMaxOutputTokens, or StopMaxTotalTokens when the cap was what
+	// remained of the budget.
+	cut StopReason
+}
+
+// boundary is the turn boundary. The run ends here, before it spends
+// another model call, when the caller cancelled, a budget is spent
+// (limitReached) or the Inbox says so; otherwise what came for the run
+// joins the transcript, and once the soft wall time has passed the model
+// is told to wrap up, which makes the coming turn the last.
+func (r *run) boundary(ctx context.Context, res *Result) verdict {
+	if ctx.Err() != nil {
+		return r.failed(ctx, ctx.Err())
 	}
-	return r.finish(res, StopSuspended, nil)
+	if stop := r.limitReached(res, r.start); stop != "" {
+		return verdict{stop: stop}
+	}
+	if r.cfg.Inbox != nil && res.Turns > 0 {
+		notes, stop, err := r.cfg.Inbox(ctx, res.Turns+1)
+		if err != nil {
+			return verdict{StopStepError, fmt.Errorf("turn %d: inbox: %w", res.Turns+1, err)}
+		}
+		for _, n := range notes {
+			res.Messages = appendUserText(res.Messages, n)
+		}
+		if stop != "" {
+			return verdict{stop: stop} // StopSuspended: finish suspends the run
+		}
+	}
+	if !r.wrapping && r.lim.SoftWallTime > 0 && res.Turns > 0 && r.clock.Now().Sub(r.start) >= r.lim.SoftWallTime {
+		r.wrapping = true
+		res.Messages = appendUserText(res.Messages, WrapUp)
+		r.emit(Event{Kind: EventWrapUp, Turn: res.Turns + 1})
+	}
+	return verdict{}
+}
+
+// call starts a turn and makes its model call. The transcript is
+// compacted first when the prompt has grown too large, and the output is
+// capped so the call cannot overrun the total-token budget; the response
+// is spent (from the run and the shared Budget), appended and emitted at
+// once, so it is kept whatever the later phases decide.
+func (r *run) call(ctx context.Context, res *Result) (reply, verdict) {
+	r.emitMessages(res)
+	res.Turns++
+	r.emit(Event{Kind: EventTurnStarted, Turn: res.Turns})
+
+	if err := r.compactIfNeeded(ctx, res); err != nil {
+		return reply{}, r.failed(ctx, err)
+	}
+	r.req.Messages = res.Messages
+	var budgetCut bool
+	if r.req.MaxTokens, budgetCut = r.outputCap(res); r.req.MaxTokens <= 0 {
+		res.Turns-- // no call was made
+		return reply{}, verdict{stop: StopMaxTotalTokens}
+	}
+	resp, err := r.steps.Model(ctx, res.Turns, StepGenerate, func(ctx context.Context) (*llm.Response, error) {
+		return r.model.Generate(r.observe(ctx), r.req, r.stream)
+	})
+	if err == nil && resp == nil {
+		err = errors.New("the model returned no response and no error")
+	}
+	if err != nil {
+		return reply{}, r.failed(ctx, fmt.Errorf("turn %d: %w", res.Turns, err))
+	}
+	r.spend(res, resp.Usage)
+	r.lastPrompt, r.sinceLast = resp.Usage.Prompt()+resp.Usage.OutputTokens, 0
+	msg := resp.Message()
+	res.Messages = append(res.Messages, msg)
+	res.Answer = msg.Text()
+	r.emit(Event{Kind: EventModelResponse, Turn: res.Turns, Usage: resp.Usage, ModelStop: resp.StopReason})
+	r.emitMessages(res)
+
+	t := reply{model: resp.StopReason, calls: msg.ToolUses(), cut: StopMaxOutputTokens}
+	if budgetCut {
+		t.cut = StopMaxTotalTokens // the cap was what remained of the budget
+	}
+	return t, verdict{}
+}
+
+// answered handles a response without tool calls, which usually completes
+// the run. A cut or refused answer ends it with its own reason; a paused
+// one goes back to the model to continue; and Hold may hand the model the
+// reports of background children as a new turn, so nothing started is
+// left unread.
+func (r *run) answered(ctx context.Context, res *Result, t reply) verdict {
+	switch t.model {
+	case llm.StopMaxTokens:
+		return verdict{stop: t.cut}
+	case llm.StopRefusal:
+		return verdict{stop: StopRefusal}
+	case llm.StopPauseTurn:
+		if r.wrapping {
+			return verdict{stop: StopWallTime} // no call beyond the one promised
+		}
+		// The provider paused a long server-side turn; sending the
+		// transcript back as it stands lets the model continue.
+		return verdict{}
+	}
+	if r.cfg.Hold != nil && !r.wrapping {
+		notes, err := r.cfg.Hold(ctx, res.Turns+1)
+		if err != nil {
+			return verdict{StopStepError, fmt.Errorf("turn %d: hold: %w", res.Turns+1, err)}
+		}
+		if len(notes) > 0 {
+			for _, n := range notes {
+				res.Messages = appendUserText(res.Messages, n)
+			}
+			return verdict{}
+		}
+	}
+	return verdict{stop: StopCompleted}
+}
+
+// toolTurn runs the calls of a response that made some. Not all may run: a
+// cut response's arguments may be truncated, a wrapping run was told to
+// stop calling, and the tool-call budget may not cover them all. Calls not
+// run still get results, and the run ends when a limit held calls back,
+// the step runner failed, or a suspending tool asks the run to wait.
+func (r *run) toolTurn(ctx context.Context, res *Result, t reply) verdict {
+	stop := StopReason("")
+	runnable := len(t.calls)
+	switch {
+	case t.model == llm.StopMaxTokens:
+		// A response cut mid-call may carry truncated arguments; running
+		// them would act on half an intent.
+		stop, runnable = t.cut, 0
+	case r.wrapping:
+		stop, runnable = StopWallTime, 0
+	case r.lim.MaxToolCalls > 0 && res.ToolCalls+len(t.calls) > r.lim.MaxToolCalls:
+		stop, runnable = StopMaxToolCalls, max(0, r.lim.MaxToolCalls-res.ToolCalls)
+	}
+	results, err := r.runTools(ctx, res, t.calls, runnable)
+	ran := len(results)
+	// Every tool_use gets its tool_result, run or not, so the transcript
+	// stays valid for the provider if the instance is continued later.
+	for _, c := range t.calls[len(results):] {
+		why := "not run: " + string(stop) + " limit reached"
+		switch {
+		case r.wrapping:
+			why = "not run: time is up; answer with what you have"
+		case err != nil:
+			why = "not run: " + err.Error()
+		}
+		results = append(results, llm.ToolResult(c.ID, why, true))
+	}
+	res.ToolCalls += ran
+	res.Messages = append(res.Messages, llm.Message{Role: llm.User, Content: results})
+	for i := range results {
+		r.sinceLast += llm.EstimateBlock(&results[i])
+	}
+	switch {
+	case err != nil:
+		return verdict{StopStepError, fmt.Errorf("turn %d: %w", res.Turns, err)}
+	case stop != "":
+		return verdict{stop: stop}
+	case r.suspends(t.calls, results):
+		return verdict{stop: StopSuspended}
+	}
+	return verdict{}
 }
 
 // suspends reports whether one of a turn's calls was a successful call to
@@ -354,9 +419,13 @@ type run struct {
 	lim       Limits
 	clock     clock.Clock
 	steps     Steps
-	stream    func(llm.Delta)
+	stream    func(llm.Delta) // nil unless Config.Stream and OnEvent
 	onAttempt func(llm.Attempt)
 	turn      int // for stream events
+
+	start    time.Time    // of Run, for the wall-time budgets
+	req      *llm.Request // reused by every turn's model call
+	wrapping bool         // the wrap-up message was sent: this turn is the last
 
 	// emitted counts the transcript's messages already sent as
 	// EventMessage (or given to Run).
@@ -385,8 +454,10 @@ func newRun(cfg Config) *run {
 	if r.steps == nil {
 		r.steps = Direct{}
 	}
-	if cfg.OnEvent != nil {
+	if cfg.Stream && cfg.OnEvent != nil {
 		r.stream = func(d llm.Delta) { cfg.OnEvent(Event{Kind: EventModelDelta, Turn: r.turn, Delta: d}) }
+	}
+	if cfg.OnEvent != nil {
 		r.onAttempt = func(a llm.Attempt) { cfg.OnEvent(Event{Kind: EventModelAttempt, Turn: r.turn, Attempt: a}) }
 	}
 	return r
@@ -495,17 +566,25 @@ func (r *run) runTools(ctx context.Context, res *Result, calls []llm.Block, runn
 
 // failed ends a run whose model call or step failed, telling a cancellation
 // (by the caller or the wall-time budget) apart from a model error.
-func (r *run) failed(ctx context.Context, res *Result, err error) (*Result, error) {
+func (r *run) failed(ctx context.Context, err error) verdict {
 	if ctx.Err() != nil {
 		if errors.Is(context.Cause(ctx), errWallTime) {
-			return r.finish(res, StopWallTime, nil)
+			return verdict{stop: StopWallTime}
 		}
-		return r.finish(res, StopCancelled, context.Cause(ctx))
+		return verdict{StopCancelled, context.Cause(ctx)}
 	}
-	return r.finish(res, StopModelError, err)
+	return verdict{StopModelError, err}
 }
 
+// finish ends the run with stop. A StopSuspended run stops to wait, not to
+// end: the user message it would have sent next, not yet emitted, becomes
+// Pending, so the transcript ends with the model's turn and the next run
+// adds what came meanwhile (an answer, notes) to that one message.
 func (r *run) finish(res *Result, stop StopReason, err error) (*Result, error) {
+	if n := len(res.Messages) - 1; stop == StopSuspended && n >= r.emitted && res.Messages[n].Role == llm.User {
+		res.Pending = &res.Messages[n]
+		res.Messages = res.Messages[:n:n]
+	}
 	res.StopReason = stop
 	r.emitMessages(res)
 	r.emit(Event{Kind: EventFinished, Turn: res.Turns, Usage: res.Usage, Stop: stop, Err: err})

@@ -422,7 +422,7 @@ func TestEventsArriveInOrder(t *testing.T) {
 	t.Parallel()
 	var kinds []string
 	m := &script{steps: []func(*llm.Request) (*llm.Response, error){call("echo", `{}`, "echo", `{"x":1}`), say("ok")}}
-	_, err := Run(context.Background(), Config{Model: m, Tools: tool.MustSet(echo("echo", true)),
+	_, err := Run(context.Background(), Config{Model: m, Tools: tool.MustSet(echo("echo", true)), Stream: true,
 		OnEvent: func(e Event) { kinds = append(kinds, fmt.Sprintf("%d%s", e.Turn, e.Kind)) }}, task("go"))
 	if err != nil {
 		t.Fatal(err)
@@ -554,7 +554,7 @@ func TestProviderAttemptsBecomeEvents(t *testing.T) {
 		return &llm.Response{Content: []llm.Block{llm.Text("full")}, StopReason: llm.StopEndTurn}, nil
 	})
 	var got []string
-	_, err := Run(context.Background(), Config{Model: model, OnEvent: func(e Event) {
+	_, err := Run(context.Background(), Config{Model: model, Stream: true, OnEvent: func(e Event) {
 		switch e.Kind {
 		case EventModelDelta:
 			got = append(got, "delta "+e.Delta.Text)
@@ -567,6 +567,86 @@ func TestProviderAttemptsBecomeEvents(t *testing.T) {
 	}
 	want := "delta par|attempt 1 529 discarded=true|delta full|attempt 2 200 discarded=false"
 	if s := strings.Join(got, "|"); s != want {
+		t.Fatalf("got  %s\nwant %s", s, want)
+	}
+}
+
+// TestNoStreamWithoutStream: unless Config.Stream asks for deltas and
+// OnEvent is there to take them, every model call gets a nil stream
+// callback (so a NonStreaming provider makes the cheaper call), and no
+// EventModelDelta is emitted.
+func TestNoStreamWithoutStream(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		stream  bool
+		onEvent bool
+	}{{"events without Stream", false, true}, {"Stream without events", true, false}, {"neither", false, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var calls, streamed atomic.Int32
+			model := llm.ModelFunc(func(_ context.Context, req *llm.Request, stream func(llm.Delta)) (*llm.Response, error) {
+				calls.Add(1)
+				if stream != nil {
+					streamed.Add(1)
+				}
+				if len(req.Messages) == 1 {
+					return call("echo", `{}`)(req)
+				}
+				return say("ok")(req)
+			})
+			cfg := Config{Model: model, Tools: tool.MustSet(echo("echo", true)), Stream: c.stream}
+			var deltas int
+			if c.onEvent {
+				cfg.OnEvent = func(e Event) {
+					if e.Kind == EventModelDelta {
+						deltas++
+					}
+				}
+			}
+			res, err := Run(context.Background(), cfg, task("go"))
+			if err != nil || res.StopReason != StopCompleted {
+				t.Fatalf("%v %+v", err, res)
+			}
+			if calls.Load() != 2 || streamed.Load() != 0 || deltas != 0 {
+				t.Fatalf("%d calls, %d with a stream callback, %d delta events", calls.Load(), streamed.Load(), deltas)
+			}
+		})
+	}
+}
+
+// TestStreamEmitsDeltas: with Config.Stream and OnEvent, the model gets a
+// stream callback and its deltas arrive as EventModelDelta, in order,
+// between the turn's start and its response.
+func TestStreamEmitsDeltas(t *testing.T) {
+	t.Parallel()
+	model := llm.ModelFunc(func(_ context.Context, req *llm.Request, stream func(llm.Delta)) (*llm.Response, error) {
+		if stream == nil {
+			return nil, errors.New("no stream callback")
+		}
+		text := fmt.Sprintf("turn%d", len(req.Messages)/2+1)
+		stream(llm.Delta{Type: llm.TypeText, Text: text[:2]})
+		stream(llm.Delta{Type: llm.TypeText, Text: text[2:]})
+		if len(req.Messages) == 1 {
+			return call("echo", `{}`)(req)
+		}
+		return say(text)(req)
+	})
+	var got []string
+	res, err := Run(context.Background(), Config{Model: model, Tools: tool.MustSet(echo("echo", true)), Stream: true,
+		OnEvent: func(e Event) {
+			switch e.Kind {
+			case EventModelDelta:
+				got = append(got, fmt.Sprintf("%d:%s", e.Turn, e.Delta.Text))
+			case EventTurnStarted, EventModelResponse:
+				got = append(got, fmt.Sprintf("%d%s", e.Turn, e.Kind))
+			}
+		}}, task("go"))
+	if err != nil || res.StopReason != StopCompleted {
+		t.Fatalf("%v %+v", err, res)
+	}
+	want := "1turn_started 1:tu 1:rn1 1model_response 2turn_started 2:tu 2:rn2 2model_response"
+	if s := strings.Join(got, " "); s != want {
 		t.Fatalf("got  %s\nwant %s", s, want)
 	}
 }
