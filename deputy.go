@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/llm"
@@ -41,7 +42,7 @@ type (
 	// Instance is an instance as stored: its state, report, usage.
 	Instance = store.Instance
 	// Definition is a subagent type.
-	Definition = agent.Definition
+	Definition = agentdef.Definition
 	// Event is something an instance did (Subscribe).
 	Event = agent.Event
 	// Tool is a tool a program gives its agents.
@@ -49,7 +50,7 @@ type (
 	// Budget bounds a whole tree of instances in tokens and/or USD.
 	Budget = agent.TreeBudget
 	// Config maps model tiers to models and holds prices (deputy.yaml).
-	Config = agent.Config
+	Config = agentdef.Config
 )
 
 // States an instance settles in (Wait returns at these).
@@ -306,7 +307,7 @@ func (rt *Runtime) Start(ctx context.Context, t Task) (string, error) {
 
 func (rt *Runtime) spec(t Task) durable.Spec {
 	model := t.Model
-	if tier, _, ok := agent.ParseModel(model); ok && tier != "" && model != "" {
+	if tier, _, ok := agentdef.ParseModel(model); ok && tier != "" && model != "" {
 		// A tier, as a spawn may name one: its model through deputy.yaml,
 		// the runtime's when it has none.
 		model, _ = rt.cfg.ResolveModel(model)

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/deputy-run/deputy"
-	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/telemetry"
 )
 
@@ -56,7 +56,7 @@ func TestLibraryTracesAcrossRuns(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	rt, err := deputy.Open(ctx, deputy.Options{Model: "fake", Scenario: []byte(askScenario), Workspace: dir,
-		DB: filepath.Join(dir, "deputy.db"), Config: &deputy.Config{Telemetry: agent.TelemetryConfig{Enabled: true, Endpoint: srv.URL}}})
+		DB: filepath.Join(dir, "deputy.db"), Config: &deputy.Config{Telemetry: agentdef.TelemetryConfig{Enabled: true, Endpoint: srv.URL}}})
 	if err != nil {
 		t.Fatal(err)
 	}

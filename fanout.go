@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -125,7 +126,7 @@ func (rt *Runtime) WaitFanOut(ctx context.Context, id string) (*FanOutResult, er
 	}
 	var out agent.FanOutput
 	if err := json.Unmarshal([]byte(in.Report), &out); err != nil {
-		return nil, fmt.Errorf("deputy: fan-out %s: %s", id, agent.OneLine(in.Report, 300))
+		return nil, fmt.Errorf("deputy: fan-out %s: %s", id, agentdef.OneLine(in.Report, 300))
 	}
 	res := &FanOutResult{ID: id, Merged: out.Merged, Vote: out.Vote, Merger: out.Merger, Results: out.Results,
 		Usage: in.Usage}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/store"
 )
 
@@ -89,7 +90,7 @@ func (rt *Runtime) EventsWritten() <-chan struct{} { return rt.st.EventsWritten(
 // process's catalog finds it; this runtime's catalog has it at once. A file
 // that does not parse is an error naming file:line; nothing is stored.
 func (rt *Runtime) PutDefinition(ctx context.Context, file string, data []byte) (*Definition, error) {
-	p := agent.ParseDefinition(file, data)
+	p := agentdef.ParseDefinition(file, data)
 	if len(p.Errors) > 0 || p.Def == nil {
 		return nil, &DefinitionError{Problems: p.Errors}
 	}
@@ -108,7 +109,7 @@ func (rt *Runtime) PutDefinition(ctx context.Context, file string, data []byte) 
 
 // DefinitionError lists why a definition file was refused, each problem
 // with its file:line.
-type DefinitionError struct{ Problems []agent.Issue }
+type DefinitionError struct{ Problems []agentdef.Issue }
 
 func (e *DefinitionError) Error() string {
 	msgs := make([]string, len(e.Problems))

@@ -6,14 +6,11 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/tool"
 )
-
-// AskTool is the tool an instance asks who gave it its task with: its
-// parent, or for a root the person.
-const AskTool = "ask_parent"
 
 // Questions takes instances' questions (see Runner.Questions). Ask records
 // the question of instance id, made by the tool call callID; it must be
@@ -37,7 +34,7 @@ var askSchema = json.RawMessage(`{"type":"object","properties":{` +
 type askTool struct{ tree *tree }
 
 func (askTool) Spec() llm.ToolSpec {
-	return llm.ToolSpec{Name: AskTool, InputSchema: askSchema, Description: "Ask who gave you this task a " +
+	return llm.ToolSpec{Name: agentdef.AskTool, InputSchema: askSchema, Description: "Ask who gave you this task a " +
 		"question, when you cannot go on well without the answer (a choice only they can make, a fact only " +
 		"they know). Your work stops until they answer, and the answer comes back as this tool's result. " +
 		"Do not ask what you can find out yourself."}
@@ -70,7 +67,7 @@ func (a askTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	// One question at a time: its answer takes the one placeholder.
 	if t := call.Transcript; len(t) > 0 {
 		for _, u := range t[len(t)-1].ToolUses() {
-			if u.Name == AskTool {
+			if u.Name == agentdef.AskTool {
 				if u.ID != call.ID {
 					return "", errors.New("not asked: ask one question at a time (an earlier ask_parent call of this turn was sent)")
 				}

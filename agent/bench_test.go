@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/internal/benchloop"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/loop"
@@ -54,11 +55,11 @@ func spawnBench(b *testing.B) map[string]func() error {
 	}
 	// The catalog is built once, as a long-lived runner holds it; the
 	// built-ins stay in it so the spawn tool's description has its usual size.
-	base, _ := agent.Load(agent.LoadOptions{})
+	base, _ := agentdef.Load(agentdef.LoadOptions{})
 	cat, err := base.With(
-		&agent.Definition{Name: "child", Description: "answers at once", SystemPrompt: "You are a bench child.", Tools: []string{}},
-		&agent.Definition{Name: "forker", Description: "answers at once, forked", SystemPrompt: "Answer at once.",
-			Tools: []string{}, Mode: agent.ModeFork},
+		&agentdef.Definition{Name: "child", Description: "answers at once", SystemPrompt: "You are a bench child.", Tools: []string{}},
+		&agentdef.Definition{Name: "forker", Description: "answers at once, forked", SystemPrompt: "Answer at once.",
+			Tools: []string{}, Mode: agentdef.ModeFork},
 	)
 	if err != nil {
 		b.Fatal(err)

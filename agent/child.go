@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
@@ -354,7 +355,7 @@ func (n *node) reportCap() int {
 	if n.def != nil && n.def.ReportCap > 0 {
 		return n.def.ReportCap
 	}
-	return DefaultReportCap
+	return agentdef.DefaultReportCap
 }
 
 // relay records how the child ended and tells its parent.

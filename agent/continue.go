@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -12,8 +13,8 @@ import (
 // was recorded when spawned: enough to build its node again.
 type Lineage struct {
 	ID         string
-	Definition *Definition
-	Mode       Mode
+	Definition *agentdef.Definition
+	Mode       agentdef.Mode
 	Task       string
 }
 

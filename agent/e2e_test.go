@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/anthropic"
@@ -351,7 +352,7 @@ func TestE2EForkChild(t *testing.T) {
 			t.Fatalf("%d instances", len(o.Instances))
 		}
 		fixer := o.Instances[1]
-		if fixer.Mode != agent.ModeFork || fixer.State != agent.StateCompleted || len(fixer.Artifacts) != 1 || fixer.Artifacts[0] != "a.txt" {
+		if fixer.Mode != agentdef.ModeFork || fixer.State != agent.StateCompleted || len(fixer.Artifacts) != 1 || fixer.Artifacts[0] != "a.txt" {
 			t.Fatalf("fixer %+v", fixer)
 		}
 		if b, _ := os.ReadFile(filepath.Join(e.ws, "a.txt")); string(b) != "ALPHA\n" {
@@ -450,8 +451,8 @@ func TestE2ERefusals(t *testing.T) {
 	forWires(t, func(t *testing.T, w wire) {
 		e := newEnv(t, w, refusalScenario)
 		task := e.task("refusals")
-		task.Volatile = []*agent.Definition{{Name: "spawner", Description: "tries to spawn",
-			SystemPrompt: "You are a nested spawner.", Tools: []string{agent.SpawnTool, "read_file"}, MaxTurns: 2}}
+		task.Volatile = []*agentdef.Definition{{Name: "spawner", Description: "tries to spawn",
+			SystemPrompt: "You are a nested spawner.", Tools: []string{agentdef.SpawnTool, "read_file"}, MaxTurns: 2}}
 		o, err := e.run(task)
 		if err != nil {
 			t.Fatal(err)
@@ -536,7 +537,7 @@ func TestE2EWritersTakeTurns(t *testing.T) {
 		hold := newHold()
 		e := newEnv(t, w, writersScenario, withTools(hold))
 		task := e.task("two writers")
-		task.Volatile = []*agent.Definition{{Name: "writer", Description: "writes", SystemPrompt: "You are a writer.",
+		task.Volatile = []*agentdef.Definition{{Name: "writer", Description: "writes", SystemPrompt: "You are a writer.",
 			Tools: []string{"hold", "write_file"}}}
 		wait := e.start(task)
 
@@ -614,8 +615,8 @@ func TestE2ESoftThenHardTimeout(t *testing.T) {
 		clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		e := newEnv(t, w, timeoutScenario, withClock(clk), withTools(sleepTool{clk}))
 		task := e.task("slow work")
-		task.Volatile = []*agent.Definition{{Name: "slowpoke", Description: "slow", SystemPrompt: "You are a slowpoke.",
-			Tools: []string{"slow"}, Budgets: agent.Budgets{WallTime: 10 * time.Second}}}
+		task.Volatile = []*agentdef.Definition{{Name: "slowpoke", Description: "slow", SystemPrompt: "You are a slowpoke.",
+			Tools: []string{"slow"}, Budgets: agentdef.Budgets{WallTime: 10 * time.Second}}}
 		wait := e.start(task)
 
 		// The child's slow tool (9 s) and its hard deadline (10 s) wait on
@@ -664,7 +665,7 @@ func TestE2EFailingChild(t *testing.T) {
 	forWires(t, func(t *testing.T, w wire) {
 		e := newEnv(t, w, failureScenario)
 		task := e.task("doomed")
-		task.Volatile = []*agent.Definition{{Name: "doomed", Description: "fails", SystemPrompt: "You are doomed.", Tools: []string{}}}
+		task.Volatile = []*agentdef.Definition{{Name: "doomed", Description: "fails", SystemPrompt: "You are doomed.", Tools: []string{}}}
 		o, err := e.run(task)
 		if err != nil {
 			t.Fatal(err)
@@ -701,7 +702,7 @@ func TestE2ELongReportSummarized(t *testing.T) {
 	forWires(t, func(t *testing.T, w wire) {
 		e := newEnv(t, w, longReportScenario)
 		task := e.task("long")
-		task.Volatile = []*agent.Definition{{Name: "verbose", Description: "verbose", SystemPrompt: "You are verbose.",
+		task.Volatile = []*agentdef.Definition{{Name: "verbose", Description: "verbose", SystemPrompt: "You are verbose.",
 			Tools: []string{}, ReportCap: 1000}}
 		o, err := e.run(task)
 		if err != nil {
@@ -749,7 +750,7 @@ func TestE2ETreeBudget(t *testing.T) {
 		e := newEnv(t, w, budgetScenario)
 		task := e.task("budget")
 		task.Budget = agent.TreeBudget{Tokens: 5000}
-		task.Volatile = []*agent.Definition{{Name: "spender", Description: "spends", SystemPrompt: "You are a spender.",
+		task.Volatile = []*agentdef.Definition{{Name: "spender", Description: "spends", SystemPrompt: "You are a spender.",
 			Tools: []string{"read_file"}}}
 		o, err := e.run(task)
 		if err != nil {
@@ -802,13 +803,13 @@ func TestE2ESkillOnlyWhenGranted(t *testing.T) {
 			[]byte("---\ndescription: A release checklist\n---\nStep one: run the tests.\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		skills, errs, _ := agent.LoadSkills(dir)
+		skills, errs, _ := agentdef.LoadSkills(dir)
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
 		e.runner.Skills = skills
 		task := e.task("skills")
-		task.Volatile = []*agent.Definition{
+		task.Volatile = []*agentdef.Definition{
 			{Name: "granted", Description: "has it", SystemPrompt: "You are granted.", Tools: []string{"read_file"}, Skills: []string{"checklist"}},
 			{Name: "denied", Description: "has not", SystemPrompt: "You are denied.", Tools: []string{"read_file"}},
 		}

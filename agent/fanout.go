@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/tool"
 )
@@ -28,9 +29,9 @@ type FanTask struct {
 	Tools []string `json:"tools,omitempty"`
 	// Isolation, when set, fences the task more tightly than its type
 	// (a looser one is refused).
-	Isolation Isolation     `json:"isolation,omitempty"`
-	Timeout   time.Duration `json:"-"` // hard; the soft one is at SoftTimeoutShare
-	DependsOn []string      `json:"depends_on,omitempty"`
+	Isolation agentdef.Isolation `json:"isolation,omitempty"`
+	Timeout   time.Duration      `json:"-"` // hard; the soft one is at SoftTimeoutShare
+	DependsOn []string           `json:"depends_on,omitempty"`
 	// RunAnyway runs the task even when a dependency did not complete
 	// (its report then says how that dependency ended).
 	RunAnyway bool `json:"run_anyway,omitempty"`
@@ -178,7 +179,7 @@ func (v Vote) String() string {
 	case v.Judge != "" && v.Answer != "":
 		return fmt.Sprintf("vote: judge %s picked %q (%d of %d answers agree)", v.Judge, v.Answer, v.Votes, v.Counted)
 	case v.Judge != "":
-		return fmt.Sprintf("vote: judge %s picked no answer (%s)", v.Judge, OneLine(v.JudgeReport, 200))
+		return fmt.Sprintf("vote: judge %s picked no answer (%s)", v.Judge, agentdef.OneLine(v.JudgeReport, 200))
 	case v.Answer != "":
 		return fmt.Sprintf("vote: %q with %d of %d answers", v.Answer, v.Votes, v.Counted)
 	case len(v.Tie) > 0:
@@ -226,10 +227,6 @@ func MergeVote(results []FanResult) Vote {
 	}
 	return v
 }
-
-// FanOutTool is the tool a parent model runs a planned batch of subagents
-// with: tasks, their dependencies, and how to merge their reports.
-const FanOutTool = "fan_out"
 
 // Merge strategies of fan_out.
 const (
@@ -294,7 +291,7 @@ type FanOutput struct {
 type fanOutTool struct{ tree *tree }
 
 func (f fanOutTool) Spec() llm.ToolSpec {
-	return llm.ToolSpec{Name: FanOutTool, InputSchema: fanOutSchema, Description: "Run several subagents as one " +
+	return llm.ToolSpec{Name: agentdef.FanOutTool, InputSchema: fanOutSchema, Description: "Run several subagents as one " +
 		"planned batch: independent tasks at the same time (up to the same limit as spawn_subagent), a task " +
 		"with depends_on after those it names, receiving their reports. Returns every task's report, merged " +
 		"as asked; one task's failure or timeout never loses the others' results. Use it for broad work " +
@@ -349,7 +346,7 @@ func (tr *tree) merge(ctx context.Context, parent *node, in FanOutInput, results
 	out := FanOutput{Merge: cmp.Or(in.Merge, MergeConcatName), Results: results}
 	switch out.Merge {
 	case MergeSummarizeName:
-		limit := cmp.Or(in.Limit, DefaultReportCap)
+		limit := cmp.Or(in.Limit, agentdef.DefaultReportCap)
 		m := tr.fanChild(ctx, parent, reservedPrefix+"summary", spawnInput{def: summarizer(limit), Task: fmt.Sprintf(
 			summarizeTask, len(results), limit, MergeConcat(results))})
 		out.Merger = &m
@@ -389,7 +386,7 @@ func (o FanOutput) text() string {
 	case o.Merge == MergeSummarizeName:
 		// The summary failed: the reports themselves, so nothing is lost.
 		fmt.Fprintf(&b, "summarize: the merge did not complete (%s: %s); the reports follow.\n\n", o.Merger.State,
-			OneLine(o.Merger.Report, 200))
+			agentdef.OneLine(o.Merger.Report, 200))
 	case o.Vote != nil:
 		b.WriteString(o.Merged + "\n\n")
 	}
@@ -398,12 +395,12 @@ func (o FanOutput) text() string {
 
 // summarizer is the definition of the summarize merge's child: no tools,
 // one turn, its report bounded by the limit.
-func summarizer(limit int) *Definition {
-	return &Definition{Name: "fan-out-summary", Description: "Merges the reports of a fan-out into one.",
+func summarizer(limit int) *agentdef.Definition {
+	return &agentdef.Definition{Name: "fan-out-summary", Description: "Merges the reports of a fan-out into one.",
 		SystemPrompt: "You merge the reports of several subagents into one report. Keep every conclusion and " +
 			"fact they found, say where they disagree, and drop repetition. Reply with the merged report only.",
-		Tools: []string{}, MaxTurns: 1, ReportCap: limit, Mode: ModeIsolated, Isolation: IsolationNone,
-		Source: Source{Level: LevelVolatile}}
+		Tools: []string{}, MaxTurns: 1, ReportCap: limit, Mode: agentdef.ModeIsolated, Isolation: agentdef.IsolationNone,
+		Source: agentdef.Source{Level: agentdef.LevelVolatile}}
 }
 
 const summarizeTask = "Merge these %d reports into one report of at most %d characters.\n\n%s"
@@ -550,6 +547,6 @@ func (Planner) Generate(_ context.Context, req *llm.Request, _ func(llm.Delta)) 
 	}
 	plan := req.Messages[0].Text()
 	return &llm.Response{StopReason: llm.StopToolUse, Content: []llm.Block{
-		llm.ToolUse("fan_out_1", FanOutTool, json.RawMessage(plan)),
+		llm.ToolUse("fan_out_1", agentdef.FanOutTool, json.RawMessage(plan)),
 	}}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -208,7 +209,7 @@ rules:
   - match: {turn: 2}
     text: "{{index .ToolResults 0}}"
 `)
-	l.task.Volatile = []*agent.Definition{{Name: "boxed", Description: "d", Isolation: agent.IsolationSandbox}}
+	l.task.Volatile = []*agentdef.Definition{{Name: "boxed", Description: "d", Isolation: agentdef.IsolationSandbox}}
 	o := l.run(t)
 	got := o.Result.Answer
 	if !strings.Contains(got, "## lowered (failed)\nspawn refused: boxed runs with isolation sandbox; a task cannot lower it to none") {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/loop"
 )
@@ -85,7 +86,7 @@ func TestFanOutTaskTimeoutKeepsEveryResult(t *testing.T) {
 				e := newEnv(t, w, strings.Replace(fanTimeoutScenario, "%s", c.wrapUp, 1), withClock(clk), withTools(sleepTool{clk}))
 				task := e.task("fan out")
 				// No wall time of its own: the task's timeout_seconds is the only one.
-				task.Volatile = []*agent.Definition{{Name: "slowpoke", Description: "slow", SystemPrompt: "You are a slowpoke.",
+				task.Volatile = []*agentdef.Definition{{Name: "slowpoke", Description: "slow", SystemPrompt: "You are a slowpoke.",
 					Tools: []string{"slow"}}}
 				wait := e.start(task)
 
@@ -209,7 +210,7 @@ func TestFanOutTaskFailureKeepsEveryResult(t *testing.T) {
 	forWires(t, func(t *testing.T, w wire) {
 		e := newEnv(t, w, fanFailureScenario)
 		task := e.task("fan out")
-		task.Volatile = []*agent.Definition{{Name: "doomed", Description: "fails", SystemPrompt: "You are doomed.",
+		task.Volatile = []*agentdef.Definition{{Name: "doomed", Description: "fails", SystemPrompt: "You are doomed.",
 			Tools: []string{"read_file"}}}
 		o, err := e.run(task)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/tool"
 )
@@ -15,10 +16,10 @@ type Fencer interface {
 	// Check tells, before a child is listed, whether this fence can be
 	// built here (bwrap installed, the workspace a git repository); its
 	// error refuses the spawn, saying how to fix it.
-	Check(def *Definition) error
+	Check(def *agentdef.Definition) error
 	// Fence builds, or after a crash finds again, instance id's fence. It
 	// is called at the start of each of the child's runs.
-	Fence(ctx context.Context, id string, def *Definition) (*Fence, error)
+	Fence(ctx context.Context, id string, def *agentdef.Definition) (*Fence, error)
 }
 
 // Fence is a child's fenced place to work.
@@ -46,13 +47,13 @@ type Fence struct {
 }
 
 // fenced reports whether def asks for a fence.
-func fenced(def *Definition) bool {
-	return def != nil && (def.Isolation != IsolationNone && def.Isolation != "" || def.Worktree)
+func fenced(def *agentdef.Definition) bool {
+	return def != nil && (def.Isolation != agentdef.IsolationNone && def.Isolation != "" || def.Worktree)
 }
 
 // checkFence refuses a spawn whose fence cannot be built: never run
 // unfenced.
-func (tr *tree) checkFence(def *Definition) error {
+func (tr *tree) checkFence(def *agentdef.Definition) error {
 	if !fenced(def) {
 		return nil
 	}
@@ -82,7 +83,7 @@ func (tr *tree) enterFence(ctx context.Context, n *node) error {
 		return fmt.Errorf("fence: %w", err)
 	}
 	n.fence = f
-	if f.Instructions != "" && n.inst.Mode != ModeFork {
+	if f.Instructions != "" && n.inst.Mode != agentdef.ModeFork {
 		n.cfg.System += "\n\n" + f.Instructions
 	}
 	n.cfg.Tools = n.cfg.Tools.Replace(f.Tools)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/tool"
@@ -35,9 +36,9 @@ type fencer struct {
 	ended map[string]bool // id → kept
 }
 
-func (f *fencer) Check(def *agent.Definition) error { return f.refuse }
+func (f *fencer) Check(def *agentdef.Definition) error { return f.refuse }
 
-func (f *fencer) Fence(_ context.Context, id string, def *agent.Definition) (*agent.Fence, error) {
+func (f *fencer) Fence(_ context.Context, id string, def *agentdef.Definition) (*agent.Fence, error) {
 	f.mu.Lock()
 	f.built = append(f.built, id)
 	f.mu.Unlock()
@@ -76,8 +77,8 @@ func fencedLocal(t *testing.T, f agent.Fencer) *local {
 	t.Helper()
 	l := newLocal(t, fenceScenario, probe{where: "the parent's workspace"})
 	l.runner.Fencer = f
-	l.task.Volatile = []*agent.Definition{{Name: "boxed", Description: "Works in a sandbox.",
-		SystemPrompt: "You work fenced.", Tools: []string{"probe"}, Isolation: agent.IsolationSandbox, Worktree: true}}
+	l.task.Volatile = []*agentdef.Definition{{Name: "boxed", Description: "Works in a sandbox.",
+		SystemPrompt: "You work fenced.", Tools: []string{"probe"}, Isolation: agentdef.IsolationSandbox, Worktree: true}}
 	return l
 }
 
@@ -166,8 +167,8 @@ rules:
 `, advance{clk: clk, by: 20 * time.Second})
 	l.runner.Clock = clk
 	l.task.Limits.WallTime = time.Minute
-	l.task.Volatile = []*agent.Definition{{Name: "bounded", Description: "d", SystemPrompt: "read-only explorer",
-		Budgets: agent.Budgets{WallTime: 10 * time.Second}}}
+	l.task.Volatile = []*agentdef.Definition{{Name: "bounded", Description: "d", SystemPrompt: "read-only explorer",
+		Budgets: agentdef.Budgets{WallTime: 10 * time.Second}}}
 	l.run(t)
 	got := map[string]time.Duration{}
 	for _, e := range l.events {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/tool"
 )
@@ -40,18 +41,6 @@ type Status struct {
 	// Relay is the child's relay (Relay.ToolResult) once it has ended.
 	Relay string `json:"relay,omitempty"`
 }
-
-// Names of the tools a parent manages its children with.
-const (
-	WaitTool   = "subagent_wait"
-	StatusTool = "subagent_status"
-	ListTool   = "subagent_list"
-	SendTool   = "subagent_send"
-	PauseTool  = "subagent_pause"
-	ResumeTool = "subagent_resume"
-	CancelTool = "subagent_cancel"
-	AnswerTool = "subagent_answer"
-)
 
 // DefaultWaitTimeout bounds subagent_wait when the model gives no timeout.
 const DefaultWaitTimeout = 10 * time.Minute
@@ -115,7 +104,7 @@ func manageTools(tr *tree) []tool.Tool {
 		return &manageTool{tree: tr, name: name, desc: desc, schema: schema, run: run, isReadOnly: ro}
 	}
 	return []tool.Tool{
-		&manageTool{tree: tr, name: WaitTool, isReadOnly: false, desc: "Wait for subagents you started: until one " +
+		&manageTool{tree: tr, name: agentdef.WaitTool, isReadOnly: false, desc: "Wait for subagents you started: until one " +
 			"of them (all of them, with all: true) has ended or is asking you a question, or the timeout passes. " +
 			"Returns each one's state, the reports of those that ended, and the questions of those asking.",
 			schema: `{"type":"object","properties":{"ids":{"type":"array","items":{"type":"string"},"minItems":1,"description":"Instance ids of your subagents."},` +
@@ -130,12 +119,12 @@ func manageTools(tr *tree) []tool.Tool {
 				sts, err := m.Wait(ctx, parent, in.IDs, in.All, timeout)
 				return renderStatuses(sts), err
 			}},
-		one(StatusTool, "How a subagent you started is doing: its state, turns, tokens, and its question if it asks one.", true,
+		one(agentdef.StatusTool, "How a subagent you started is doing: its state, turns, tokens, and its question if it asks one.", true,
 			func(ctx context.Context, m Manager, parent string, in manageInput) (string, error) {
 				st, err := m.Status(ctx, parent, in.ID)
 				return renderStatuses([]Status{st}), err
 			}),
-		&manageTool{tree: tr, name: ListTool, isReadOnly: true, desc: "List the subagents you started, with their states.",
+		&manageTool{tree: tr, name: agentdef.ListTool, isReadOnly: true, desc: "List the subagents you started, with their states.",
 			schema: `{"type":"object","properties":{},"additionalProperties":false}`,
 			run: func(ctx context.Context, m Manager, parent string, _ manageInput) (string, error) {
 				sts, err := m.List(ctx, parent)
@@ -144,23 +133,23 @@ func manageTools(tr *tree) []tool.Tool {
 				}
 				return renderStatuses(sts), err
 			}},
-		one(SendTool, "Send a running subagent a message: it reads it at its next turn. Use it to steer or correct one.", false,
+		one(agentdef.SendTool, "Send a running subagent a message: it reads it at its next turn. Use it to steer or correct one.", false,
 			func(ctx context.Context, m Manager, parent string, in manageInput) (string, error) {
 				return "sent to " + in.ID + "; it reads the message at its next turn", m.Send(ctx, parent, in.ID, in.Message)
 			}, `"message":{"type":"string","minLength":1}`),
-		one(PauseTool, "Pause a subagent: it stops at its next turn until resumed.", false,
+		one(agentdef.PauseTool, "Pause a subagent: it stops at its next turn until resumed.", false,
 			func(ctx context.Context, m Manager, parent string, in manageInput) (string, error) {
 				return "paused " + in.ID + " (a running one stops at its next turn)", m.Pause(ctx, parent, in.ID)
 			}),
-		one(ResumeTool, "Resume a paused subagent.", false,
+		one(agentdef.ResumeTool, "Resume a paused subagent.", false,
 			func(ctx context.Context, m Manager, parent string, in manageInput) (string, error) {
 				return "resumed " + in.ID, m.Resume(ctx, parent, in.ID)
 			}),
-		one(CancelTool, "Cancel a subagent and the subagents it started; what they did so far is kept and reported.", false,
+		one(agentdef.CancelTool, "Cancel a subagent and the subagents it started; what they did so far is kept and reported.", false,
 			func(ctx context.Context, m Manager, parent string, in manageInput) (string, error) {
 				return "cancelled " + in.ID + "; subagent_wait returns its partial report", m.Cancel(ctx, parent, in.ID)
 			}),
-		one(AnswerTool, "Answer the question a subagent asked you; it goes on with the answer. Then subagent_wait for its report.", false,
+		one(agentdef.AnswerTool, "Answer the question a subagent asked you; it goes on with the answer. Then subagent_wait for its report.", false,
 			func(ctx context.Context, m Manager, parent string, in manageInput) (string, error) {
 				return "answered " + in.ID + "; it goes on", m.Answer(ctx, parent, in.ID, in.Answer)
 			}, `"answer":{"type":"string","minLength":1}`),

@@ -10,12 +10,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/tool"
 	"github.com/deputy-run/deputy/tool/mcptool"
@@ -38,7 +40,7 @@ var mcpBaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "T
 // process environment built. Every value read from an allowed variable is
 // kept as a secret, scrubbed from what the server says back. Its errors
 // name the field, never a value.
-func (s MCPServer) resolve(lookup func(string) (string, bool), allowed []string) (mcptool.Server, error) {
+func resolveServer(s agentdef.MCPServer, lookup func(string) (string, bool), allowed []string) (mcptool.Server, error) {
 	out := mcptool.Server{Name: s.Name, Transport: s.Type}
 	var secrets []string
 	field := func(what, v string) (string, error) {
@@ -50,7 +52,7 @@ func (s MCPServer) resolve(lookup func(string) (string, bool), allowed []string)
 			}
 			return lookup(name)
 		}
-		x, _, err := expandRefs(v, look, func(name, value string) {
+		x, _, err := agentdef.ExpandRefs(v, look, func(name, value string) {
 			if !slices.Contains(mcpBaseEnv, name) {
 				secrets = append(secrets, value)
 			}
@@ -89,18 +91,18 @@ func (s MCPServer) resolve(lookup func(string) (string, bool), allowed []string)
 				env[k] = v
 			}
 		}
-		for _, k := range sortedKeys(s.Env) {
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 			if env[k], err = field("env "+k, s.Env[k]); err != nil {
 				return out, err
 			}
 		}
-		for _, k := range sortedKeys(env) {
+		for _, k := range slices.Sorted(maps.Keys(env)) {
 			out.Env = append(out.Env, k+"="+env[k])
 		}
 	}
 	if len(s.Headers) > 0 {
 		out.Headers = map[string]string{}
-		for _, k := range sortedKeys(s.Headers) {
+		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 			if out.Headers[k], err = field("headers "+k, s.Headers[k]); err != nil {
 				return out, err
 			}
@@ -134,7 +136,7 @@ func (tr *tree) startMCP(ctx context.Context, n *node) error {
 	if _, ok := mcpRuns.Load(n); ok {
 		return nil
 	}
-	servers := n.def.startedServers()
+	servers := n.def.StartedServers()
 	if len(servers) == 0 {
 		return nil
 	}
@@ -170,12 +172,12 @@ func (tr *tree) startMCP(ctx context.Context, n *node) error {
 
 // connectMCP starts one server and lists its tools within its start
 // timeout, on the tree's clock.
-func (tr *tree) connectMCP(ctx context.Context, s MCPServer) (*mcptool.Session, []*mcptool.Tool, error) {
+func (tr *tree) connectMCP(ctx context.Context, s agentdef.MCPServer) (*mcptool.Session, []*mcptool.Tool, error) {
 	var allowed []string
 	if c := tr.r.Config; c != nil {
 		allowed = c.MCP.Env
 	}
-	srv, err := s.resolve(os.LookupEnv, allowed)
+	srv, err := resolveServer(s, os.LookupEnv, allowed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -204,7 +206,7 @@ func (tr *tree) connectMCP(ctx context.Context, s MCPServer) (*mcptool.Session, 
 // own session under the same names and specs, so the forked prefix holds;
 // those its server no longer lists are refused. Other parents' MCP tools
 // were refused already (forkChild).
-func offerMCP(n *node, tools []*mcptool.Tool, servers []MCPServer) error {
+func offerMCP(n *node, tools []*mcptool.Tool, servers []agentdef.MCPServer) error {
 	var full []string
 	byFull := map[string]tool.Tool{}
 	for _, t := range tools {
@@ -220,7 +222,7 @@ func offerMCP(n *node, tools []*mcptool.Tool, servers []MCPServer) error {
 		return fmt.Errorf("MCP tools: %w", err)
 	}
 	ours := func(name string) bool {
-		return IsMCPTool(name) && slices.ContainsFunc(servers, func(s MCPServer) bool { return s.Name == mcpServerOf(name) })
+		return agentdef.IsMCPTool(name) && slices.ContainsFunc(servers, func(s agentdef.MCPServer) bool { return s.Name == agentdef.MCPServerOf(name) })
 	}
 	cur := n.cfg.Tools.Refuse(func(name string) bool {
 		_, listed := own.Lookup(name)

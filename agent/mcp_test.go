@@ -29,6 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
@@ -59,11 +60,11 @@ func stdioServer(name, mode, dir, notify string) string {
 
 // mcpDefinition parses a definition file with the given tools line (may
 // be "") and mcpServers block, failing on any error.
-func mcpDefinition(t *testing.T, name, tools, servers string) *agent.Definition {
+func mcpDefinition(t *testing.T, name, tools, servers string) *agentdef.Definition {
 	t.Helper()
 	src := "---\nname: " + name + "\ndescription: Computes with an MCP server.\n" + tools + "mcpServers:\n" + servers +
 		"---\nYou compute with MCP tools.\n"
-	p := agent.ParseDefinition(name+".md", []byte(src))
+	p := agentdef.ParseDefinition(name+".md", []byte(src))
 	if len(p.Errors) > 0 {
 		t.Fatalf("%v\n%s", p.Errors, src)
 	}
@@ -108,14 +109,14 @@ type mcpWorld struct {
 	task   agent.Task
 }
 
-func newMCPWorld(t *testing.T, scenario string, defs ...*agent.Definition) *mcpWorld {
+func newMCPWorld(t *testing.T, scenario string, defs ...*agentdef.Definition) *mcpWorld {
 	t.Helper()
 	s, err := fake.ParseScenario([]byte(scenario), t.Name()+".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := &mcpWorld{model: &recorder{Model: fake.NewModel(s, fake.WithoutLatency())}, runner: &agent.Runner{
-		Config: &agent.Config{MCP: agent.MCPConfig{Env: []string{"DEPUTY_TEST_MCP_TOKEN", "DEPUTY_TEST_SURELY_UNSET"}}}}}
+		Config: &agentdef.Config{MCP: agentdef.MCPConfig{Env: []string{"DEPUTY_TEST_MCP_TOKEN", "DEPUTY_TEST_SURELY_UNSET"}}}}}
 	w.task = agent.Task{Task: "go", System: "root", Model: w.model, ModelName: "fake", Volatile: defs}
 	return w
 }
@@ -474,7 +475,7 @@ rules:
   - match: {system: "You compute"}
     tool_calls: [{name: mcp__calc__pid, input: {}}]
 `)
-	lineage := []agent.Lineage{{ID: "i-calc", Definition: def, Mode: agent.ModeIsolated, Task: "first run"}}
+	lineage := []agent.Lineage{{ID: "i-calc", Definition: def, Mode: agentdef.ModeIsolated, Task: "first run"}}
 	pause := func(context.Context, int) ([]string, loop.StopReason, error) { return nil, loop.StopSuspended, nil }
 	end, err := w.runner.Continue(context.Background(), w.task, lineage, []llm.Message{llm.UserText("first run")},
 		agent.ChildEnv{Inbox: pause})

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 	"pgregory.net/rapid"
 )
@@ -189,7 +190,7 @@ func TestRelayToolResultArtifactsBounded(t *testing.T) {
 // stays near 1,000 tokens.
 func TestRelayToolResultSmall(t *testing.T) {
 	t.Parallel()
-	report, cut := CapReport(strings.Repeat("finding. ", 2000), DefaultReportCap)
+	report, cut := CapReport(strings.Repeat("finding. ", 2000), agentdef.DefaultReportCap)
 	if !cut {
 		t.Fatal("report not cut")
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/cost"
 	"github.com/deputy-run/deputy/llm"
@@ -43,13 +44,13 @@ const DelegationGuidance = `Delegating: match the number of subagents to the tas
 // configuration: one may serve many runs at once.
 type Runner struct {
 	// Catalog holds the types a parent can spawn; nil means the built-ins.
-	Catalog *Catalog
+	Catalog *agentdef.Catalog
 	// Skills are the skills that exist; a child sees only those its
 	// definition grants.
-	Skills map[string]*Skill
+	Skills map[string]*agentdef.Skill
 	// Config maps tiers to models and holds prices; nil means none, so
 	// every tier inherits the parent's model and costs are unknown.
-	Config *Config
+	Config *agentdef.Config
 	// Models opens the provider:model a tier or definition names. nil: a
 	// child that names a model fails to start with an error.
 	Models func(spec string) (llm.Model, error)
@@ -106,7 +107,7 @@ type Task struct {
 	Type string
 	// Definition, when set, is the type itself (a snapshot recorded when
 	// the instance started), used instead of the catalog's Type.
-	Definition *Definition
+	Definition *agentdef.Definition
 	System     string
 	Model      llm.Model
 	// ModelName is sent in requests (the provider's own model name).
@@ -125,7 +126,7 @@ type Task struct {
 	Spent TreeBudget
 	// Volatile definitions exist for this run only, above every other
 	// source; they are checked like files.
-	Volatile []*Definition
+	Volatile []*agentdef.Definition
 	// Messages, when set, is the transcript the root continues from
 	// (a run after a crash or an answer) instead of the task alone.
 	Messages []llm.Message
@@ -189,19 +190,19 @@ const (
 // Instance is one agent of a tree, root or child, as the instance list and
 // `deputy run --json` show it.
 type Instance struct {
-	ID          string    `json:"id"`
-	Parent      string    `json:"parent,omitempty"`
-	Depth       int       `json:"depth"`
-	Type        string    `json:"type"`
-	Description string    `json:"description,omitempty"`
-	Mode        Mode      `json:"mode,omitempty"`
-	Model       string    `json:"model"`
-	State       string    `json:"state"`
-	StopReason  string    `json:"stop_reason,omitempty"`
-	Incomplete  bool      `json:"incomplete,omitempty"`
-	Turns       int       `json:"turns"`
-	ToolCalls   int       `json:"tool_calls"`
-	Usage       llm.Usage `json:"usage"`
+	ID          string        `json:"id"`
+	Parent      string        `json:"parent,omitempty"`
+	Depth       int           `json:"depth"`
+	Type        string        `json:"type"`
+	Description string        `json:"description,omitempty"`
+	Mode        agentdef.Mode `json:"mode,omitempty"`
+	Model       string        `json:"model"`
+	State       string        `json:"state"`
+	StopReason  string        `json:"stop_reason,omitempty"`
+	Incomplete  bool          `json:"incomplete,omitempty"`
+	Turns       int           `json:"turns"`
+	ToolCalls   int           `json:"tool_calls"`
+	Usage       llm.Usage     `json:"usage"`
 	// Cost is USD; nil when the model has no price.
 	Cost        *float64      `json:"cost"`
 	ReportChars int           `json:"report_chars"`
@@ -247,9 +248,9 @@ type Event struct {
 
 // Spawned is what a child starts with.
 type Spawned struct {
-	Definition *Definition
+	Definition *agentdef.Definition
 	Task       string
-	Mode       Mode
+	Mode       agentdef.Mode
 	Model      string        // provider:model
 	Messages   []llm.Message // its first transcript (the task, or a fork of its parent's)
 }
@@ -312,7 +313,7 @@ func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 	offered := t.Tools
 	if tr.maxDepth > 0 {
 		if offered, err = t.Tools.Join(tr.spawnSet); err == nil {
-			offered, err = offered.Alias("task", SpawnTool)
+			offered, err = offered.Alias("task", agentdef.SpawnTool)
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("root tools: %w", err)
@@ -351,7 +352,7 @@ func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 // tree is one run of a Runner: its instances and what they share.
 type tree struct {
 	r        *Runner
-	catalog  *Catalog
+	catalog  *agentdef.Catalog
 	clock    clock.Clock
 	maxPar   int
 	maxDepth int
@@ -375,8 +376,8 @@ type node struct {
 	// avail is the tools the instance may use, without spawn and skill:
 	// what a child with no allowlist inherits.
 	avail  *tool.Set
-	skills []*Skill
-	def    *Definition // nil for the root
+	skills []*agentdef.Skill
+	def    *agentdef.Definition // nil for the root
 	// heir is what its children that inherit run on when that is not its
 	// own model (Task.Inherited); nil otherwise.
 	heir  *ModelRef
@@ -407,7 +408,7 @@ func (r *Runner) newTree(t Task) (*tree, error) {
 	}
 	cat := r.Catalog
 	if cat == nil {
-		cat, _ = Load(LoadOptions{})
+		cat, _ = agentdef.Load(agentdef.LoadOptions{})
 	}
 	if len(t.Volatile) > 0 {
 		var err error

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/tool"
 )
@@ -27,7 +28,7 @@ var skillSchema = json.RawMessage(`{"type":"object","properties":{` +
 type skillTool struct{}
 
 func (skillTool) Spec() llm.ToolSpec {
-	return llm.ToolSpec{Name: SkillTool, InputSchema: skillSchema,
+	return llm.ToolSpec{Name: agentdef.SkillTool, InputSchema: skillSchema,
 		Description: "Load one of your skills: its instructions and the list of its files; or read one of those files."}
 }
 
@@ -45,7 +46,7 @@ func (skillTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	if n == nil {
 		return "", errors.New("skill runs only inside a deputy agent run")
 	}
-	var s *Skill
+	var s *agentdef.Skill
 	var names []string
 	for _, g := range n.skills {
 		names = append(names, g.Name)
@@ -72,7 +73,7 @@ func (skillTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 
 // readSkillFile reads a file under the skill's directory; os.Root keeps the
 // name from escaping it (.., symlinks out).
-func readSkillFile(s *Skill, name string) (string, error) {
+func readSkillFile(s *agentdef.Skill, name string) (string, error) {
 	root, err := os.OpenRoot(s.Dir)
 	if err != nil {
 		return "", fmt.Errorf("skill %s: %w", s.Name, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/tool"
@@ -16,19 +17,19 @@ import (
 
 // spawnInput is what a parent model sends to spawn_subagent.
 type spawnInput struct {
-	Type        string `json:"subagent_type"`
-	Task        string `json:"task"`
-	Description string `json:"description"`
-	Mode        Mode   `json:"mode"`
-	Model       string `json:"model"`
-	Background  bool   `json:"background"`
+	Type        string        `json:"subagent_type"`
+	Task        string        `json:"task"`
+	Description string        `json:"description"`
+	Mode        agentdef.Mode `json:"mode"`
+	Model       string        `json:"model"`
+	Background  bool          `json:"background"`
 
 	// Set by fan_out for each of its tasks.
-	tools     []string      // narrows the type's allowlist
-	timeout   time.Duration // bounds its wall time
-	sub       string        // the task's id: names the child apart from its siblings of one call
-	def       *Definition   // a definition of deputy's own (a merge's), not from the catalog
-	isolation Isolation     // replaces the type's when set
+	tools     []string             // narrows the type's allowlist
+	timeout   time.Duration        // bounds its wall time
+	sub       string               // the task's id: names the child apart from its siblings of one call
+	def       *agentdef.Definition // a definition of deputy's own (a merge's), not from the catalog
+	isolation agentdef.Isolation   // replaces the type's when set
 }
 
 var spawnSchema = json.RawMessage(`{"type":"object","properties":{` +
@@ -52,7 +53,7 @@ type spawnTool struct {
 // requests repeat the parent's tool definitions byte for byte.
 func (s *spawnTool) Spec() llm.ToolSpec {
 	if s.spec.Name == "" {
-		s.spec = llm.ToolSpec{Name: SpawnTool, Description: s.describe(), InputSchema: spawnSchema}
+		s.spec = llm.ToolSpec{Name: agentdef.SpawnTool, Description: s.describe(), InputSchema: spawnSchema}
 	}
 	return s.spec
 }
@@ -65,23 +66,8 @@ func (s *spawnTool) describe() string {
 		"your context, or to run independent tasks in parallel: several calls in one turn run at the "+
 		"same time (up to %d). Do not delegate what you can do in one or two tool calls.\n\n"+
 		"Subagent types:\n", s.tree.maxPar)
-	b.WriteString(Describe(s.tree.catalog.List()))
+	b.WriteString(agentdef.Describe(s.tree.catalog.List()))
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// oneLine folds a description onto one line and bounds it: the tool's
-// description is sent with every request of every instance.
-func oneLine(s string) string { return OneLine(s, 400) }
-
-// OneLine folds s onto one line (whitespace runs become one space) and
-// bounds it to n runes, the last an ellipsis when it was cut: never a split
-// UTF-8 sequence. For errors, notes and lists that must stay one line.
-func OneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 // ReadOnly is false: a child may change the workspace.
@@ -152,17 +138,17 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 		}
 		mode = in.Mode
 	}
-	if mode != ModeIsolated && mode != ModeFork {
+	if mode != agentdef.ModeIsolated && mode != agentdef.ModeFork {
 		return nil, nil, fmt.Errorf("spawn refused: mode %q does not exist (isolated or fork)", mode)
 	}
 	if parent.heir != nil {
-		mode = ModeIsolated // Task.Inherited: no conversation to fork
+		mode = agentdef.ModeIsolated // Task.Inherited: no conversation to fork
 	}
 	if in.Model != "" {
-		if mode == ModeFork {
+		if mode == agentdef.ModeFork {
 			return nil, nil, fmt.Errorf("spawn refused: a fork child runs on the parent's model (to reuse its prompt cache); model %q cannot be set", in.Model)
 		}
-		if _, _, ok := ParseModel(in.Model); !ok {
+		if _, _, ok := agentdef.ParseModel(in.Model); !ok {
 			return nil, nil, fmt.Errorf("spawn refused: model %q is neither a tier (haiku, sonnet, opus, inherit) nor provider:model", in.Model)
 		}
 		def.Model = in.Model
@@ -205,7 +191,7 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 		return nil, nil, fmt.Errorf("spawn refused: the tree has a USD budget and %s has no price, so its spending could not be counted", c.inst.Model)
 	}
 	msgs := []llm.Message{llm.UserText(in.Task)}
-	if mode == ModeFork {
+	if mode == agentdef.ModeFork {
 		call, ok := loop.CallFrom(ctx)
 		if !ok {
 			return nil, nil, errors.New("spawn refused: fork needs the parent's transcript, and this call has none")
@@ -226,10 +212,10 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 // limits from its definition and mode. Its first messages are the
 // caller's: the task, a fork of the parent's transcript, or, for a child
 // continued in a later run, its stored transcript.
-func (tr *tree) build(parent *node, def *Definition, mode Mode, task string) (*node, error) {
+func (tr *tree) build(parent *node, def *agentdef.Definition, mode agentdef.Mode, task string) (*node, error) {
 	c := &node{inst: Instance{Type: def.Name, Mode: mode}, def: def, task: task}
-	c.skills, _ = GrantedSkills(tr.r.Skills, def.Skills)
-	if slices.Contains(def.DisallowedTools, SkillTool) {
+	c.skills, _ = agentdef.GrantedSkills(tr.r.Skills, def.Skills)
+	if slices.Contains(def.DisallowedTools, agentdef.SkillTool) {
 		c.skills = nil
 	}
 	cfg := loop.Config{
@@ -237,7 +223,7 @@ func (tr *tree) build(parent *node, def *Definition, mode Mode, task string) (*n
 		Limits: limitsOf(def),
 	}
 	var err error
-	if mode == ModeFork {
+	if mode == agentdef.ModeFork {
 		tr.forkChild(parent, c, def, &cfg)
 	} else {
 		err = tr.isolatedChild(parent, c, def, &cfg)
@@ -252,7 +238,7 @@ func (tr *tree) build(parent *node, def *Definition, mode Mode, task string) (*n
 
 // isolatedChild sets up a child that starts from its system prompt and
 // the task alone, on its own model and tools.
-func (tr *tree) isolatedChild(parent, c *node, def *Definition, cfg *loop.Config) error {
+func (tr *tree) isolatedChild(parent, c *node, def *agentdef.Definition, cfg *loop.Config) error {
 	model, name, spec, err := tr.resolveModel(parent, def.Model)
 	if err != nil {
 		return err
@@ -262,7 +248,7 @@ func (tr *tree) isolatedChild(parent, c *node, def *Definition, cfg *loop.Config
 	allowed := def.EffectiveTools(parent.avail.Names())
 	c.avail = parent.avail.Filter(allowed, nil)
 	offered := c.avail
-	if def.Tools != nil && slices.Contains(def.EffectiveTools([]string{SpawnTool}), SpawnTool) &&
+	if def.Tools != nil && slices.Contains(def.EffectiveTools([]string{agentdef.SpawnTool}), agentdef.SpawnTool) &&
 		parent.inst.Depth+1 < tr.maxDepth {
 		// Named in the allowlist and the depth allows it. Beyond the
 		// depth it is not offered, and a call to it is an unknown-tool
@@ -281,7 +267,7 @@ func (tr *tree) isolatedChild(parent, c *node, def *Definition, cfg *loop.Config
 			return err
 		}
 	}
-	if tr.r.Questions != nil && tr.r.Manager != nil && !slices.Contains(def.DisallowedTools, AskTool) {
+	if tr.r.Questions != nil && tr.r.Manager != nil && !slices.Contains(def.DisallowedTools, agentdef.AskTool) {
 		// A managed child may ask its parent, which answers with
 		// subagent_answer.
 		if offered, err = offered.Join(tr.askSet); err != nil {
@@ -291,7 +277,7 @@ func (tr *tree) isolatedChild(parent, c *node, def *Definition, cfg *loop.Config
 	cfg.Tools = offered
 	cfg.ToolChoice = toolChoiceOf(def.ToolChoice)
 	cfg.System = childSystem(def, c.skills)
-	if _, ok := offered.Lookup(SpawnTool); ok {
+	if _, ok := offered.Lookup(agentdef.SpawnTool); ok {
 		cfg.System += "\n\n" + DelegationGuidance
 	}
 	c.writes = writes(c.avail)
@@ -303,7 +289,7 @@ func (tr *tree) isolatedChild(parent, c *node, def *Definition, cfg *loop.Config
 // its transcript: see prepare), so the provider's prompt cache serves the
 // whole prefix. Tools outside the child's allowlist stay offered (changing
 // the list would change the prefix) and are refused when called.
-func (tr *tree) forkChild(parent, c *node, def *Definition, cfg *loop.Config) {
+func (tr *tree) forkChild(parent, c *node, def *agentdef.Definition, cfg *loop.Config) {
 	p := parent.cfg
 	cfg.Model, cfg.ModelName, cfg.System, cfg.ToolChoice, cfg.Compaction = p.Model, p.ModelName, p.System, p.ToolChoice, p.Compaction
 	c.inst.Model = parent.inst.Model
@@ -311,16 +297,16 @@ func (tr *tree) forkChild(parent, c *node, def *Definition, cfg *loop.Config) {
 	names := p.Tools.Names()
 	allowed := def.EffectiveTools(names)
 	if parent.inst.Depth+1 >= tr.maxDepth || def.Tools == nil {
-		allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == SpawnTool || n == FanOutTool })
+		allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == agentdef.SpawnTool || n == agentdef.FanOutTool })
 	}
-	allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == SkillTool })
+	allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == agentdef.SkillTool })
 	// The parent's MCP tools run in its own sessions, which the child must
 	// not lean on (a background fork outlives them): only the tools of
 	// servers the child starts itself stay, served by its sessions
 	// (startMCP).
-	own := def.startedServers()
+	own := def.StartedServers()
 	allowed = slices.DeleteFunc(allowed, func(n string) bool {
-		return IsMCPTool(n) && !slices.ContainsFunc(own, func(s MCPServer) bool { return s.Name == mcpServerOf(n) })
+		return agentdef.IsMCPTool(n) && !slices.ContainsFunc(own, func(s agentdef.MCPServer) bool { return s.Name == agentdef.MCPServerOf(n) })
 	})
 	c.avail = parent.avail.Filter(allowed, nil)
 	cfg.Tools = p.Tools.Refuse(func(n string) bool { return slices.Contains(allowed, n) },
@@ -331,7 +317,7 @@ func (tr *tree) forkChild(parent, c *node, def *Definition, cfg *loop.Config) {
 // forkTask is the user message a fork child starts on. Its instructions
 // travel here rather than in the system prompt, which stays the parent's
 // so the cached prefix holds.
-func forkTask(def *Definition, skills []*Skill, task string) string {
+func forkTask(def *agentdef.Definition, skills []*agentdef.Skill, task string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[deputy] You are now a subagent of type %s, forked from this conversation: you have its "+
 		"history, but you work alone, and your final answer goes to the agent that started you as your report, "+
@@ -355,7 +341,7 @@ func forkTask(def *Definition, skills []*Skill, task string) string {
 
 // childSystem is an isolated child's system prompt: the definition's, then
 // what deputy adds (the report's bound, the granted skills).
-func childSystem(def *Definition, skills []*Skill) string {
+func childSystem(def *agentdef.Definition, skills []*agentdef.Skill) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(def.SystemPrompt))
 	fmt.Fprintf(&b, "\n\nYou are a subagent: your final answer is your report to the agent that started you, "+
@@ -363,7 +349,7 @@ func childSystem(def *Definition, skills []*Skill) string {
 	if len(skills) > 0 {
 		b.WriteString("\n\nSkills you can load with the skill tool when a task needs one:\n")
 		for _, s := range skills {
-			b.WriteString("- " + s.Name + ": " + oneLine(s.Description) + "\n")
+			b.WriteString("- " + s.Name + ": " + agentdef.Brief(s.Description) + "\n")
 		}
 	}
 	return strings.TrimSpace(b.String())
@@ -393,7 +379,7 @@ func (tr *tree) resolveModel(parent *node, want string) (llm.Model, string, stri
 	return m, name, pm, nil
 }
 
-func limitsOf(d *Definition) loop.Limits {
+func limitsOf(d *agentdef.Definition) loop.Limits {
 	b := d.Budgets
 	l := loop.Limits{
 		MaxTurns:        d.MaxTurns,
@@ -429,11 +415,11 @@ func writes(s *tool.Set) bool {
 }
 
 // isolationRank orders the isolation levels from the loosest.
-func isolationRank(i Isolation) int {
+func isolationRank(i agentdef.Isolation) int {
 	switch i {
-	case IsolationSandbox:
+	case agentdef.IsolationSandbox:
 		return 1
-	case IsolationContainer:
+	case agentdef.IsolationContainer:
 		return 2
 	}
 	return 0

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/cost"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
@@ -87,7 +88,7 @@ rules:
   - match: {turn: 2}
     text: "{{index .ToolResults 0}}"
 `)
-	l.task.Volatile = []*agent.Definition{{Name: "verbose", Description: "v", SystemPrompt: "You are verbose.", Tools: []string{}, ReportCap: 400}}
+	l.task.Volatile = []*agentdef.Definition{{Name: "verbose", Description: "v", SystemPrompt: "You are verbose.", Tools: []string{}, ReportCap: 400}}
 	o := l.run(t)
 	c := o.Instances[1]
 	// Asked once for a shorter report, it wrote as much again, up to the
@@ -154,8 +155,8 @@ rules:
 `)
 	var opened []string
 	var mu sync.Mutex
-	l.runner.Config = &agent.Config{
-		Tiers:  map[string]string{agent.TierHaiku: "test:small"},
+	l.runner.Config = &agentdef.Config{
+		Tiers:  map[string]string{agentdef.TierHaiku: "test:small"},
 		Prices: cost.Table{"fake": {Input: 1, Output: 1}, "test:small": {Input: 2, Output: 2}},
 	}
 	l.runner.Models = func(spec string) (llm.Model, error) {
@@ -196,7 +197,7 @@ rules:
   - match: {turn: 2}
     text: "{{index .ToolResults 0}}"
 `)
-	l.task.Volatile = []*agent.Definition{{Name: "boxed", Description: "b", Isolation: agent.IsolationSandbox}}
+	l.task.Volatile = []*agentdef.Definition{{Name: "boxed", Description: "b", Isolation: agentdef.IsolationSandbox}}
 	o := l.run(t)
 	if len(o.Instances) != 1 || !strings.Contains(o.Result.Answer, "asks for isolation sandbox") {
 		t.Fatalf("instances %d, answer %q", len(o.Instances), o.Result.Answer)
@@ -206,7 +207,7 @@ rules:
 func TestInvalidVolatileDefinition(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t, `rules: [{text: x}]`)
-	l.task.Volatile = []*agent.Definition{{Name: "bad", Description: "d", Mode: "sideways"}}
+	l.task.Volatile = []*agentdef.Definition{{Name: "bad", Description: "d", Mode: "sideways"}}
 	if _, err := l.runner.Run(context.Background(), l.task); err == nil || !strings.Contains(err.Error(), `mode: "sideways" does not exist`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -224,7 +225,7 @@ rules:
   - match: {turn: 1}
     tool_calls: [{name: spawn_subagent, repeat: 2, input: {subagent_type: waiter, task: "wait {{.I}}"}}]
 `, block)
-	l.task.Volatile = []*agent.Definition{{Name: "waiter", Description: "w", SystemPrompt: "You are a waiter.", Tools: []string{"hold"}}}
+	l.task.Volatile = []*agentdef.Definition{{Name: "waiter", Description: "w", SystemPrompt: "You are a waiter.", Tools: []string{"hold"}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan *agent.Outcome, 1)
 	go func() {
@@ -278,8 +279,8 @@ rules:
     text: "{{index .ToolResults 0}}"
 `)
 	l.runner.MaxDepth = 2
-	l.runner.Config = &agent.Config{Prices: cost.Table{"fake": {Input: 1, Output: 1}}}
-	l.task.Volatile = []*agent.Definition{{Name: "mid", Description: "m", SystemPrompt: "You are mid.", Tools: []string{agent.SpawnTool}}}
+	l.runner.Config = &agentdef.Config{Prices: cost.Table{"fake": {Input: 1, Output: 1}}}
+	l.task.Volatile = []*agentdef.Definition{{Name: "mid", Description: "m", SystemPrompt: "You are mid.", Tools: []string{agentdef.SpawnTool}}}
 	o := l.run(t)
 	if len(o.Instances) != 3 || o.Instances[2].Depth != 2 || o.Instances[2].Parent != o.Instances[1].ID {
 		t.Fatalf("instances %+v", o.Instances)
@@ -302,7 +303,7 @@ rules:
 `)
 	// Two providers serve a model called m: the bare name the requests
 	// carry is ambiguous, the instance's provider:model is not.
-	l.runner.Config = &agent.Config{Prices: cost.Table{"anthropic:m": {Output: 10}, "bedrock:m": {Output: 10}}}
+	l.runner.Config = &agentdef.Config{Prices: cost.Table{"anthropic:m": {Output: 10}, "bedrock:m": {Output: 10}}}
 	l.task.ModelName, l.task.ModelSpec = "m", "anthropic:m"
 	l.task.Budget = agent.TreeBudget{USD: 0.01}
 	o, err := l.runner.Run(context.Background(), l.task)

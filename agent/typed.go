@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/loop"
 )
 
@@ -23,7 +24,7 @@ import (
 // apply.
 
 // rootType is the definition t's root runs as, or nil for a plain root.
-func (tr *tree) rootType(t Task) (*Definition, error) {
+func (tr *tree) rootType(t Task) (*agentdef.Definition, error) {
 	if t.Definition != nil {
 		def := t.Definition.Clone()
 		if err := def.Validate(); err != nil {
@@ -43,7 +44,7 @@ func (tr *tree) rootType(t Task) (*Definition, error) {
 
 // UnknownType is the error for a type that is not among defs (the
 // catalog's); it lists those that are.
-func UnknownType(name string, defs []*Definition) error {
+func UnknownType(name string, defs []*agentdef.Definition) error {
 	names := []string{}
 	for _, d := range defs {
 		names = append(names, d.Name)
@@ -55,13 +56,13 @@ func UnknownType(name string, defs []*Definition) error {
 // fence (sandbox, container, worktree). A root's fence is not built (its
 // tools are the workspace's own), and a fenced type must never run
 // unfenced, so such a type runs only as a spawned child.
-func CheckRoot(def *Definition) error {
+func CheckRoot(def *agentdef.Definition) error {
 	if !fenced(def) {
 		return nil
 	}
 	what := "isolation " + string(def.Isolation)
 	switch {
-	case def.Worktree && (def.Isolation == "" || def.Isolation == IsolationNone):
+	case def.Worktree && (def.Isolation == "" || def.Isolation == agentdef.IsolationNone):
 		what = "a git worktree"
 	case def.Worktree:
 		what += " and a git worktree"
@@ -73,13 +74,13 @@ func CheckRoot(def *Definition) error {
 
 // typedRoot builds the root of t as an isolated child of type def (see
 // above), and lists it.
-func (tr *tree) typedRoot(t Task, def *Definition) (*node, error) {
+func (tr *tree) typedRoot(t Task, def *agentdef.Definition) (*node, error) {
 	if err := CheckRoot(def); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	origin := &node{inst: Instance{Depth: -1, Model: t.ModelSpec}, avail: t.Tools,
 		cfg: loop.Config{Model: t.Model, ModelName: t.ModelName}}
-	c, err := tr.build(origin, def, ModeIsolated, t.Task)
+	c, err := tr.build(origin, def, agentdef.ModeIsolated, t.Task)
 	if err != nil {
 		return nil, fmt.Errorf("agent: root of type %s: %w", def.Name, err)
 	}
@@ -93,10 +94,10 @@ func (tr *tree) typedRoot(t Task, def *Definition) (*node, error) {
 	cfg := &root.cfg
 	cfg.Limits = TypeLimits(def, t.Limits)
 	cfg.Compaction, cfg.Steps, cfg.Inbox, cfg.Hold = t.Compaction, tr.r.Steps, t.Inbox, t.Hold
-	if tr.r.Questions != nil && !slices.Contains(def.DisallowedTools, AskTool) {
+	if tr.r.Questions != nil && !slices.Contains(def.DisallowedTools, agentdef.AskTool) {
 		// Its parent is whoever started it: a root may ask them even
 		// without a Manager (a child needs one, to be answered).
-		if _, ok := cfg.Tools.Lookup(AskTool); !ok {
+		if _, ok := cfg.Tools.Lookup(agentdef.AskTool); !ok {
 			if cfg.Tools, err = cfg.Tools.Join(tr.askSet); err != nil {
 				return nil, fmt.Errorf("root tools: %w", err)
 			}
@@ -108,7 +109,7 @@ func (tr *tree) typedRoot(t Task, def *Definition) (*node, error) {
 // TypeLimits is the limits of a root run as def: each limit l leaves at
 // zero is the type's, as a child of it gets (limitsOf), and the soft
 // timeout is SoftTimeoutShare of the wall time, as a child's.
-func TypeLimits(def *Definition, l loop.Limits) loop.Limits {
+func TypeLimits(def *agentdef.Definition, l loop.Limits) loop.Limits {
 	d := limitsOf(def)
 	if l.MaxTurns == 0 {
 		l.MaxTurns = d.MaxTurns

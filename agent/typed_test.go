@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/loop"
@@ -68,18 +69,18 @@ func typedRunner(t *testing.T, scenario string) (*agent.Runner, agent.Task, *rec
 	}
 	own := &recording{Model: fake.NewModel(s, fake.WithoutLatency())}
 	small := &recording{Model: fake.NewModel(s, fake.WithoutLatency())}
-	cat, _ := agent.Load(agent.LoadOptions{})
-	cat, err = cat.With(&agent.Definition{Name: "lookout", Description: "Looks out.", SystemPrompt: "You look out.",
-		Tools: []string{"probe", agent.SpawnTool}, Model: agent.TierHaiku, ToolChoice: "probe", ReportCap: 100,
+	cat, _ := agentdef.Load(agentdef.LoadOptions{})
+	cat, err = cat.With(&agentdef.Definition{Name: "lookout", Description: "Looks out.", SystemPrompt: "You look out.",
+		Tools: []string{"probe", agentdef.SpawnTool}, Model: agentdef.TierHaiku, ToolChoice: "probe", ReportCap: 100,
 		Skills: []string{"binoculars"}, MaxTurns: 5},
-		&agent.Definition{Name: "boxed", Description: "Fenced.", SystemPrompt: "x", Worktree: true})
+		&agentdef.Definition{Name: "boxed", Description: "Fenced.", SystemPrompt: "x", Worktree: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &agent.Runner{
 		Catalog: cat,
-		Config:  &agent.Config{Tiers: map[string]string{agent.TierHaiku: "fake:small"}},
-		Skills:  map[string]*agent.Skill{"binoculars": {Name: "binoculars", Description: "Seeing far.", Instructions: "Look."}},
+		Config:  &agentdef.Config{Tiers: map[string]string{agentdef.TierHaiku: "fake:small"}},
+		Skills:  map[string]*agentdef.Skill{"binoculars": {Name: "binoculars", Description: "Seeing far.", Instructions: "Look."}},
 		Models: func(spec string) (llm.Model, error) {
 			if spec != "fake:small" {
 				t.Errorf("opened %s", spec)
@@ -139,7 +140,7 @@ func TestRootRunsAsItsType(t *testing.T) {
 // type's, with a child's soft timeout.
 func TestTypeLimits(t *testing.T) {
 	t.Parallel()
-	def := &agent.Definition{MaxTurns: 5, Budgets: agent.Budgets{TotalTokens: 900, ToolCalls: 4, WallTime: 10 * time.Second,
+	def := &agentdef.Definition{MaxTurns: 5, Budgets: agentdef.Budgets{TotalTokens: 900, ToolCalls: 4, WallTime: 10 * time.Second,
 		OutputTokensPerCall: 300}}
 	got := agent.TypeLimits(def, loop.Limits{MaxTurns: 2, ToolOutputChars: 7})
 	want := loop.Limits{MaxTurns: 2, MaxTotalTokens: 900, MaxToolCalls: 4, WallTime: 10 * time.Second, SoftWallTime: 8 * time.Second,
@@ -182,7 +183,7 @@ rules:
   - text: "plain answer"
 `)
 	r.MaxDepth = 3
-	task.Definition = &agent.Definition{Name: "lookout", Description: "Recorded.", SystemPrompt: "You are the recorded lookout.",
+	task.Definition = &agentdef.Definition{Name: "lookout", Description: "Recorded.", SystemPrompt: "You are the recorded lookout.",
 		Tools: []string{"probe", "scribble"}}
 	o, err := r.Run(context.Background(), task)
 	if err != nil {
@@ -214,7 +215,7 @@ func TestRootTypeRefusals(t *testing.T) {
 		!strings.Contains(err.Error(), "refused rather than run unfenced") {
 		t.Errorf("fenced type: %v", err)
 	}
-	if err := agent.CheckRoot(&agent.Definition{Name: "s", Isolation: agent.IsolationSandbox}); err == nil ||
+	if err := agent.CheckRoot(&agentdef.Definition{Name: "s", Isolation: agentdef.IsolationSandbox}); err == nil ||
 		!strings.Contains(err.Error(), "isolation sandbox") {
 		t.Errorf("sandbox: %v", err)
 	}
@@ -226,14 +227,14 @@ func TestRootTypeRefusals(t *testing.T) {
 // Describe is the catalog as the spawn tool lists it.
 func TestDescribeListsTheCatalog(t *testing.T) {
 	t.Parallel()
-	got := agent.Describe(agent.Builtins())
+	got := agentdef.Describe(agentdef.Builtins())
 	for _, want := range []string{"- explorer: Fast read-only search", "- fixer: Makes a focused change", " [mode: fork]",
 		"- reviewer: Independent read-only review", "[mode: isolated, fixed]"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in\n%s", want, got)
 		}
 	}
-	if strings.HasSuffix(got, "\n") || strings.Count(got, "\n") != len(agent.Builtins())-1 {
+	if strings.HasSuffix(got, "\n") || strings.Count(got, "\n") != len(agentdef.Builtins())-1 {
 		t.Errorf("one line per type:\n%q", got)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
@@ -98,7 +99,7 @@ func makeAsking(ctx context.Context, st *store.Store, id string) error {
 			if err != nil {
 				return err
 			}
-			call := llm.ToolUse("toolu_ask", agent.AskTool, json.RawMessage(`{"question":"go on?"}`))
+			call := llm.ToolUse("toolu_ask", agentdef.AskTool, json.RawMessage(`{"question":"go on?"}`))
 			if err := st.AppendMessages(ctx, id, 1, 0, []llm.Message{llm.UserText(id),
 				{Role: llm.Assistant, Content: []llm.Block{call}}}); err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
 )
@@ -384,11 +385,11 @@ func (e *Engine) continueChild(ctx dbos.Context, runCtx context.Context, ld load
 	in := ld.Instance
 	var lineage []agent.Lineage
 	for at := in; at.Parent != ""; {
-		def := &agent.Definition{}
+		def := &agentdef.Definition{}
 		if err := json.Unmarshal(at.Definition, def); err != nil {
 			return agent.ChildEnd{}, fmt.Errorf("instance %s: its recorded definition does not decode: %w", at.ID, err)
 		}
-		lineage = append([]agent.Lineage{{ID: at.ID, Definition: def, Mode: agent.Mode(at.Mode), Task: at.Task}}, lineage...)
+		lineage = append([]agent.Lineage{{ID: at.ID, Definition: def, Mode: agentdef.Mode(at.Mode), Task: at.Task}}, lineage...)
 		parent, err := e.st.GetInstance(ctx, at.Parent)
 		if err != nil {
 			return agent.ChildEnd{}, err
@@ -536,7 +537,7 @@ func addCost(a, b *float64) *float64 {
 func recordedEnd(in *store.Instance) agent.ChildEnd {
 	var arts []string
 	_ = json.Unmarshal(in.Artifacts, &arts)
-	inst := agent.Instance{ID: in.ID, Parent: in.Parent, Depth: in.Depth, Type: in.Type, Mode: agent.Mode(in.Mode),
+	inst := agent.Instance{ID: in.ID, Parent: in.Parent, Depth: in.Depth, Type: in.Type, Mode: agentdef.Mode(in.Mode),
 		Model: in.Model, State: string(in.State), StopReason: in.StopReason, Incomplete: in.Incomplete,
 		Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage, Cost: in.Cost, Artifacts: arts, Error: in.Error}
 	return agent.ChildEnd{Instance: inst, Relay: agent.Relay{ID: in.ID, Type: in.Type, State: string(in.State),

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
@@ -185,9 +186,9 @@ rules:
 // holds its child's partial relay.
 func TestCancelCascadesThreeLevels(t *testing.T) {
 	t.Parallel()
-	base, _ := agent.Load(agent.LoadOptions{})
-	cat, err := base.With(&agent.Definition{Name: "delegator", Description: "delegates", SystemPrompt: "You are a delegator.",
-		Tools: []string{agent.SpawnTool, "gate"}})
+	base, _ := agentdef.Load(agentdef.LoadOptions{})
+	cat, err := base.With(&agentdef.Definition{Name: "delegator", Description: "delegates", SystemPrompt: "You are a delegator.",
+		Tools: []string{agentdef.SpawnTool, "gate"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
@@ -14,7 +15,7 @@ import (
 // in ask_parent's place, then the notes; Interrupted for calls a crash cut;
 // only the notes after a user message.
 func TestContinuation(t *testing.T) {
-	ask := llm.ToolUse("t1", agent.AskTool, json.RawMessage(`{}`))
+	ask := llm.ToolUse("t1", agentdef.AskTool, json.RawMessage(`{}`))
 	read := llm.ToolUse("t2", "read_file", json.RawMessage(`{}`))
 	asked := []llm.Message{llm.UserText("task"), {Role: llm.Assistant, Content: []llm.Block{read, ask}}}
 	pending, _ := json.Marshal(llm.Message{Role: llm.User, Content: []llm.Block{

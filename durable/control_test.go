@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/llm"
@@ -26,8 +27,8 @@ type rig struct {
 	scenario string
 	clk      clock.Clock
 	tools    []tool.Tool
-	catalog  *agent.Catalog // nil: the built-ins
-	maxRuns  int            // durable.Options.MaxRuns
+	catalog  *agentdef.Catalog // nil: the built-ins
+	maxRuns  int               // durable.Options.MaxRuns
 	onEvent  func(agent.Event)
 	fence    func(durable.Spec) agent.Fencer // durable.Options.Fence
 	fail     string                          // durable.Options.Failpoint

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/internal/pgtest"
@@ -153,11 +153,11 @@ rules:
 	if _, ok := e.Catalog().Lookup("newbie"); ok {
 		t.Fatal("newbie exists before it was put")
 	}
-	def, _ := json.Marshal(agent.Definition{Name: "newbie", Description: "a new type", SystemPrompt: "You are the newbie.", Tools: []string{}})
+	def, _ := json.Marshal(agentdef.Definition{Name: "newbie", Description: "a new type", SystemPrompt: "You are the newbie.", Tools: []string{}})
 	if err := st.PutDefinition(ctx, "newbie", "---\nname: newbie\n---\n", def); err != nil {
 		t.Fatal(err)
 	}
-	bad, _ := json.Marshal(agent.Definition{Name: "broken", Description: "x", Mode: "sideways"})
+	bad, _ := json.Marshal(agentdef.Definition{Name: "broken", Description: "x", Mode: "sideways"})
 	if err := st.PutDefinition(ctx, "broken", "", bad); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ rules:
 		t.Fatal(err)
 	}
 	clk.Advance(time.Minute) // the refresh runs before Advance returns
-	if d, ok := e.Catalog().Lookup("newbie"); !ok || d.Source.Level != agent.LevelDatabase {
+	if d, ok := e.Catalog().Lookup("newbie"); !ok || d.Source.Level != agentdef.LevelDatabase {
 		t.Fatalf("newbie after the refresh: %+v %v", d, ok)
 	}
 	mu.Lock()

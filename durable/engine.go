@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/internal/pgdial"
 	"github.com/deputy-run/deputy/llm"
@@ -61,15 +62,15 @@ type Spec struct {
 	// definition as it was then in Definition, so every later run of the
 	// instance runs the same type. The instance's recorded type is its
 	// name.
-	Type        string            `json:"type,omitempty"`
-	Definition  *agent.Definition `json:"definition,omitempty"`
-	Workspace   string            `json:"workspace"`
-	SearchURL   string            `json:"search_url,omitempty"`
-	MaxTurns    int               `json:"max_turns,omitempty"`
-	MaxDepth    int               `json:"max_depth,omitempty"`
-	MaxParallel int               `json:"max_parallel,omitempty"`
-	Budget      agent.TreeBudget  `json:"budget,omitzero"`
-	Compaction  loop.Compaction   `json:"compaction,omitzero"`
+	Type        string               `json:"type,omitempty"`
+	Definition  *agentdef.Definition `json:"definition,omitempty"`
+	Workspace   string               `json:"workspace"`
+	SearchURL   string               `json:"search_url,omitempty"`
+	MaxTurns    int                  `json:"max_turns,omitempty"`
+	MaxDepth    int                  `json:"max_depth,omitempty"`
+	MaxParallel int                  `json:"max_parallel,omitempty"`
+	Budget      agent.TreeBudget     `json:"budget,omitzero"`
+	Compaction  loop.Compaction      `json:"compaction,omitzero"`
 	// WallTime bounds the time the root spends running, over all its
 	// runs: time asking, paused or down after a crash does not count.
 	WallTime time.Duration `json:"wall_time,omitempty"`
@@ -84,7 +85,7 @@ type Spec struct {
 	// Config is deputy.yaml as the run started (tiers and prices), so a
 	// worker in another directory runs it the same way; nil: the
 	// runner's.
-	Config *agent.Config `json:"config,omitempty"`
+	Config *agentdef.Config `json:"config,omitempty"`
 }
 
 // Options configure an Engine.
@@ -184,9 +185,9 @@ type Engine struct {
 	chMu sync.Mutex
 	ch   chan struct{} // closed and replaced when an instance moves (changed)
 
-	mu      sync.Mutex                    // guards refresh
-	base    *agent.Catalog                // built-ins and files
-	catalog atomic.Pointer[agent.Catalog] // base plus the database's, as of the last refresh
+	mu      sync.Mutex                       // guards refresh
+	base    *agentdef.Catalog                // built-ins and files
+	catalog atomic.Pointer[agentdef.Catalog] // base plus the database's, as of the last refresh
 	refresh clock.Timer
 	closed  atomic.Bool
 
@@ -259,7 +260,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		slots: slots{ch: make(chan struct{}, opts.MaxRuns)}, ch: make(chan struct{}), gate: newGate(opts.Clock),
 		log: func(msg string, args ...any) { logger.Warn("deputy: "+msg, args...) }}
 	if e.base == nil {
-		e.base, _ = agent.Load(agent.LoadOptions{})
+		e.base, _ = agentdef.Load(agentdef.LoadOptions{})
 	}
 	if err := e.Refresh(ctx); err != nil {
 		dbos.Shutdown(dctx, time.Second)
@@ -395,17 +396,17 @@ func (e *Engine) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("durable: read definitions: %w", err)
 	}
-	defs := make([]*agent.Definition, 0, len(stored))
+	defs := make([]*agentdef.Definition, 0, len(stored))
 	var errs []error
 	for _, s := range stored {
-		d := &agent.Definition{}
+		d := &agentdef.Definition{}
 		if err := json.Unmarshal(s.Definition, d); err != nil {
 			errs = append(errs, fmt.Errorf("stored definition %s: %w", s.Name, err))
 			continue
 		}
 		defs = append(defs, d)
 	}
-	cat, merrs := e.base.Merge(agent.LevelDatabase, defs)
+	cat, merrs := e.base.Merge(agentdef.LevelDatabase, defs)
 	e.catalog.Store(cat)
 	if h := e.opts.OnRefresh; h != nil {
 		h(append(errs, merrs...))
@@ -414,7 +415,7 @@ func (e *Engine) Refresh(ctx context.Context) error {
 }
 
 // Catalog is the catalog as of the last refresh.
-func (e *Engine) Catalog() *agent.Catalog { return e.catalog.Load() }
+func (e *Engine) Catalog() *agentdef.Catalog { return e.catalog.Load() }
 
 // scheduleRefresh arms the next refresh on the engine's clock.
 func (e *Engine) scheduleRefresh() {

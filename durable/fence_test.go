@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool"
@@ -19,9 +20,9 @@ type countingFencer struct {
 	kept                   bool
 }
 
-func (f *countingFencer) Check(*agent.Definition) error { return nil }
+func (f *countingFencer) Check(*agentdef.Definition) error { return nil }
 
-func (f *countingFencer) Fence(context.Context, string, *agent.Definition) (*agent.Fence, error) {
+func (f *countingFencer) Fence(context.Context, string, *agentdef.Definition) (*agent.Fence, error) {
 	f.mu.Lock()
 	f.built++
 	f.mu.Unlock()
@@ -41,9 +42,9 @@ func (f *countingFencer) Fence(context.Context, string, *agent.Definition) (*age
 // ends once, kept, when the child completes.
 func TestFenceSurvivesAsking(t *testing.T) {
 	t.Parallel()
-	base, _ := agent.Load(agent.LoadOptions{})
-	cat, err := base.With(&agent.Definition{Name: "boxed", Description: "fenced", SystemPrompt: "You are a subagent working fenced.",
-		Isolation: agent.IsolationSandbox})
+	base, _ := agentdef.Load(agentdef.LoadOptions{})
+	cat, err := base.With(&agentdef.Definition{Name: "boxed", Description: "fenced", SystemPrompt: "You are a subagent working fenced.",
+		Isolation: agentdef.IsolationSandbox})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
@@ -39,10 +39,10 @@ rules:
 `
 
 func surveyRig(t *testing.T, runs *atomic.Int64) *rig {
-	cat, _ := agent.Load(agent.LoadOptions{})
-	cat, err := cat.With(&agent.Definition{Name: "surveyor", Description: "Surveys.", SystemPrompt: "You survey.",
+	cat, _ := agentdef.Load(agentdef.LoadOptions{})
+	cat, err := cat.With(&agentdef.Definition{Name: "surveyor", Description: "Surveys.", SystemPrompt: "You survey.",
 		Tools: []string{"look"}, ReportCap: 50},
-		&agent.Definition{Name: "boxed", Description: "Fenced.", SystemPrompt: "x", Isolation: agent.IsolationSandbox})
+		&agentdef.Definition{Name: "boxed", Description: "Fenced.", SystemPrompt: "x", Isolation: agentdef.IsolationSandbox})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestTypedRootRefusals(t *testing.T) {
 	}{
 		{durable.Spec{Type: "nobody", Model: "fake"}, `unknown subagent type "nobody"; the types are: boxed, explorer`},
 		{durable.Spec{Type: "boxed", Model: "fake"}, "asks for isolation sandbox"},
-		{durable.Spec{Type: "surveyor", Model: "fake", Definition: &agent.Definition{Name: "other"}}, `type "surveyor" and its definition's name "other" differ`},
+		{durable.Spec{Type: "surveyor", Model: "fake", Definition: &agentdef.Definition{Name: "other"}}, `type "surveyor" and its definition's name "other" differ`},
 	} {
 		if _, err := r.e.Start(ctx, "x", c.spec); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.spec.Type, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/cost"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
@@ -194,7 +195,7 @@ func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder,
 		// Its model was chosen when it started (spec.Model): the type's,
 		// or the one its task named.
 		def = def.Clone()
-		def.Model = agent.TierInherit
+		def.Model = agentdef.TierInherit
 		task.Type, task.Definition = def.Name, def
 	}
 	if spec.ChildModel != "" {
@@ -258,7 +259,7 @@ func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (string, error) {
 			return "", err
 		}
 		if q != nil {
-			to, why = store.Asking, "asked: "+agent.OneLine(q.Body, 200)
+			to, why = store.Asking, "asked: "+agentdef.OneLine(q.Body, 200)
 			if s.notify != "" {
 				if _, err := e.st.Post(c, store.Mail{InstanceID: s.notify, Sender: id, Kind: mailAsked,
 					Body: fmt.Sprintf("[deputy] Your subagent %s asks: %s\n(Answer with subagent_answer, then collect its report with subagent_wait.)", id, q.Body),
@@ -580,7 +581,7 @@ func (r *recorder) with(id string, turn int, m llm.Message) store.With {
 				p.ToolCalls++
 				r.tools[b.ID] = b.Name
 				event("tool_call", map[string]any{"turn": turn, "id": b.ID, "name": b.Name,
-					"input": agent.OneLine(b.Arguments(), toolEventCut)})
+					"input": agentdef.OneLine(b.Arguments(), toolEventCut)})
 			}
 		}
 		cp := *p
@@ -592,7 +593,7 @@ func (r *recorder) with(id string, turn int, m llm.Message) store.With {
 			name := r.tools[b.ToolUseID]
 			delete(r.tools, b.ToolUseID)
 			event("tool_result", map[string]any{"turn": turn, "id": b.ToolUseID, "name": name, "is_error": b.IsError,
-				"output": agent.OneLine(b.Text, toolEventCut)})
+				"output": agentdef.OneLine(b.Text, toolEventCut)})
 		}
 	}
 	return w

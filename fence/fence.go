@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/sandbox"
 	"github.com/deputy-run/deputy/tool"
@@ -65,7 +66,7 @@ type Fencer struct {
 	// repository holding it; a sandbox lets programs write only there
 	// (or in the worktree).
 	Workspace string
-	Config    agent.IsolationConfig
+	Config    agentdef.IsolationConfig
 	// Env names variables of deputy's environment the sandbox passes to
 	// a child's programs beyond its own few (sandbox.Policy.Env):
 	// deputy.yaml's bash.env, which Tools must grant too, since a command
@@ -88,18 +89,18 @@ type Fencer struct {
 
 // Check implements agent.Fencer: it refuses what cannot be built here,
 // with the fix.
-func (f *Fencer) Check(def *agent.Definition) error {
+func (f *Fencer) Check(def *agentdef.Definition) error {
 	if def.Worktree {
 		if err := worktree.Check(context.Background(), f.Workspace); err != nil {
 			return err
 		}
 	}
 	switch def.Isolation {
-	case agent.IsolationSandbox:
+	case agentdef.IsolationSandbox:
 		if err := sandbox.AvailableAt(f.Bwrap); err != nil && !f.Config.AllowUnsandboxed {
 			return fmt.Errorf("%w (or set isolation.allow_unsandboxed in deputy.yaml to run it unsandboxed)", err)
 		}
-	case agent.IsolationContainer:
+	case agentdef.IsolationContainer:
 		if f.Config.RootFS == "" {
 			return errors.New("isolation container needs a root filesystem: set isolation.rootfs in deputy.yaml " +
 				"(a directory made with debootstrap, for example)")
@@ -129,7 +130,7 @@ func gitDirs(root string) (common, admin string, err error) {
 
 // Fence implements agent.Fencer: the child's worktree (made, or found
 // again after a crash), its sandbox, and its tools working in them.
-func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*agent.Fence, error) {
+func (f *Fencer) Fence(ctx context.Context, id string, def *agentdef.Definition) (*agent.Fence, error) {
 	// A tripwire that fired here and was not reviewed: a fence would take
 	// whatever was planted as its record of the trusted files.
 	if err := CheckTrusted(f.Workspace); err != nil {
@@ -153,7 +154,7 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 	}
 	var box *sandbox.Box
 	note := ""
-	if def.Isolation == agent.IsolationSandbox || def.Isolation == agent.IsolationContainer {
+	if def.Isolation == agentdef.IsolationSandbox || def.Isolation == agentdef.IsolationContainer {
 		p := f.policy(dir, def)
 		if tree != nil {
 			// git reads the repository (read-only: its hooks and config
@@ -170,8 +171,8 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 		var err error
 		box, err = sandbox.New(p)
 		switch {
-		case err != nil && def.Isolation == agent.IsolationSandbox && f.Config.AllowUnsandboxed && sandbox.AvailableAt(f.Bwrap) != nil:
-			note = "This subagent ran WITHOUT its sandbox (" + agent.OneLine(err.Error(), 300) + "): deputy.yaml allows it."
+		case err != nil && def.Isolation == agentdef.IsolationSandbox && f.Config.AllowUnsandboxed && sandbox.AvailableAt(f.Bwrap) != nil:
+			note = "This subagent ran WITHOUT its sandbox (" + agentdef.OneLine(err.Error(), 300) + "): deputy.yaml allows it."
 		case err != nil:
 			f.drop(ctx, tree)
 			return nil, err
@@ -203,7 +204,7 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 	if box != nil {
 		say = append(say, box.Description())
 	}
-	snapshot := box != nil && def.Isolation == agent.IsolationContainer
+	snapshot := box != nil && def.Isolation == agentdef.IsolationContainer
 	return &agent.Fence{Tools: tools, Note: note, Instructions: strings.Join(say, " "),
 		End: func(ctx context.Context, kept bool) ([]string, error) {
 			return f.end(ctx, id, box, snapshot, tree, trip, kept)
@@ -221,7 +222,7 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agent.Definition) (*
 }
 
 // policy is the sandbox of a child working in dir.
-func (f *Fencer) policy(dir string, def *agent.Definition) sandbox.Policy {
+func (f *Fencer) policy(dir string, def *agentdef.Definition) sandbox.Policy {
 	p := sandbox.Policy{
 		Workspace:    dir,
 		Protect:      Protected,
@@ -238,7 +239,7 @@ func (f *Fencer) policy(dir string, def *agent.Definition) sandbox.Policy {
 		Clock:        f.Clock,
 		Bwrap:        f.Bwrap,
 	}
-	if def.Isolation == agent.IsolationContainer {
+	if def.Isolation == agentdef.IsolationContainer {
 		// Its own root filesystem, a snapshot of the workspace kept only
 		// when it completes, and everything killed at its hard timeout.
 		p.RootFS, p.Snapshot, p.HardTimeout = f.Config.RootFS, true, def.Budgets.WallTime

@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/fence"
 	"github.com/deputy-run/deputy/sandbox"
 	"github.com/deputy-run/deputy/tool"
@@ -48,7 +48,7 @@ func repo(t *testing.T) string {
 	return ws
 }
 
-func fencer(ws string, iso agent.IsolationConfig, stateDir string) *fence.Fencer {
+func fencer(ws string, iso agentdef.IsolationConfig, stateDir string) *fence.Fencer {
 	return &fence.Fencer{Workspace: ws, Config: iso, StateDir: stateDir,
 		Tools: func(dir string, sb shell.Sandbox) (*tool.Set, error) {
 			tools, err := builtin.Tools(builtin.Config{Workspace: dir, Sandbox: sb, ReadOnly: fence.Protected, Hidden: fence.Hidden})
@@ -71,8 +71,8 @@ func TestWorktreeSandboxFence(t *testing.T) {
 	t.Parallel()
 	requireSandbox(t)
 	ws := repo(t)
-	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
-	def := &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox, Worktree: true}
+	f := fencer(ws, agentdef.IsolationConfig{}, t.TempDir())
+	def := &agentdef.Definition{Name: "boxed", Isolation: agentdef.IsolationSandbox, Worktree: true}
 	if err := f.Check(def); err != nil {
 		t.Fatal(err)
 	}
@@ -124,21 +124,21 @@ func TestWorktreeSandboxFence(t *testing.T) {
 func TestFenceChecks(t *testing.T) {
 	t.Parallel()
 	plain := t.TempDir()
-	f := fencer(plain, agent.IsolationConfig{}, t.TempDir())
-	err := f.Check(&agent.Definition{Name: "w", Worktree: true})
+	f := fencer(plain, agentdef.IsolationConfig{}, t.TempDir())
+	err := f.Check(&agentdef.Definition{Name: "w", Worktree: true})
 	if err == nil || !strings.Contains(err.Error(), "is not a git repository: worktree isolation needs one") {
 		t.Errorf("worktree outside a repository: %v", err)
 	}
-	err = f.Check(&agent.Definition{Name: "c", Isolation: agent.IsolationContainer})
+	err = f.Check(&agentdef.Definition{Name: "c", Isolation: agentdef.IsolationContainer})
 	if err == nil || !strings.Contains(err.Error(), "set isolation.rootfs in deputy.yaml") {
 		t.Errorf("container without a root filesystem: %v", err)
 	}
 	f.Config.RootFS = plain // no shell in it
-	err = f.Check(&agent.Definition{Name: "c", Isolation: agent.IsolationContainer})
+	err = f.Check(&agentdef.Definition{Name: "c", Isolation: agentdef.IsolationContainer})
 	if err == nil || !strings.Contains(err.Error(), "has no bin/sh") {
 		t.Errorf("container over a directory that is no root filesystem: %v", err)
 	}
-	if err := f.Check(&agent.Definition{Name: "n"}); err != nil {
+	if err := f.Check(&agentdef.Definition{Name: "n"}); err != nil {
 		t.Errorf("no fence asked: %v", err)
 	}
 }
@@ -148,8 +148,8 @@ func TestFenceChecks(t *testing.T) {
 func TestWorktreeFenceDropped(t *testing.T) {
 	t.Parallel()
 	ws := repo(t)
-	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
-	fc, err := f.Fence(context.Background(), "i-2", &agent.Definition{Name: "w", Worktree: true})
+	f := fencer(ws, agentdef.IsolationConfig{}, t.TempDir())
+	fc, err := f.Fence(context.Background(), "i-2", &agentdef.Definition{Name: "w", Worktree: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,8 +172,8 @@ func TestWorktreeFenceDropped(t *testing.T) {
 func TestWorktreeFencePrunedAfterItsInstance(t *testing.T) {
 	t.Parallel()
 	ws := repo(t)
-	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
-	if _, err := f.Fence(context.Background(), "i-3", &agent.Definition{Name: "w", Worktree: true}); err != nil {
+	f := fencer(ws, agentdef.IsolationConfig{}, t.TempDir())
+	if _, err := f.Fence(context.Background(), "i-3", &agentdef.Definition{Name: "w", Worktree: true}); err != nil {
 		t.Fatal(err)
 	}
 	if gone, err := fence.Prune(context.Background(), ws, func(string) bool { return true }); err != nil || len(gone) != 0 {
@@ -197,9 +197,9 @@ func TestWorktreeFencePrunedAfterItsInstance(t *testing.T) {
 func TestSandboxFenceWithoutBwrap(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
+	f := fencer(ws, agentdef.IsolationConfig{}, t.TempDir())
 	f.Bwrap = filepath.Join(t.TempDir(), "no-bwrap")
-	def := &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox}
+	def := &agentdef.Definition{Name: "boxed", Isolation: agentdef.IsolationSandbox}
 	if err := f.Check(def); err == nil || !strings.Contains(err.Error(), "apt-get install bubblewrap") ||
 		!strings.Contains(err.Error(), "allow_unsandboxed") {
 		t.Fatalf("check: %v", err)
@@ -263,8 +263,8 @@ func TestSandboxFenceProtectsAbsentPaths(t *testing.T) {
 				}
 			}
 			before := listTree(t, ws)
-			f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
-			fc, err := f.Fence(context.Background(), "i-5", &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox})
+			f := fencer(ws, agentdef.IsolationConfig{}, t.TempDir())
+			fc, err := f.Fence(context.Background(), "i-5", &agentdef.Definition{Name: "boxed", Isolation: agentdef.IsolationSandbox})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -328,10 +328,10 @@ func listTree(t *testing.T, dir string) string {
 func TestFenceTripwire(t *testing.T) {
 	t.Parallel()
 	ws := repo(t)
-	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
+	f := fencer(ws, agentdef.IsolationConfig{}, t.TempDir())
 	var warned []error
 	f.Warn = func(err error) { warned = append(warned, err) }
-	fc, err := f.Fence(context.Background(), "i-6", &agent.Definition{Name: "w", Worktree: true})
+	fc, err := f.Fence(context.Background(), "i-6", &agentdef.Definition{Name: "w", Worktree: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func TestFenceTripwire(t *testing.T) {
 		!strings.Contains(err.Error(), "i-6 at ") || !strings.Contains(err.Error(), "remove "+marker) {
 		t.Fatalf("CheckTrusted: %v", err)
 	}
-	if _, err := f.Fence(context.Background(), "i-7", &agent.Definition{Name: "w", Worktree: true}); !errors.As(err, &ue) {
+	if _, err := f.Fence(context.Background(), "i-7", &agentdef.Definition{Name: "w", Worktree: true}); !errors.As(err, &ue) {
 		t.Fatalf("a fence on an untrusted workspace: %v", err)
 	}
 	if err := os.Remove(marker); err != nil {
@@ -385,7 +385,7 @@ func TestFenceTripwire(t *testing.T) {
 	}
 
 	// Without a change the tripwire is silent.
-	fc, err = f.Fence(context.Background(), "i-7", &agent.Definition{Name: "w", Worktree: true})
+	fc, err = f.Fence(context.Background(), "i-7", &agentdef.Definition{Name: "w", Worktree: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,10 +401,10 @@ func TestFenceTripwire(t *testing.T) {
 func TestFenceTripwireOnRelease(t *testing.T) {
 	t.Parallel()
 	ws := repo(t)
-	f := fencer(ws, agent.IsolationConfig{}, t.TempDir())
+	f := fencer(ws, agentdef.IsolationConfig{}, t.TempDir())
 	var warned []error
 	f.Warn = func(err error) { warned = append(warned, err) }
-	def := &agent.Definition{Name: "w", Worktree: true}
+	def := &agentdef.Definition{Name: "w", Worktree: true}
 	fc, err := f.Fence(context.Background(), "i-8", def)
 	if err != nil {
 		t.Fatal(err)
@@ -427,9 +427,9 @@ func TestFenceTripwireOnRelease(t *testing.T) {
 	}
 	// Released and nothing changed: silent.
 	ws2 := repo(t)
-	f2 := fencer(ws2, agent.IsolationConfig{}, t.TempDir())
+	f2 := fencer(ws2, agentdef.IsolationConfig{}, t.TempDir())
 	f2.Warn = func(err error) { t.Errorf("warned %v", err) }
-	fc, err = f2.Fence(context.Background(), "i-9", &agent.Definition{Name: "w"})
+	fc, err = f2.Fence(context.Background(), "i-9", &agentdef.Definition{Name: "w"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,8 +445,8 @@ func TestFenceTripwireOnRelease(t *testing.T) {
 func TestSandboxFenceLimitsFromConfig(t *testing.T) {
 	t.Parallel()
 	requireSandbox(t)
-	f := fencer(t.TempDir(), agent.IsolationConfig{CPUs: 0.5, MemoryMB: 96, Processes: 77}, t.TempDir())
-	fc, err := f.Fence(context.Background(), "i-7", &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox})
+	f := fencer(t.TempDir(), agentdef.IsolationConfig{CPUs: 0.5, MemoryMB: 96, Processes: 77}, t.TempDir())
+	fc, err := f.Fence(context.Background(), "i-7", &agentdef.Definition{Name: "boxed", Isolation: agentdef.IsolationSandbox})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,7 @@ import (
 
 	"github.com/deputy-run/deputy"
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/store"
 )
@@ -53,15 +54,15 @@ import (
 // Tool names. spawn_subagent and the subagent_* tools are named as a
 // parent agent's are, so a client's model that knows one knows the other.
 const (
-	SpawnTool       = agent.SpawnTool
-	WaitTool        = agent.WaitTool
-	StatusTool      = agent.StatusTool
-	ListTool        = agent.ListTool
-	AnswerTool      = agent.AnswerTool
-	SendTool        = agent.SendTool
-	PauseTool       = agent.PauseTool
-	ResumeTool      = agent.ResumeTool
-	CancelTool      = agent.CancelTool
+	SpawnTool       = agentdef.SpawnTool
+	WaitTool        = agentdef.WaitTool
+	StatusTool      = agentdef.StatusTool
+	ListTool        = agentdef.ListTool
+	AnswerTool      = agentdef.AnswerTool
+	SendTool        = agentdef.SendTool
+	PauseTool       = agentdef.PauseTool
+	ResumeTool      = agentdef.ResumeTool
+	CancelTool      = agentdef.CancelTool
 	DefinitionsTool = "list_definitions"
 )
 
@@ -205,7 +206,7 @@ func (s *server) describeSpawn() string {
 		"that works on the task and returns only a short report, plus the files it changed and what it cost. " +
 		"By default the call waits for the report; with background: true it returns the subagent's id at once " +
 		"(subagent_wait collects the report). A subagent that asks a question returns it with its id: answer " +
-		"with subagent_answer, then subagent_wait.\n\nSubagent types:\n" + agent.Describe(s.rt.Definitions())
+		"with subagent_answer, then subagent_wait.\n\nSubagent types:\n" + agentdef.Describe(s.rt.Definitions())
 }
 
 // text is a tool result of one text block.
@@ -225,7 +226,7 @@ func (s *server) spawn(ctx context.Context, _ *mcp.CallToolRequest, in spawnInpu
 		return nil, nil, fmt.Errorf("spawn refused: name the subagent type to start; the types are: %s", strings.Join(names, ", "))
 	}
 	if m := in.Model; m != "" && m != "fake" {
-		if _, _, ok := agent.ParseModel(m); !ok {
+		if _, _, ok := agentdef.ParseModel(m); !ok {
 			return nil, nil, fmt.Errorf("spawn refused: model %q is neither a tier (haiku, sonnet, opus, inherit) nor provider:model", m)
 		}
 	}
@@ -366,7 +367,7 @@ func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in listInput)
 	for i := len(all) - 1; i >= 0 && shown < limit; i, shown = i-1, shown+1 {
 		in := all[i]
 		fmt.Fprintf(&b, "%s (%s): %s, %d turns, %d tokens, started %s: %s\n", in.ID, in.Type, in.State, in.Turns,
-			in.Usage.Total(), in.CreatedAt.UTC().Format(time.RFC3339), agent.OneLine(in.Task, 80))
+			in.Usage.Total(), in.CreatedAt.UTC().Format(time.RFC3339), agentdef.OneLine(in.Task, 80))
 	}
 	if more := len(all) - shown; more > 0 {
 		fmt.Fprintf(&b, "and %d older (a larger limit shows them)\n", more)
@@ -430,10 +431,10 @@ func (s *server) definitions(_ context.Context, _ *mcp.CallToolRequest, _ noInpu
 	defs := s.rt.Definitions()
 	var b strings.Builder
 	for _, d := range defs {
-		b.WriteString(agent.Describe([]*agent.Definition{d}) + "\n")
+		b.WriteString(agentdef.Describe([]*agentdef.Definition{d}) + "\n")
 		model := d.Model
 		if model == "" {
-			model = agent.TierInherit
+			model = agentdef.TierInherit
 		}
 		tools := "all but spawning"
 		if d.Tools != nil {

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/deputy-run/deputy"
-	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/mcpserver"
@@ -62,7 +62,7 @@ func types() []*deputy.Definition {
 		{Name: "asker", Description: "Asks which colour, then paints.", SystemPrompt: "You ask before you paint.", Tools: []string{}},
 		{Name: "waiter", Description: "Waits at the gate.", SystemPrompt: "You wait at the gate.", Tools: []string{"gate"}},
 		{Name: "broken", Description: "Its model fails.", SystemPrompt: "You break.", Tools: []string{}},
-		{Name: "boxed", Description: "Works in a sandbox.", SystemPrompt: "x", Isolation: agent.IsolationSandbox},
+		{Name: "boxed", Description: "Works in a sandbox.", SystemPrompt: "x", Isolation: agentdef.IsolationSandbox},
 	}
 }
 
@@ -159,7 +159,7 @@ func TestMcpHTTPListsTools(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v", names)
 	}
-	catalog := agent.Describe(r.rt.Definitions())
+	catalog := agentdef.Describe(r.rt.Definitions())
 	if !strings.Contains(spawn.Description, "Subagent types:\n"+catalog) ||
 		!strings.Contains(catalog, "- waiter: Waits at the gate.") || !strings.Contains(catalog, "- explorer: Fast read-only") {
 		t.Errorf("spawn's description:\n%s", spawn.Description)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy"
-	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
@@ -330,7 +330,7 @@ func (s *Server) putDefinition(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p := agent.ParseDefinition(name+".md", data)
+	p := agentdef.ParseDefinition(name+".md", data)
 	if len(p.Errors) == 0 && p.Def != nil && p.Def.Name != name {
 		fail(w, badRequest("%s.md: the file names %q, not %q", name, p.Def.Name, name))
 		return
@@ -352,8 +352,8 @@ func (s *Server) validateDefinition(w http.ResponseWriter, r *http.Request) {
 	if n := r.URL.Query().Get("name"); n != "" {
 		file = n + ".md"
 	}
-	p := agent.ParseDefinition(file, data)
-	issues := func(is []agent.Issue) []string {
+	p := agentdef.ParseDefinition(file, data)
+	issues := func(is []agentdef.Issue) []string {
 		out := make([]string, len(is))
 		for i, e := range is {
 			out[i] = e.Error()

@@ -9,13 +9,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
-	"github.com/deputy-run/deputy/agent"
 )
 
 // The environment variables Setup reads itself; the exporter and the SDK
@@ -185,5 +184,5 @@ func (r *redactor) wrap(what string, err error) error {
 		return errors.New(what)
 	}
 	// One line: a collector's body may run over many.
-	return errors.New(what + ": " + agent.OneLine(r.clean(err.Error()), 1000))
+	return errors.New(what + ": " + agentdef.OneLine(r.clean(err.Error()), 1000))
 }

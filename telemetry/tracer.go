@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
@@ -571,7 +572,7 @@ func (in *inst) attempt(a *llm.Attempt, now time.Time) {
 	}
 	if !a.OK() {
 		in.reason = cmp.Or(a.Reason, "error")
-		attrs = append(attrs, keyReason.String(in.reason), keyAttemptErr.String(agent.OneLine(a.Error, 300)))
+		attrs = append(attrs, keyReason.String(in.reason), keyAttemptErr.String(agentdef.OneLine(a.Error, 300)))
 	}
 	in.chat.AddEvent("deputy.attempt", trace.WithTimestamp(now), trace.WithAttributes(attrs...))
 }
@@ -587,14 +588,14 @@ func (in *inst) toolCall(t *Tracer, b *llm.Block, now time.Time) {
 	c := &call{id: b.ID}
 	c.span = t.start(in.ctx, "execute_tool "+b.Name, kindInternal, attrs)
 	switch b.Name {
-	case agent.SpawnTool, "task":
+	case agentdef.SpawnTool, "task":
 		var in struct {
 			Task string `json:"task"`
 		}
 		if json.Unmarshal(b.Input, &in) == nil {
 			c.spawns, c.tasks = spawnOne, []string{in.Task}
 		}
-	case agent.FanOutTool:
+	case agentdef.FanOutTool:
 		var in struct {
 			Tasks []struct {
 				Task string `json:"task"`
@@ -622,7 +623,7 @@ func (in *inst) toolResult(t *Tracer, b *llm.Block, now time.Time) {
 			// The error's text is the tool's output: content.
 			desc := "the tool returned an error"
 			if t.content {
-				desc = agent.OneLine(b.Text, 300)
+				desc = agentdef.OneLine(b.Text, 300)
 			}
 			failSpan(c.span, "tool_error", desc)
 		}
@@ -772,5 +773,5 @@ func usageAttrs(u llm.Usage) []attribute.KeyValue {
 
 func failSpan(s trace.Span, typ, desc string) {
 	s.SetAttributes(keyErrorType.String(typ))
-	s.SetStatus(codes.Error, agent.OneLine(desc, 300))
+	s.SetStatus(codes.Error, agentdef.OneLine(desc, 300))
 }

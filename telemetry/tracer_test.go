@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/anthropic"
@@ -101,7 +102,7 @@ func (w *world) runTree(t *testing.T, id string, model llm.Model) *agent.Outcome
 	r := &agent.Runner{Clock: w.clk, OnEvent: w.tr.Event}
 	o, err := r.Run(context.Background(), agent.Task{ID: id, Task: "ROOT-TASK", System: "root", Model: model,
 		ModelName: "claude-test", ModelSpec: spec, Tools: tools,
-		Volatile: []*agent.Definition{{Name: "worker", Description: "fails a tool call",
+		Volatile: []*agentdef.Definition{{Name: "worker", Description: "fails a tool call",
 			SystemPrompt: "You are a failing worker.", Tools: []string{"boom"}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/spf13/cobra"
-
-	"github.com/deputy-run/deputy/agent"
 )
 
 func newAgentsCmd() *cobra.Command {
@@ -51,7 +50,7 @@ func newAgentsListCmd() *cobra.Command {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				if defs == nil {
-					defs = []*agent.Definition{}
+					defs = []*agentdef.Definition{}
 				}
 				return enc.Encode(defs)
 			}
@@ -100,10 +99,10 @@ func newAgentsValidateCmd() *cobra.Command {
 
 // loadAgents reads the given paths, or the catalog (project, user and
 // built-ins) when there are none.
-func loadAgents(paths []string) ([]*agent.Definition, *agent.LoadResult, error) {
+func loadAgents(paths []string) ([]*agentdef.Definition, *agentdef.LoadResult, error) {
 	if len(paths) > 0 {
-		res := agent.ParsePaths(paths)
-		var defs []*agent.Definition
+		res := agentdef.ParsePaths(paths)
+		var defs []*agentdef.Definition
 		for _, f := range res.Files {
 			if f.Def != nil {
 				defs = append(defs, f.Def)
@@ -113,15 +112,15 @@ func loadAgents(paths []string) ([]*agent.Definition, *agent.LoadResult, error) 
 	}
 	// The project is the working directory; "." keeps the paths in
 	// messages short and relative to it.
-	opts := agent.LoadOptions{ProjectDir: "."}
-	if dir, err := agent.UserAgentsDir(); err == nil {
+	opts := agentdef.LoadOptions{ProjectDir: "."}
+	if dir, err := agentdef.UserAgentsDir(); err == nil {
 		opts.UserDir = dir
 	}
-	c, res := agent.Load(opts)
+	c, res := agentdef.Load(opts)
 	return c.List(), res, nil
 }
 
-func printDefinition(w io.Writer, d *agent.Definition) {
+func printDefinition(w io.Writer, d *agentdef.Definition) {
 	src := d.Source.Level.String()
 	if d.Source.File != "" {
 		src += " " + d.Source.File
@@ -129,7 +128,7 @@ func printDefinition(w io.Writer, d *agent.Definition) {
 			src += fmt.Sprintf(":%d", d.Source.Line)
 		}
 	}
-	tools := "(the parent's tools minus " + agent.SpawnTool + ")"
+	tools := "(the parent's tools minus " + agentdef.SpawnTool + ")"
 	if d.Tools != nil {
 		tools = "[" + strings.Join(d.Tools, ", ") + "]"
 	}
@@ -171,7 +170,7 @@ func printDefinition(w io.Writer, d *agent.Definition) {
 	list("read paths", d.ReadPaths)
 	list("write paths", d.WritePaths)
 	b := d.Budgets
-	if b != (agent.Budgets{}) {
+	if b != (agentdef.Budgets{}) {
 		line("budgets", fmt.Sprintf("total tokens %d, wall time %v, tool calls %d, output tokens per call %d (0 = no limit)",
 			b.TotalTokens, b.WallTime, b.ToolCalls, b.OutputTokensPerCall))
 	}

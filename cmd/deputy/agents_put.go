@@ -6,9 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/spf13/cobra"
-
-	"github.com/deputy-run/deputy/agent"
 )
 
 // maxPutFile bounds a definition file read by agents put.
@@ -96,7 +95,7 @@ func checkDefinition(cmd *cobra.Command, file string) (checkedDefinition, error)
 	if len(data) > maxPutFile {
 		return checkedDefinition{}, fmt.Errorf("%s: larger than %d bytes", file, maxPutFile)
 	}
-	p := agent.ParseDefinition(file, data)
+	p := agentdef.ParseDefinition(file, data)
 	for _, w := range p.Warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", w)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // corpus is the in-repo copy of the Claude Code definitions corpus.
-var corpus, _ = filepath.Abs(filepath.Join("..", "..", "agent", "testdata", "corpus", "claude-agents"))
+var corpus, _ = filepath.Abs(filepath.Join("..", "..", "agentdef", "testdata", "corpus", "claude-agents"))
 
 func TestAgentsValidateCorpus(t *testing.T) {
 	t.Parallel()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/store"
@@ -68,7 +69,7 @@ type engineConfig struct {
 	config    string
 	// loaded is deputy.yaml when the caller has read it already; nil:
 	// read it from config or the workspace.
-	loaded    *agent.Config
+	loaded    *agentdef.Config
 	quiet     bool
 	failpoint string
 	// executorID is --executor-id: on Postgres, the id this process

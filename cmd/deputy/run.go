@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/llm"
@@ -296,7 +297,7 @@ func writeJSONLine(w io.Writer, v any) error {
 
 // newRunner is setup.Runner with its problems printed as warnings: a bad
 // definition or skill file never stops the run.
-func newRunner(ws string, o runOptions, rootSpec string, ms *setup.Models, cfg *agent.Config, stderr io.Writer) (*agent.Runner, error) {
+func newRunner(ws string, o runOptions, rootSpec string, ms *setup.Models, cfg *agentdef.Config, stderr io.Writer) (*agent.Runner, error) {
 	if cfg == nil {
 		var err error
 		if cfg, err = setup.LoadConfig(ws, o.config, rootSpec); err != nil {

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"go.uber.org/goleak"
-
-	"github.com/deputy-run/deputy/agent"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -132,11 +131,11 @@ func TestForkReuse(t *testing.T) {
 			// definition (read_file leads both tool lists), not much more,
 			// and reads nothing from the cache.
 			iso := labels["isolated-2"]
-			if iso.Mode != agent.ModeIsolated || iso.PrefixElems > 2 || iso.PrefixShare > 0.5 || iso.CacheRead != 0 {
+			if iso.Mode != agentdef.ModeIsolated || iso.PrefixElems > 2 || iso.PrefixShare > 0.5 || iso.CacheRead != 0 {
 				t.Errorf("an isolated child shares its parent's prefix: %+v", iso)
 			}
 			for _, ch := range r.Children {
-				if ch.Mode != agent.ModeFork {
+				if ch.Mode != agentdef.ModeFork {
 					continue
 				}
 				if ch.FirstResponse != (ch.Label == "fork-1") || ch.ParentTurn < 1 {

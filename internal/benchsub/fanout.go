@@ -18,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/internal/benchloop"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
@@ -204,8 +205,8 @@ func deputyFan(ctx context.Context, srv *server, wire string, c FanOutConfig) (f
 	}}
 	task := agent.Task{Task: "Process every part.", System: fanRootSystem, Model: model, ModelName: ModelName,
 		Tools: tool.MustSet(benchloop.Noop{}),
-		Volatile: []*agent.Definition{{Name: "worker", Description: "Processes one part.", SystemPrompt: fanSystem,
-			Tools: []string{"noop"}, Mode: agent.ModeIsolated}}}
+		Volatile: []*agentdef.Definition{{Name: "worker", Description: "Processes one part.", SystemPrompt: fanSystem,
+			Tools: []string{"noop"}, Mode: agentdef.ModeIsolated}}}
 	return func() ([]time.Duration, int, error) {
 		start = time.Now()
 		o, err := r.Run(ctx, task)

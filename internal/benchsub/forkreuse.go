@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -29,8 +30,8 @@ var DefaultFork = ForkConfig{Parts: 3, PartBytes: 37_000}
 // ForkChild is one child's first request measured against the parent's
 // request just before its spawn.
 type ForkChild struct {
-	Label string     `json:"label"`
-	Mode  agent.Mode `json:"mode"`
+	Label string        `json:"label"`
+	Mode  agentdef.Mode `json:"mode"`
 	// ParentTurn is the parent's turn whose response spawned the child;
 	// FirstResponse is true for turn 1 (the goal exempts it: the parent's
 	// prefix is then only its tools, system prompt and task).
@@ -141,9 +142,9 @@ func ForkReuse(ctx context.Context, wire string, c ForkConfig) (*ForkResult, err
 	plan := forkPlan(c)
 	o, err := r.Run(ctx, agent.Task{Task: "Read the parts and have each checked.", System: forkSystem, Model: model,
 		ModelName: ModelName, Tools: ws.tools,
-		Volatile: []*agent.Definition{{Name: "analyst", Description: "Checks the parent's reading, continuing from its context.",
+		Volatile: []*agentdef.Definition{{Name: "analyst", Description: "Checks the parent's reading, continuing from its context.",
 			SystemPrompt: "Check the claim against what the conversation has read; do not change files.",
-			Tools:        []string{"read_file", "glob", "grep"}, Mode: agent.ModeFork}}})
+			Tools:        []string{"read_file", "glob", "grep"}, Mode: agentdef.ModeFork}}})
 	if err != nil {
 		return nil, fmt.Errorf("fork run: %w", err)
 	}
@@ -190,7 +191,7 @@ func ForkReuse(ctx context.Context, wire string, c ForkConfig) (*ForkResult, err
 				continue
 			}
 			mine := false
-			if in.Mode == agent.ModeFork {
+			if in.Mode == agentdef.ModeFork {
 				t := lastUserText(q)
 				mine = strings.Contains(t, forkMarker) && strings.Contains(t, ch.Label+":")
 			} else {
@@ -225,7 +226,7 @@ func ForkReuse(ctx context.Context, wire string, c ForkConfig) (*ForkResult, err
 		}
 		ch.PromptTokens, ch.CacheRead, ch.CacheWrite = u.Prompt(), u.CacheReadTokens, u.CacheWriteTokens
 		ch.CacheShare = ratio(float64(u.CacheReadTokens), float64(u.Prompt()))
-		if in.Mode == agent.ModeFork && !ch.FirstResponse {
+		if in.Mode == agentdef.ModeFork && !ch.FirstResponse {
 			res.MinPrefixShare = min(res.MinPrefixShare, ch.PrefixShare)
 			res.MinCacheShare = min(res.MinCacheShare, ch.CacheShare)
 		}

@@ -26,6 +26,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for the scratch databases
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/internal/benchloop"
 	"github.com/deputy-run/deputy/llm"
@@ -188,10 +189,10 @@ rules:
 
 // orchCatalog holds the one type the plan uses, and nothing else, so the
 // root's prompt is the same in every way.
-func orchCatalog() (*agent.Catalog, error) {
-	base, _ := agent.Load(agent.LoadOptions{NoBuiltins: true})
-	return base.With(&agent.Definition{Name: orchWorker, Description: "Works on one task.", SystemPrompt: fanSystem,
-		Tools: []string{"noop"}, Mode: agent.ModeIsolated})
+func orchCatalog() (*agentdef.Catalog, error) {
+	base, _ := agentdef.Load(agentdef.LoadOptions{NoBuiltins: true})
+	return base.With(&agentdef.Definition{Name: orchWorker, Description: "Works on one task.", SystemPrompt: fanSystem,
+		Tools: []string{"noop"}, Mode: agentdef.ModeIsolated})
 }
 
 // OrchResult is one orchestration run.
@@ -376,7 +377,7 @@ func orchRootOutput(tasks int) int {
 	return max(loop.DefaultMaxOutputTokens, 32*tasks)
 }
 
-func orchMemory(ctx context.Context, model llm.Model, cat *agent.Catalog, c OrchConfig, obs *orchObserver, res *OrchResult) error {
+func orchMemory(ctx context.Context, model llm.Model, cat *agentdef.Catalog, c OrchConfig, obs *orchObserver, res *OrchResult) error {
 	r := &agent.Runner{Catalog: cat, MaxParallel: c.MaxParallel, OnEvent: obs.event}
 	task := agent.Task{Task: orchTask0, System: fanRootSystem, Model: model, ModelName: ModelName,
 		Tools: tool.MustSet(benchloop.Noop{}), Limits: loop.Limits{MaxOutputTokens: orchRootOutput(res.Tasks)}}
@@ -402,7 +403,7 @@ func orchMemory(ctx context.Context, model llm.Model, cat *agent.Catalog, c Orch
 // (pgURL: the same, for Postgres; empty for SQLite). Opening the store and
 // the engine (migrations, DBOS's launch) is not timed: the run is, from
 // Start to Wait.
-func orchDurable(ctx context.Context, model llm.Model, cat *agent.Catalog, c OrchConfig, obs *orchObserver, res *OrchResult, dbURL, pgURL, workspace string) error {
+func orchDurable(ctx context.Context, model llm.Model, cat *agentdef.Catalog, c OrchConfig, obs *orchObserver, res *OrchResult, dbURL, pgURL, workspace string) error {
 	st, err := store.Open(ctx, dbURL, store.Options{})
 	if err != nil {
 		return err

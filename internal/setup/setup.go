@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/cost"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/fence"
@@ -129,24 +130,24 @@ func LoadScenario(path string) (*fake.Scenario, error) {
 // there, and its definitions, skills and deputy.yaml are not loaded until
 // the user has reviewed them and removed the file. Every start (run,
 // worker, serve, deputy.Open) loads through here.
-func Runner(ws string, cfg *agent.Config, ms *Models, defs []*agent.Definition) (*agent.Runner, []agent.Issue, error) {
+func Runner(ws string, cfg *agentdef.Config, ms *Models, defs []*agentdef.Definition) (*agent.Runner, []agentdef.Issue, error) {
 	if err := fence.CheckTrusted(ws); err != nil {
 		return nil, nil, err
 	}
 	home, _ := os.UserHomeDir()
-	lo := agent.LoadOptions{ProjectDir: ws}
-	skillDirs := agent.ProjectSkillDirs(ws)
+	lo := agentdef.LoadOptions{ProjectDir: ws}
+	skillDirs := agentdef.ProjectSkillDirs(ws)
 	if home != "" {
 		lo.UserDir = filepath.Join(home, ".deputy", "agents")
 		skillDirs = append(skillDirs, filepath.Join(home, ".deputy", "skills"))
 	}
-	cat, loaded := agent.Load(lo)
-	cat, bad := cat.Merge(agent.LevelProject, defs)
+	cat, loaded := agentdef.Load(lo)
+	cat, bad := cat.Merge(agentdef.LevelProject, defs)
 	if len(bad) > 0 {
 		return nil, nil, errors.Join(bad...)
 	}
 	issues, _ := loaded.Issues()
-	skills, serrs, _ := agent.LoadSkills(skillDirs...)
+	skills, serrs, _ := agentdef.LoadSkills(skillDirs...)
 	// MaxDepth and MaxParallel come with each run's spec (durable.Spec).
 	return &agent.Runner{
 		Catalog: cat,
@@ -164,9 +165,9 @@ func Runner(ws string, cfg *agent.Config, ms *Models, defs []*agent.Definition) 
 // prices so the cost table has figures (the rates of Claude Sonnet 4.5 and
 // Haiku 4.5 as Anthropic lists them per million tokens; a scripted model
 // costs nothing, and the table says the prices are illustrative).
-func DemoConfig() *agent.Config {
-	return &agent.Config{
-		Tiers: map[string]string{agent.TierHaiku: "fake:haiku"},
+func DemoConfig() *agentdef.Config {
+	return &agentdef.Config{
+		Tiers: map[string]string{agentdef.TierHaiku: "fake:haiku"},
 		Prices: cost.Table{
 			"fake":       {Input: 3, Output: 15, CacheWrite: 3.75, CacheRead: 0.30},
 			"fake:haiku": {Input: 1, Output: 5, CacheWrite: 1.25, CacheRead: 0.10},
@@ -186,7 +187,7 @@ func DemoConfig() *agent.Config {
 // lost: an empty file configures nothing. (To override ~/.deputy's with
 // an empty configuration, write "{}".) A path given explicitly is read
 // whatever its size.
-func LoadConfig(ws, path, rootSpec string) (*agent.Config, error) {
+func LoadConfig(ws, path, rootSpec string) (*agentdef.Config, error) {
 	paths := []string{path}
 	if path == "" {
 		paths = []string{filepath.Join(ws, "deputy.yaml")}
@@ -205,12 +206,12 @@ func LoadConfig(ws, path, rootSpec string) (*agent.Config, error) {
 		if path == "" && i == 0 && st.Mode().IsRegular() && st.Size() == 0 {
 			continue // a sandbox's placeholder, or as good as absent
 		}
-		return agent.LoadConfig(p)
+		return agentdef.LoadConfig(p)
 	}
 	if IsFake(rootSpec) {
 		return DemoConfig(), nil
 	}
-	return &agent.Config{}, nil
+	return &agentdef.Config{}, nil
 }
 
 // Tools returns the durable engine's Options.Tools: a root's workspace's
@@ -248,7 +249,7 @@ func builtinSet(cfg builtin.Config, extra []tool.Tool) (*tool.Set, error) {
 // keep running in the program.
 func Fence() func(durable.Spec) agent.Fencer {
 	return func(s durable.Spec) agent.Fencer {
-		var iso agent.IsolationConfig
+		var iso agentdef.IsolationConfig
 		if s.Config != nil {
 			iso = s.Config.Isolation
 		}

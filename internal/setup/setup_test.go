@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/fence"
 	"github.com/deputy-run/deputy/llm"
@@ -58,18 +59,18 @@ func TestLoadConfigEmptyWorkspaceFileIsAbsent(t *testing.T) {
 	write(filepath.Join(home, ".deputy", "deputy.yaml"), "tiers: {haiku: \"anthropic:claude-haiku-4-5\"}\n")
 	write(filepath.Join(ws, "deputy.yaml"), "")
 	c, err := LoadConfig(ws, "", "anthropic:claude-sonnet-4-5")
-	if err != nil || c.Tiers[agent.TierHaiku] != "anthropic:claude-haiku-4-5" {
+	if err != nil || c.Tiers[agentdef.TierHaiku] != "anthropic:claude-haiku-4-5" {
 		t.Fatalf("an empty workspace deputy.yaml shadowed ~/.deputy's: %+v %v", c, err)
 	}
 	// The fake root's demo configuration is not reached either: ~/.deputy's applies.
-	if c, err := LoadConfig(ws, "", "fake"); err != nil || c.Tiers[agent.TierHaiku] != "anthropic:claude-haiku-4-5" {
+	if c, err := LoadConfig(ws, "", "fake"); err != nil || c.Tiers[agentdef.TierHaiku] != "anthropic:claude-haiku-4-5" {
 		t.Fatalf("fake root: %+v %v", c, err)
 	}
 	if c, err := LoadConfig(ws, filepath.Join(ws, "deputy.yaml"), "anthropic:claude-sonnet-4-5"); err != nil || len(c.Tiers) != 0 {
 		t.Fatalf("explicit empty file: %+v %v", c, err)
 	}
 	write(filepath.Join(ws, "deputy.yaml"), "tiers: {haiku: \"openai:gpt-5-mini\"}\n")
-	if c, err := LoadConfig(ws, "", "anthropic:claude-sonnet-4-5"); err != nil || c.Tiers[agent.TierHaiku] != "openai:gpt-5-mini" {
+	if c, err := LoadConfig(ws, "", "anthropic:claude-sonnet-4-5"); err != nil || c.Tiers[agentdef.TierHaiku] != "openai:gpt-5-mini" {
 		t.Fatalf("the workspace's own: %+v %v", c, err)
 	}
 }
@@ -105,7 +106,7 @@ func TestFencedChildFileToolsHideDeputyDir(t *testing.T) {
 	requireSandbox(t)
 	ws := deputyWorkspace(t)
 	f := Fence()(durable.Spec{Workspace: ws})
-	fc, err := f.Fence(context.Background(), "i-1", &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox})
+	fc, err := f.Fence(context.Background(), "i-1", &agentdef.Definition{Name: "boxed", Isolation: agentdef.IsolationSandbox})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestBashEnvGrantReachesPrograms(t *testing.T) {
 	}
 
 	requireSandbox(t)
-	fc, err := Fence()(spec).Fence(context.Background(), "i-1", &agent.Definition{Name: "boxed", Isolation: agent.IsolationSandbox})
+	fc, err := Fence()(spec).Fence(context.Background(), "i-1", &agentdef.Definition{Name: "boxed", Isolation: agentdef.IsolationSandbox})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestRunnerRefusesUntrustedWorkspace(t *testing.T) {
 	if err := os.WriteFile(planted, []byte("---\nname: general-purpose\ndescription: x\n---\nplanted\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Runner(ws, &agent.Config{}, &Models{}, nil); err != nil {
+	if _, _, err := Runner(ws, &agentdef.Config{}, &Models{}, nil); err != nil {
 		t.Fatalf("before the tripwire: %v", err)
 	}
 	if err := os.MkdirAll(filepath.Join(ws, ".deputy"), 0o700); err != nil {
@@ -213,7 +214,7 @@ func TestRunnerRefusesUntrustedWorkspace(t *testing.T) {
 	if err := os.WriteFile(marker, []byte("# header\n2026-01-02T03:04:05Z\ti-1\t"+planted+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := Runner(ws, &agent.Config{}, &Models{}, nil)
+	_, _, err := Runner(ws, &agentdef.Config{}, &Models{}, nil)
 	var ue *fence.UntrustedError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), planted) || !strings.Contains(err.Error(), "remove "+marker) {
 		t.Fatalf("after the tripwire: %v", err)
@@ -221,7 +222,7 @@ func TestRunnerRefusesUntrustedWorkspace(t *testing.T) {
 	if err := os.Remove(marker); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Runner(ws, &agent.Config{}, &Models{}, nil); err != nil {
+	if _, _, err := Runner(ws, &agentdef.Config{}, &Models{}, nil); err != nil {
 		t.Fatalf("after the review: %v", err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/telemetry"
 )
@@ -20,8 +20,8 @@ const FlushTimeout = 5 * time.Second
 // engine has stopped and before st closes. Roots' models and a resumed
 // child's root come from the store. onError hears export failures (nil:
 // stderr). Feed it events with Tracer.Hook.
-func Telemetry(ctx context.Context, cfg *agent.Config, st *store.Store, onError func(error)) (*telemetry.Tracer, func() error, error) {
-	var tc agent.TelemetryConfig
+func Telemetry(ctx context.Context, cfg *agentdef.Config, st *store.Store, onError func(error)) (*telemetry.Tracer, func() error, error) {
+	var tc agentdef.TelemetryConfig
 	if cfg != nil {
 		tc = cfg.Telemetry
 	}

@@ -1,6 +1,6 @@
 // Package agent holds deputy's subagent definitions, skills and the catalog
 // that finds them; the spawn tool, contexts and relay build on it.
-package agent
+package agentdef
 
 import (
 	"encoding/json"
@@ -344,7 +344,7 @@ func (d *Definition) UnresolvedTools() []string {
 	var out []string
 	for _, t := range d.Tools {
 		if IsMCPTool(t) && !slices.ContainsFunc(d.MCPServers, func(s MCPServer) bool {
-			return !s.Ref && s.Name == mcpServerOf(t)
+			return !s.Ref && s.Name == MCPServerOf(t)
 		}) {
 			out = append(out, t)
 		}

@@ -1,4 +1,4 @@
-package agent
+package agentdef
 
 import (
 	"encoding/json"

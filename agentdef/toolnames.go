@@ -1,4 +1,4 @@
-package agent
+package agentdef
 
 import (
 	"fmt"
@@ -147,3 +147,23 @@ func (d *Definition) EffectiveTools(available []string) []string {
 	}
 	return out
 }
+
+// Names of the tools a parent manages its children with.
+const (
+	WaitTool   = "subagent_wait"
+	StatusTool = "subagent_status"
+	ListTool   = "subagent_list"
+	SendTool   = "subagent_send"
+	PauseTool  = "subagent_pause"
+	ResumeTool = "subagent_resume"
+	CancelTool = "subagent_cancel"
+	AnswerTool = "subagent_answer"
+)
+
+// AskTool is the tool an instance asks who gave it its task with: its
+// parent, or for a root the person.
+const AskTool = "ask_parent"
+
+// FanOutTool is the tool a parent model runs a planned batch of subagents
+// with: tasks, their dependencies, and how to merge their reports.
+const FanOutTool = "fan_out"

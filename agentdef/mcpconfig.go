@@ -1,4 +1,4 @@
-package agent
+package agentdef
 
 // What a definition says about its MCP servers: MCPServer, read from a
 // file's mcpServers by decodeMCPServers and checked by checkMCP, and the
@@ -98,7 +98,7 @@ func (s MCPServer) clone() MCPServer {
 
 // mcpServerOf splits an MCP allowlist entry or tool name
 // (mcp__server__tool, mcp__server, mcp__server__*) into its server.
-func mcpServerOf(name string) string {
+func MCPServerOf(name string) string {
 	rest := strings.TrimPrefix(name, "mcp__")
 	server, _, _ := strings.Cut(rest, "__")
 	return server
@@ -106,10 +106,10 @@ func mcpServerOf(name string) string {
 
 // startedServers are the servers of d that a child starts: defined (not
 // a reference) and able to offer a tool the allowlist and deny list leave.
-func (d *Definition) startedServers() []MCPServer {
+func (d *Definition) StartedServers() []MCPServer {
 	var out []MCPServer
 	for _, s := range d.MCPServers {
-		if !s.Ref && d.mayUseServer(s.Name) {
+		if !s.Ref && d.MayUseServer(s.Name) {
 			out = append(out, s)
 		}
 	}
@@ -118,7 +118,7 @@ func (d *Definition) startedServers() []MCPServer {
 
 // mayUseServer reports whether d's lists leave any tool of server: no
 // allowlist, or an entry naming it; and no deny entry naming all of it.
-func (d *Definition) mayUseServer(server string) bool {
+func (d *Definition) MayUseServer(server string) bool {
 	all := "mcp__" + server
 	for _, e := range d.DisallowedTools {
 		if e == all || e == all+"__*" {
@@ -129,7 +129,7 @@ func (d *Definition) mayUseServer(server string) bool {
 		return true
 	}
 	for _, e := range d.Tools {
-		if IsMCPTool(e) && mcpServerOf(e) == server {
+		if IsMCPTool(e) && MCPServerOf(e) == server {
 			return true
 		}
 	}
@@ -435,7 +435,7 @@ func (d *Definition) checkMCP() []Problem {
 		if s.StartTimeout < 0 {
 			bad(s.Name, "startTimeout is negative")
 		}
-		if !d.mayUseServer(s.Name) {
+		if !d.MayUseServer(s.Name) {
 			warn(s.Name, "is not started: the allowlist names none of its tools (add mcp__%s, or mcp__%s__TOOL)", s.Name, s.Name)
 		}
 	}
@@ -525,14 +525,14 @@ func sortedKeys(m map[string]string) []string {
 // countRefs counts the ${VAR} and ${VAR:-default} references in s and
 // checks their syntax. A $ not followed by { is a plain $.
 func countRefs(s string) (int, error) {
-	_, n, err := expandRefs(s, func(string) (string, bool) { return "x", true }, nil)
+	_, n, err := ExpandRefs(s, func(string) (string, bool) { return "x", true }, nil)
 	return n, err
 }
 
 // expandRefs replaces the references in s. A variable lookup does not find
 // takes its default, or is an error. Each value taken from the
 // environment is passed to read, when it is not nil.
-func expandRefs(s string, lookup func(string) (string, bool), read func(name, value string)) (string, int, error) {
+func ExpandRefs(s string, lookup func(string) (string, bool), read func(name, value string)) (string, int, error) {
 	var b strings.Builder
 	n := 0
 	for {

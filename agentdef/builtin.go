@@ -1,4 +1,4 @@
-package agent
+package agentdef
 
 // OutputContract is what every built-in asks its child to end with, so the
 // parent gets reports it can merge and check.

@@ -1,4 +1,4 @@
-package agent_test
+package agentdef_test
 
 import (
 	"encoding/json"
@@ -7,17 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"pgregory.net/rapid"
-
-	"github.com/deputy-run/deputy/agent"
 )
 
-func parse(t *testing.T, front string) agent.Parsed {
+func parse(t *testing.T, front string) agentdef.Parsed {
 	t.Helper()
-	return agent.ParseDefinition("x.md", []byte("---\nname: x\ndescription: d\n"+front+"---\nbody\n"))
+	return agentdef.ParseDefinition("x.md", []byte("---\nname: x\ndescription: d\n"+front+"---\nbody\n"))
 }
 
-func issues(list []agent.Issue) string {
+func issues(list []agentdef.Issue) string {
 	var b strings.Builder
 	for _, i := range list {
 		b.WriteString(i.Error() + "\n")
@@ -32,7 +31,7 @@ func TestMCPServersForms(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name, front string
-		want        []agent.MCPServer
+		want        []agentdef.MCPServer
 		warn        []string // each must appear in a warning
 	}{
 		{"mapping", `mcpServers:
@@ -47,7 +46,7 @@ func TestMCPServersForms(t *testing.T) {
       GITHUB_TOKEN: ${GITHUB_TOKEN}
       DEBUG: ${GH_DEBUG:-0}
     startTimeout: 90s
-`, []agent.MCPServer{
+`, []agentdef.MCPServer{
 			{Name: "github", Type: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-github"},
 				Env: map[string]string{"GITHUB_TOKEN": "${GITHUB_TOKEN}", "DEBUG": "${GH_DEBUG:-0}"}, StartTimeout: 90 * time.Second},
 			{Name: "web", Type: "http", URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ${WEB_TOKEN}"}},
@@ -58,7 +57,7 @@ func TestMCPServersForms(t *testing.T) {
       command: npx
       args: ["-y", "@playwright/mcp@latest"]
   - slack
-`, []agent.MCPServer{
+`, []agentdef.MCPServer{
 			{Name: "playwright", Type: "stdio", Command: "npx", Args: []string{"-y", "@playwright/mcp@latest"}},
 			{Name: "slack", Ref: true},
 		}, []string{"x.md:9: mcpServers: server slack: names a server configured outside this file"}},
@@ -67,7 +66,7 @@ func TestMCPServersForms(t *testing.T) {
     url: http://127.0.0.1:9000/sse
     type: sse
     alwaysAllow: [search]
-`, []agent.MCPServer{{Name: "docs", Type: "sse", URL: "http://127.0.0.1:9000/sse"}},
+`, []agentdef.MCPServer{{Name: "docs", Type: "sse", URL: "http://127.0.0.1:9000/sse"}},
 			[]string{`x.md:5: mcpServers: server docs: key "alwaysAllow" is not used by deputy`}},
 		{"the README's", `mcpServers:
   github:
@@ -75,14 +74,14 @@ func TestMCPServersForms(t *testing.T) {
     args: ["-y", "@modelcontextprotocol/server-github"]
     env: {GITHUB_PERSONAL_ACCESS_TOKEN: "${GITHUB_TOKEN}"}
 tools: Read, Grep, mcp__github__get_issue, mcp__github__search_issues
-`, []agent.MCPServer{{Name: "github", Type: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-github"},
+`, []agentdef.MCPServer{{Name: "github", Type: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-github"},
 			Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}"}}}, nil},
 		{"names in a string", "mcpServers: github, slack\n",
-			[]agent.MCPServer{{Name: "github", Ref: true}, {Name: "slack", Ref: true}}, nil},
+			[]agentdef.MCPServer{{Name: "github", Ref: true}, {Name: "slack", Ref: true}}, nil},
 		{"json pasted whole", `mcpServers: '{"mcpServers": {"fs": {"command": "mcp-fs", "args": ["/srv"]}}}'` + "\n",
-			[]agent.MCPServer{{Name: "fs", Type: "stdio", Command: "mcp-fs", Args: []string{"/srv"}}}, nil},
+			[]agentdef.MCPServer{{Name: "fs", Type: "stdio", Command: "mcp-fs", Args: []string{"/srv"}}}, nil},
 		{"flow mapping", `mcpServers: {"fs": {"command": "mcp-fs"}}` + "\n",
-			[]agent.MCPServer{{Name: "fs", Type: "stdio", Command: "mcp-fs"}}, nil},
+			[]agentdef.MCPServer{{Name: "fs", Type: "stdio", Command: "mcp-fs"}}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -180,7 +179,7 @@ func TestMCPServersAndTheAllowlist(t *testing.T) {
 		t.Errorf("unresolved %v", got)
 	}
 	// mcp__calc__* reads as mcp__calc: every tool of the server.
-	d := agent.Definition{Tools: []string{"mcp__calc__*", "read_file"}, DisallowedTools: []string{"mcp__calc__rm"}}
+	d := agentdef.Definition{Tools: []string{"mcp__calc__*", "read_file"}, DisallowedTools: []string{"mcp__calc__rm"}}
 	got := d.EffectiveTools([]string{"read_file", "mcp__calc__add", "mcp__calc__rm", "mcp__calcx__add", "mcp__gh__x"})
 	if !slices.Equal(got, []string{"read_file", "mcp__calc__add"}) {
 		t.Errorf("effective %v", got)
@@ -191,7 +190,7 @@ func TestMCPServersAndTheAllowlist(t *testing.T) {
 // survive the JSON snapshot an instance is stored with.
 func TestMCPServersInGo(t *testing.T) {
 	t.Parallel()
-	d := &agent.Definition{Name: "g", Description: "d", MCPServers: []agent.MCPServer{
+	d := &agentdef.Definition{Name: "g", Description: "d", MCPServers: []agentdef.MCPServer{
 		{Name: "web", Type: "http", URL: "https://x.example/mcp", Headers: map[string]string{"Authorization": "Bearer abc123"}}}}
 	if err := d.Validate(); err == nil || !strings.Contains(err.Error(), "headers Authorization: a literal value is refused") ||
 		strings.Contains(err.Error(), "abc123") {
@@ -206,7 +205,7 @@ func TestMCPServersInGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back agent.Definition
+	var back agentdef.Definition
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +238,7 @@ func TestMCPServersAnyShape(t *testing.T) {
 	})
 	rapid.Check(t, func(t *rapid.T) {
 		v, _ := json.Marshal(value.Draw(t, "mcpServers"))
-		p := agent.ParseDefinition("f.md", []byte("---\nname: a\ndescription: b\nmcpServers: "+string(v)+"\n---\nx"))
+		p := agentdef.ParseDefinition("f.md", []byte("---\nname: a\ndescription: b\nmcpServers: "+string(v)+"\n---\nx"))
 		for _, i := range append(p.Errors, p.Warnings...) {
 			if i.Line < 1 {
 				t.Fatalf("issue without a line: %v", i)
@@ -258,7 +257,7 @@ func TestMCPServersAnyShape(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back agent.Definition
+		var back agentdef.Definition
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package agent
+package agentdef
 
 import (
 	"errors"
@@ -292,7 +292,7 @@ func (c *Catalog) With(volatile ...*Definition) (*Catalog, error) {
 func Describe(defs []*Definition) string {
 	var b strings.Builder
 	for _, d := range defs {
-		b.WriteString("- " + d.Name + ": " + oneLine(d.Description))
+		b.WriteString("- " + d.Name + ": " + Brief(d.Description))
 		switch {
 		case d.ModePinned:
 			b.WriteString(" [mode: " + string(d.Mode) + ", fixed]")
@@ -302,4 +302,19 @@ func Describe(defs []*Definition) string {
 		b.WriteByte('\n')
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// oneLine folds a description onto one line and bounds it: the tool's
+// description is sent with every request of every instance.
+func Brief(s string) string { return OneLine(s, 400) }
+
+// OneLine folds s onto one line (whitespace runs become one space) and
+// bounds it to n runes, the last an ellipsis when it was cut: never a split
+// UTF-8 sequence. For errors, notes and lists that must stay one line.
+func OneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-1]) + "…"
+	}
+	return s
 }
