@@ -10,11 +10,11 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 
 	"github.com/deputy-run/deputy/cost"
+	"github.com/deputy-run/deputy/internal/yamlpos"
 	"github.com/deputy-run/deputy/tool/shell"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 )
 
 // Config is deputy.yaml: which provider:model each tier alias means, and
@@ -149,14 +149,14 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	c := &Config{}
 	var errs []error
 	bad := func(n ast.Node, format string, args ...any) {
-		errs = append(errs, Issue{File: file, Line: lineOfNode(n), Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, Issue{File: file, Line: yamlpos.Of(n).Line, Msg: fmt.Sprintf(format, args...)})
 	}
-	f, err := parser.ParseBytes(data, 0)
+	f, err := yamlpos.Parse(data, nil)
 	if err != nil {
-		line, msg := yamlErrorPos(err)
-		return nil, Issue{File: file, Line: line, Msg: "not valid YAML: " + msg}
+		pos, msg := yamlpos.OfError(err)
+		return nil, Issue{File: file, Line: pos.Line, Msg: "not valid YAML: " + msg}
 	}
-	if n := countAliases(f); n > 0 {
+	if n := yamlpos.CountAliases(f); n > 0 {
 		return nil, Issue{File: file, Msg: "YAML aliases are not supported in deputy.yaml"}
 	}
 	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
@@ -165,7 +165,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	if len(f.Docs) > 1 {
 		bad(f.Docs[1].Body, "only one YAML document is allowed")
 	}
-	top, ok := mappingPairs(f.Docs[0].Body)
+	top, ok := yamlpos.Pairs(f.Docs[0].Body)
 	if !ok {
 		bad(f.Docs[0].Body, "want a mapping with tiers and prices")
 		return nil, errors.Join(errs...)
@@ -173,78 +173,9 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	for _, kv := range top {
 		switch key := kv.Key.String(); key {
 		case "tiers":
-			pairs, ok := mappingPairs(kv.Value)
-			if !ok {
-				bad(kv.Value, "tiers: want a mapping of tier to provider:model")
-				continue
-			}
-			c.Tiers = map[string]string{}
-			for _, t := range pairs {
-				tier := t.Key.String()
-				v, ok := stringNode(t.Value)
-				switch {
-				case tier != TierHaiku && tier != TierSonnet && tier != TierOpus:
-					bad(t, "tiers: %q is not a tier (haiku, sonnet, opus; inherit cannot be mapped)", tier)
-				case !ok:
-					bad(t.Value, "tiers.%s: want provider:model", tier)
-				default:
-					if _, pm, ok := ParseModel(v); !ok || pm == "" {
-						bad(t.Value, "tiers.%s: %q is not provider:model", tier, v)
-					} else if _, dup := c.Tiers[tier]; dup {
-						bad(t, "tiers.%s: given twice", tier)
-					} else {
-						c.Tiers[tier] = v
-					}
-				}
-			}
+			parseTiers(kv.Value, c, bad)
 		case "prices":
-			pairs, ok := mappingPairs(kv.Value)
-			if !ok {
-				bad(kv.Value, "prices: want a mapping of model to prices")
-				continue
-			}
-			c.Prices = cost.Table{}
-			for _, m := range pairs {
-				model := strings.TrimSpace(m.Key.String())
-				if model == "" {
-					bad(m, "prices: empty model name")
-					continue
-				}
-				if _, dup := c.Prices[model]; dup {
-					bad(m, "prices.%s: given twice", model)
-					continue
-				}
-				fields, ok := mappingPairs(m.Value)
-				if !ok {
-					bad(m.Value, "prices.%s: want input, output, cache_write, cache_read", model)
-					continue
-				}
-				var p cost.Price
-				for _, fv := range fields {
-					name := fv.Key.String()
-					x, err := numberNode(fv.Value)
-					if err == nil && (x < 0 || math.IsInf(x, 0) || math.IsNaN(x)) {
-						err = fmt.Errorf("%v is not a price", x)
-					}
-					if err != nil {
-						bad(fv.Value, "prices.%s.%s: %v", model, name, err)
-						continue
-					}
-					switch name {
-					case "input":
-						p.Input = x
-					case "output":
-						p.Output = x
-					case "cache_write":
-						p.CacheWrite = x
-					case "cache_read":
-						p.CacheRead = x
-					default:
-						bad(fv, "prices.%s: unknown field %q (input, output, cache_write, cache_read)", model, name)
-					}
-				}
-				c.Prices[model] = p
-			}
+			parsePrices(kv.Value, c, bad)
 		case "isolation":
 			parseIsolation(kv.Value, &c.Isolation, bad)
 		case "telemetry":
@@ -263,27 +194,121 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	return c, nil
 }
 
-// parseIsolation reads deputy.yaml's isolation section into c.
-func parseIsolation(n ast.Node, c *IsolationConfig, bad func(ast.Node, string, ...any)) {
-	pairs, ok := mappingPairs(n)
+// badFunc reports a problem at a node; ParseConfig collects them all.
+type badFunc func(n ast.Node, format string, args ...any)
+
+// parseTiers reads deputy.yaml's tiers into c.
+func parseTiers(n ast.Node, c *Config, bad badFunc) {
+	pairs, ok := yamlpos.Pairs(n)
 	if !ok {
-		bad(n, "isolation: want a mapping (rootfs, allow_unsandboxed, cpu_seconds, memory_mb, processes, cpus)")
+		bad(n, "tiers: want a mapping of tier to provider:model")
+		return
+	}
+	c.Tiers = map[string]string{}
+	for _, t := range pairs {
+		tier := t.Key.String()
+		v, ok := stringNode(t.Value)
+		switch {
+		case tier != TierHaiku && tier != TierSonnet && tier != TierOpus:
+			bad(t, "tiers: %q is not a tier (haiku, sonnet, opus; inherit cannot be mapped)", tier)
+		case !ok:
+			bad(t.Value, "tiers.%s: want provider:model", tier)
+		default:
+			if _, pm, ok := ParseModel(v); !ok || pm == "" {
+				bad(t.Value, "tiers.%s: %q is not provider:model", tier, v)
+			} else if _, dup := c.Tiers[tier]; dup {
+				bad(t, "tiers.%s: given twice", tier)
+			} else {
+				c.Tiers[tier] = v
+			}
+		}
+	}
+}
+
+// parsePrices reads deputy.yaml's prices into c.
+func parsePrices(n ast.Node, c *Config, bad badFunc) {
+	pairs, ok := yamlpos.Pairs(n)
+	if !ok {
+		bad(n, "prices: want a mapping of model to prices")
+		return
+	}
+	c.Prices = cost.Table{}
+	for _, m := range pairs {
+		model := strings.TrimSpace(m.Key.String())
+		if model == "" {
+			bad(m, "prices: empty model name")
+			continue
+		}
+		if _, dup := c.Prices[model]; dup {
+			bad(m, "prices.%s: given twice", model)
+			continue
+		}
+		fields, ok := yamlpos.Pairs(m.Value)
+		if !ok {
+			bad(m.Value, "prices.%s: want input, output, cache_write, cache_read", model)
+			continue
+		}
+		var p cost.Price
+		for _, fv := range fields {
+			name := fv.Key.String()
+			x, err := numberNode(fv.Value)
+			if err == nil && (x < 0 || math.IsInf(x, 0) || math.IsNaN(x)) {
+				err = fmt.Errorf("%v is not a price", x)
+			}
+			if err != nil {
+				bad(fv.Value, "prices.%s.%s: %v", model, name, err)
+				continue
+			}
+			switch name {
+			case "input":
+				p.Input = x
+			case "output":
+				p.Output = x
+			case "cache_write":
+				p.CacheWrite = x
+			case "cache_read":
+				p.CacheRead = x
+			default:
+				bad(fv, "prices.%s: unknown field %q (input, output, cache_write, cache_read)", model, name)
+			}
+		}
+		c.Prices[model] = p
+	}
+}
+
+// section reads one of deputy.yaml's sections, a mapping of the fields
+// listed in fields: field gets each entry and says whether it knows the
+// key. A value that is not a mapping and an unknown key are reported with
+// the section's fields, so every section says them the same way.
+func section(n ast.Node, name, fields string, bad badFunc, field func(key string, kv *ast.MappingValueNode) (known bool)) {
+	pairs, ok := yamlpos.Pairs(n)
+	if !ok {
+		bad(n, "%s: want a mapping (%s)", name, fields)
 		return
 	}
 	for _, kv := range pairs {
-		switch name := kv.Key.String(); name {
+		if key := kv.Key.String(); !field(key, kv) {
+			bad(kv, "%s: unknown field %q (%s)", name, key, fields)
+		}
+	}
+}
+
+// parseIsolation reads deputy.yaml's isolation section into c.
+func parseIsolation(n ast.Node, c *IsolationConfig, bad badFunc) {
+	section(n, "isolation", "rootfs, allow_unsandboxed, cpu_seconds, memory_mb, processes, cpus", bad, func(name string, kv *ast.MappingValueNode) bool {
+		switch name {
 		case "rootfs":
 			v, ok := stringNode(kv.Value)
 			if !ok || strings.TrimSpace(v) == "" {
 				bad(kv.Value, "isolation.rootfs: want a directory")
-				continue
+				break
 			}
 			c.RootFS = v
 		case "allow_unsandboxed":
 			b, ok := kv.Value.(*ast.BoolNode)
 			if !ok {
 				bad(kv.Value, "isolation.allow_unsandboxed: want true or false")
-				continue
+				break
 			}
 			c.AllowUnsandboxed = b.Value
 		case "cpu_seconds", "memory_mb", "processes":
@@ -293,7 +318,7 @@ func parseIsolation(n ast.Node, c *IsolationConfig, bad func(ast.Node, string, .
 			}
 			if err != nil {
 				bad(kv.Value, "isolation.%s: %v", name, err)
-				continue
+				break
 			}
 			*map[string]*int{"cpu_seconds": &c.CPUSeconds, "memory_mb": &c.MemoryMB, "processes": &c.Processes}[name] = int(x)
 		case "cpus":
@@ -308,32 +333,28 @@ func parseIsolation(n ast.Node, c *IsolationConfig, bad func(ast.Node, string, .
 			}
 			if err != nil {
 				bad(kv.Value, "isolation.cpus: %v", err)
-				continue
+				break
 			}
 			c.CPUs = x
 		default:
-			bad(kv, "isolation: unknown field %q (rootfs, allow_unsandboxed, cpu_seconds, memory_mb, processes, cpus)", name)
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // parseTelemetry reads deputy.yaml's telemetry section into c. An endpoint
 // turns telemetry on unless enabled: false says otherwise. The endpoint is
 // never echoed in an error: it may carry credentials.
-func parseTelemetry(n ast.Node, c *TelemetryConfig, bad func(ast.Node, string, ...any)) {
-	pairs, ok := mappingPairs(n)
-	if !ok {
-		bad(n, "telemetry: want a mapping (enabled, endpoint, content)")
-		return
-	}
+func parseTelemetry(n ast.Node, c *TelemetryConfig, bad badFunc) {
 	enabledSet := false
-	for _, kv := range pairs {
-		switch name := kv.Key.String(); name {
+	section(n, "telemetry", "enabled, endpoint, content", bad, func(name string, kv *ast.MappingValueNode) bool {
+		switch name {
 		case "enabled", "content":
 			b, ok := kv.Value.(*ast.BoolNode)
 			if !ok {
 				bad(kv.Value, "telemetry.%s: want true or false", name)
-				continue
+				break
 			}
 			if name == "enabled" {
 				c.Enabled, enabledSet = b.Value, true
@@ -344,94 +365,69 @@ func parseTelemetry(n ast.Node, c *TelemetryConfig, bad func(ast.Node, string, .
 			v, ok := stringNode(kv.Value)
 			if !ok || !httpURL(v) {
 				bad(kv.Value, "telemetry.endpoint: want an http or https URL of an OTLP/HTTP collector, such as http://localhost:4318")
-				continue
+				break
 			}
 			c.Endpoint = strings.TrimSpace(v)
 		default:
-			bad(kv, "telemetry: unknown field %q (enabled, endpoint, content)", name)
+			return false
 		}
-	}
+		return true
+	})
 	if c.Endpoint != "" && !enabledSet {
 		c.Enabled = true
 	}
 }
 
 // parseMCP reads deputy.yaml's mcp section into c.
-func parseMCP(n ast.Node, c *MCPConfig, bad func(ast.Node, string, ...any)) {
-	pairs, ok := mappingPairs(n)
-	if !ok {
-		bad(n, "mcp: want a mapping (env)")
-		return
-	}
-	for _, kv := range pairs {
-		if name := kv.Key.String(); name != "env" {
-			bad(kv, "mcp: unknown field %q (env)", name)
-			continue
-		}
-		seq, ok := kv.Value.(*ast.SequenceNode)
-		if !ok {
-			bad(kv.Value, "mcp.env: want a list of variable names")
-			continue
-		}
-		for _, v := range seq.Values {
-			name, ok := stringNode(v)
-			if !ok || !envName.MatchString(name) {
-				bad(v, "mcp.env: want a variable name, such as GITHUB_TOKEN")
-				continue
-			}
-			c.Env = append(c.Env, name)
-		}
-	}
+func parseMCP(n ast.Node, c *MCPConfig, bad badFunc) {
+	envList(n, "mcp", "GITHUB_TOKEN", bad, func(_ ast.Node, name string) {
+		c.Env = append(c.Env, name)
+	})
 }
 
 // parseBash reads deputy.yaml's bash section into c.
-func parseBash(n ast.Node, c *BashConfig, bad func(ast.Node, string, ...any)) {
-	pairs, ok := mappingPairs(n)
-	if !ok {
-		bad(n, "bash: want a mapping (env)")
-		return
-	}
-	for _, kv := range pairs {
-		if name := kv.Key.String(); name != "env" {
-			bad(kv, "bash: unknown field %q (env)", name)
-			continue
+func parseBash(n ast.Node, c *BashConfig, bad badFunc) {
+	envList(n, "bash", "SSH_AUTH_SOCK", bad, func(v ast.Node, name string) {
+		switch {
+		case shell.OwnEnv(name):
+			bad(v, "bash.env: %s is deputy's own (ANTHROPIC_*, OPENAI_*, DEPUTY_*, OTEL_*): no program gets it", name)
+		case slices.Contains(c.Env, name): // harmless; once is enough
+		default:
+			c.Env = append(c.Env, name)
+		}
+	})
+}
+
+// envList reads the env field of section (mcp, bash): a list of variable
+// names of deputy's environment, example being one such. add gets each
+// well-formed name with its node; what a name may be beyond that is the
+// section's to say.
+func envList(n ast.Node, name, example string, bad badFunc, add func(v ast.Node, name string)) {
+	section(n, name, "env", bad, func(key string, kv *ast.MappingValueNode) bool {
+		if key != "env" {
+			return false
 		}
 		seq, ok := kv.Value.(*ast.SequenceNode)
 		if !ok {
-			bad(kv.Value, "bash.env: want a list of variable names")
-			continue
+			bad(kv.Value, "%s.env: want a list of variable names", name)
+			return true
 		}
 		for _, v := range seq.Values {
-			name, ok := stringNode(v)
-			switch {
-			case !ok || !envName.MatchString(name):
-				bad(v, "bash.env: want a variable name, such as SSH_AUTH_SOCK")
-			case shell.OwnEnv(name):
-				bad(v, "bash.env: %s is deputy's own (ANTHROPIC_*, OPENAI_*, DEPUTY_*, OTEL_*): no program gets it", name)
-			case slices.Contains(c.Env, name): // harmless; once is enough
-			default:
-				c.Env = append(c.Env, name)
+			s, ok := stringNode(v)
+			if !ok || !envName.MatchString(s) {
+				bad(v, "%s.env: want a variable name, such as %s", name, example)
+				continue
 			}
+			add(v, s)
 		}
-	}
+		return true
+	})
 }
 
 // httpURL reports whether s is an absolute http(s) URL with a host.
 func httpURL(s string) bool {
 	u, err := url.Parse(strings.TrimSpace(s))
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-}
-
-// mappingPairs returns a mapping's entries; goccy represents a one-entry
-// mapping as a bare MappingValueNode.
-func mappingPairs(n ast.Node) ([]*ast.MappingValueNode, bool) {
-	switch m := n.(type) {
-	case *ast.MappingNode:
-		return m.Values, true
-	case *ast.MappingValueNode:
-		return []*ast.MappingValueNode{m}, true
-	}
-	return nil, false
 }
 
 func stringNode(n ast.Node) (string, bool) {
@@ -458,14 +454,4 @@ func numberNode(n ast.Node) (float64, error) {
 		_ = yaml.NodeToValue(n, &v)
 	}
 	return 0, fmt.Errorf("want a number, got %v", v)
-}
-
-func lineOfNode(n ast.Node) int {
-	if n == nil {
-		return 0
-	}
-	if tk := n.GetToken(); tk != nil && tk.Position != nil {
-		return tk.Position.Line
-	}
-	return 0
 }

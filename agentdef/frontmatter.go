@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/deputy-run/deputy/internal/yamlpos"
 )
 
 // Where the line is between front matter deputy reads and front matter it
@@ -59,7 +61,7 @@ func readFrontMatter(lines []string) (fields map[string]any, issues []fmIssue) {
 		m, qerr := parseYAMLMap(strings.Join(fixed, "\n"))
 		if qerr == nil {
 			for _, q := range quoted {
-				_, msg := yamlErrorPos(q.err)
+				_, msg := yamlpos.OfError(q.err)
 				issues = append(issues, fmIssue{warning: true, Issue: Issue{Line: q.i + 2, Msg: fmt.Sprintf(
 					"%s: not valid YAML as written (%s); read as Claude Code reads it, the rest of the line as text (quote it to say so)",
 					q.key, msg)}})
@@ -131,11 +133,10 @@ func locateYAMLError(lines []string, err error) (line int, msg string) {
 		}
 		break
 	}
-	l, m := yamlErrorPos(err)
-	if l > 0 {
-		l++ // front matter starts on file line 2
-	} else {
-		l = 1
+	pos, m := yamlpos.OfError(err)
+	l := 1
+	if pos.Line > 0 {
+		l = pos.Line + 1 // front matter starts on file line 2
 	}
 	return l, "front matter is not valid YAML: " + yamlMsg(m)
 }
@@ -190,11 +191,8 @@ func entryError(lines []string, from, to int) (line int, msg string, bad bool) {
 			}
 		}
 	}
-	l, m := yamlErrorPos(err)
-	if l < 1 {
-		l = 1
-	}
-	return from + l + 1, key + ": not valid YAML: " + yamlMsg(m), true
+	pos, m := yamlpos.OfError(err)
+	return from + max(pos.Line, 1) + 1, key + ": not valid YAML: " + yamlMsg(m), true
 }
 
 // yamlMsg rewrites the goccy messages whose positions are relative to the

@@ -14,7 +14,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
+
+	"github.com/deputy-run/deputy/internal/yamlpos"
 )
 
 // Issue is an error or warning about one file, with the line it concerns
@@ -328,11 +329,11 @@ func parseYAMLMap(fm string) (map[string]any, error) {
 	if strings.TrimSpace(fm) == "" {
 		return map[string]any{}, nil
 	}
-	f, err := parser.ParseBytes([]byte(fm), 0)
+	f, err := yamlpos.Parse([]byte(fm), nil)
 	if err != nil {
 		return nil, err
 	}
-	if n := countAliases(f); n > maxYAMLAliases {
+	if n := yamlpos.CountAliases(f); n > maxYAMLAliases {
 		return nil, fmt.Errorf("%d YAML aliases; at most %d", n, maxYAMLAliases)
 	}
 	// A list or a lone scalar would fail to unmarshal with goccy's words
@@ -352,43 +353,6 @@ func parseYAMLMap(fm string) (map[string]any, error) {
 		return nil, errNotMapping
 	}
 	return m, nil
-}
-
-// aliasCounter counts alias nodes. goccy's own FilterFile panics on the
-// nil nodes some inputs leave in the tree (found by FuzzParseDefinition).
-type aliasCounter struct{ n int }
-
-func (c *aliasCounter) Visit(n ast.Node) ast.Visitor {
-	if n == nil {
-		return nil
-	}
-	if n.Type() == ast.AliasType {
-		c.n++
-	}
-	return c
-}
-
-func countAliases(f *ast.File) int {
-	c := &aliasCounter{}
-	for _, d := range f.Docs {
-		if d != nil {
-			ast.Walk(c, d)
-		}
-	}
-	return c.n
-}
-
-// yamlErrorPos gives a goccy error's line (within the front matter) and
-// message.
-func yamlErrorPos(err error) (int, string) {
-	var ye yaml.Error
-	if errors.As(err, &ye) {
-		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-			return tk.Position.Line, ye.GetMessage()
-		}
-		return 0, ye.GetMessage()
-	}
-	return 0, err.Error()
 }
 
 func cutForMsg(s string) string {

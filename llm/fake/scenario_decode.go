@@ -9,12 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/lexer"
-	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
+	"github.com/deputy-run/deputy/internal/yamlpos"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -70,15 +68,8 @@ func decodeScenario(data []byte, file string) (*Scenario, error) {
 		if errors.As(err, &se) {
 			return nil, se
 		}
-		var ye yaml.Error
-		if errors.As(err, &ye) {
-			e := &ScenarioError{File: file, Msg: ye.GetMessage()}
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				e.Line, e.Column = tk.Position.Line, tk.Position.Column
-			}
-			return nil, e
-		}
-		return nil, &ScenarioError{File: file, Msg: err.Error()}
+		pos, msg := yamlpos.OfError(err)
+		return nil, errorAt(file, pos, "%s", msg)
 	}
 	d := &decoder{file: file, anchors: map[string]ast.Node{}}
 	var body ast.Node
@@ -102,23 +93,12 @@ func decodeScenario(data []byte, file string) (*Scenario, error) {
 	return d.scenario(body)
 }
 
-// parseYAML runs goccy/go-yaml's lexer and parser. A panic inside the
-// third-party code on some odd input must not take the process down with
-// it: it becomes an error like any other bad input.
-func parseYAML(data []byte, file string) (f *ast.File, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			f, err = nil, fmt.Errorf("YAML parser failed: %v", r)
-		}
-	}()
+// parseYAML parses a scenario whose size and shape are within bounds.
+func parseYAML(data []byte, file string) (*ast.File, error) {
 	if len(data) > maxScenarioBytes {
-		return nil, &ScenarioError{File: file, Msg: fmt.Sprintf("%d bytes is more than a scenario may have (%d)", len(data), maxScenarioBytes)}
+		return nil, errorAt(file, yamlpos.Pos{}, "%d bytes is more than a scenario may have (%d)", len(data), maxScenarioBytes)
 	}
-	tokens := lexer.Tokenize(string(data))
-	if err := checkShape(tokens, file); err != nil {
-		return nil, err
-	}
-	return parser.Parse(tokens, 0)
+	return yamlpos.Parse(data, func(tokens token.Tokens) error { return checkShape(tokens, file) })
 }
 
 // Limits on the shape of the YAML, checked on the tokens before parsing.
@@ -134,11 +114,7 @@ const (
 
 func checkShape(tokens token.Tokens, file string) error {
 	fail := func(tk *token.Token, format string, args ...any) error {
-		e := &ScenarioError{File: file, Msg: fmt.Sprintf(format, args...)}
-		if tk.Position != nil {
-			e.Line, e.Column = tk.Position.Line, tk.Position.Column
-		}
-		return e
+		return errorAt(file, yamlpos.OfToken(tk), format, args...)
 	}
 	flow := 0
 	// block is the stack of open block mappings: key column and key count.
@@ -183,25 +159,16 @@ func checkShape(tokens token.Tokens, file string) error {
 	return nil
 }
 
-func (d *decoder) errAt(n ast.Node, format string, args ...any) error {
-	e := &ScenarioError{File: d.file, Msg: fmt.Sprintf(format, args...)}
-	e.Line, e.Column = position(n)
-	return e
+func errorAt(file string, p yamlpos.Pos, format string, args ...any) *ScenarioError {
+	return &ScenarioError{File: file, Line: p.Line, Column: p.Column, Msg: fmt.Sprintf(format, args...)}
 }
 
-func position(n ast.Node) (line, col int) {
-	if n == nil {
-		return 0, 0
-	}
-	if tk := n.GetToken(); tk != nil && tk.Position != nil {
-		return tk.Position.Line, tk.Position.Column
-	}
-	return 0, 0
+func (d *decoder) errAt(n ast.Node, format string, args ...any) error {
+	return errorAt(d.file, yamlpos.Of(n), format, args...)
 }
 
 func (d *decoder) where(n ast.Node) string {
-	line, _ := position(n)
-	return d.file + ":" + strconv.Itoa(line)
+	return d.file + ":" + strconv.Itoa(yamlpos.Of(n).Line)
 }
 
 // resolve follows anchors, aliases and tags to the node holding a value. It
@@ -294,15 +261,11 @@ func (d *decoder) mapping(n ast.Node, what string, depth int) ([]entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var values []*ast.MappingValueNode
-	switch v := n.(type) {
-	case *ast.MappingNode:
-		values = v.Values
-	case *ast.MappingValueNode:
-		values = []*ast.MappingValueNode{v}
-	case *ast.NullNode:
+	if _, null := n.(*ast.NullNode); null {
 		return nil, nil
-	default:
+	}
+	values, ok := yamlpos.Pairs(n)
+	if !ok {
 		return nil, d.errAt(n, "%s must be a mapping, not %s", what, nodeKind(n))
 	}
 	explicit := map[string]bool{}
@@ -556,16 +519,11 @@ func (d *decoder) scenario(n ast.Node) (*Scenario, error) {
 // registerAnchors records every anchor under n, for values that are not
 // otherwise decoded.
 func (d *decoder) registerAnchors(n ast.Node) {
-	ast.Walk(anchorVisitor{d}, n)
-}
-
-type anchorVisitor struct{ d *decoder }
-
-func (v anchorVisitor) Visit(n ast.Node) ast.Visitor {
-	if a, ok := n.(*ast.AnchorNode); ok && a.Name != nil {
-		v.d.anchors[a.Name.GetToken().Value] = a.Value
-	}
-	return v
+	yamlpos.Walk(n, func(n ast.Node) {
+		if a, ok := n.(*ast.AnchorNode); ok && a.Name != nil {
+			d.anchors[a.Name.GetToken().Value] = a.Value
+		}
+	})
 }
 
 func (d *decoder) latency(n ast.Node, what string) (latency, error) {
