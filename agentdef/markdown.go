@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -483,7 +484,10 @@ func decodeBudget(v any, b *Budgets) error {
 		return fmt.Errorf("want a mapping of %s, got %s", strings.Join(budgetKeys, ", "), kindOf(v))
 	}
 	var err error
-	for k, x := range m {
+	// Sorted: only the first problem is reported, and a map's order would
+	// make which one change from run to run.
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		x := m[k]
 		switch k {
 		case "totalTokens":
 			b.TotalTokens, err = asInt(x)

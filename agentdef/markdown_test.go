@@ -362,3 +362,24 @@ func TestLoadLeavesBrokenFrontMatterOutWithItsLine(t *testing.T) {
 		t.Fatalf("colon: %+v %v, warnings %v", d, ok, warns)
 	}
 }
+
+// Where a mapping read as a Go map (budget, an MCP server's env) has more
+// than one problem, the one reported is the same every run: the first key
+// in sorted order, not whichever the map yields first.
+func TestFirstProblemIsTheSameEveryRun(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ src, want string }{
+		{"---\nname: a\ndescription: d\nbudget:\n  wallTime: soon\n  toolCalls: many\n  bogus: 1\n---\n",
+			`agents/x.md:4: budget: bogus: unknown key`},
+		{"---\nname: a\ndescription: d\nmcpServers:\n  s:\n    command: x\n    env: {Z: [1], B: [2], M: [3]}\n---\n",
+			`agents/x.md:5: mcpServers: server s: env: B: want a string, got a list`},
+	}
+	for _, c := range cases {
+		for range 30 {
+			p := ParseDefinition("agents/x.md", []byte(c.src))
+			if len(p.Errors) != 1 || !strings.HasPrefix(p.Errors[0].Error(), c.want) {
+				t.Fatalf("errors %v; want one starting %q", p.Errors, c.want)
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -320,8 +321,8 @@ func asStringMap(v any) (map[string]string, error) {
 		return nil, fmt.Errorf("want a mapping of names to values, got %s", kindOf(v))
 	}
 	out := make(map[string]string, len(m))
-	for k, x := range m {
-		s, err := asString(x)
+	for _, k := range slices.Sorted(maps.Keys(m)) { // the same first problem every run
+		s, err := asString(m[k])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", k, err)
 		}
