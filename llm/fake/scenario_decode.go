@@ -550,20 +550,34 @@ func (d *decoder) latency(n ast.Node, what string) (latency, error) {
 	return l, nil
 }
 
-func (d *decoder) faults(n ast.Node) ([]faultRule, error) {
-	items, err := d.list(n, "faults")
+// mappings decodes a list of mappings (faults, rules, tool_calls) with
+// each, which gets an entry of the list, its name (rules[2]) and its keys.
+func mappings[T any](d *decoder, n ast.Node, what string, each func(item ast.Node, what string, entries []entry) (T, error)) ([]T, error) {
+	items, err := d.list(n, what)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]faultRule, 0, len(items))
+	out := make([]T, 0, len(items))
 	for i, item := range items {
-		what := fmt.Sprintf("faults[%d]", i)
-		var fr faultRule
-		entries, err := d.mapping(item, what, 0)
+		w := fmt.Sprintf("%s[%d]", what, i)
+		entries, err := d.mapping(item, w, 0)
 		if err != nil {
 			return nil, err
 		}
+		v, err := each(item, w, entries)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (d *decoder) faults(n ast.Node) ([]faultRule, error) {
+	return mappings(d, n, "faults", func(item ast.Node, what string, entries []entry) (faultRule, error) {
+		var fr faultRule
 		var rest []entry
+		var err error
 		for _, e := range entries {
 			switch e.key {
 			case "rate":
@@ -574,18 +588,17 @@ func (d *decoder) faults(n ast.Node) ([]faultRule, error) {
 				rest = append(rest, e)
 			}
 			if err != nil {
-				return nil, err
+				return fr, err
 			}
 		}
 		if fr.fault, err = d.fault(item, rest, what, "kind, rate, on_request, retry_after, delay, after_bytes"); err != nil {
-			return nil, err
+			return fr, err
 		}
 		if fr.rate == 0 && len(fr.onRequest) == 0 {
-			return nil, d.errAt(item, "%s never fires: give it a rate or on_request", what)
+			return fr, d.errAt(item, "%s never fires: give it a rate or on_request", what)
 		}
-		out = append(out, fr)
-	}
-	return out, nil
+		return fr, nil
+	})
 }
 
 func (d *decoder) rate(n ast.Node, what string) (float64, error) {
@@ -680,19 +693,10 @@ func faultKindList() string {
 const ruleFields = "name, match, times, text, thinking, tool_calls, stop_reason, usage, latency, fault"
 
 func (d *decoder) rules(n ast.Node) ([]*rule, error) {
-	items, err := d.list(n, "rules")
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*rule, 0, len(items))
-	for i, item := range items {
-		what := fmt.Sprintf("rules[%d]", i)
-		entries, err := d.mapping(item, what, 0)
-		if err != nil {
-			return nil, err
-		}
+	return mappings(d, n, "rules", func(item ast.Node, what string, entries []entry) (*rule, error) {
 		r := &rule{}
 		var replyEntries []entry
+		var err error
 		for _, e := range entries {
 			switch e.key {
 			case "name":
@@ -715,9 +719,8 @@ func (d *decoder) rules(n ast.Node) ([]*rule, error) {
 		if err := d.reply(item, replyEntries, what, ruleFields, &r.reply); err != nil {
 			return nil, err
 		}
-		out = append(out, r)
-	}
-	return out, nil
+		return r, nil
+	})
 }
 
 const replyFields = "text, thinking, tool_calls, stop_reason, usage, latency, fault"
@@ -819,19 +822,10 @@ func (d *decoder) usage(n ast.Node, what string) (*llm.Usage, error) {
 }
 
 func (d *decoder) toolCalls(n ast.Node, what string) ([]toolCall, error) {
-	items, err := d.list(n, what)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]toolCall, 0, len(items))
-	for i, item := range items {
-		w := fmt.Sprintf("%s[%d]", what, i)
-		entries, err := d.mapping(item, w, 0)
-		if err != nil {
-			return nil, err
-		}
+	return mappings(d, n, what, func(item ast.Node, w string, entries []entry) (toolCall, error) {
 		c := toolCall{repeat: 1}
 		var input, raw ast.Node
+		var err error
 		for _, e := range entries {
 			switch e.key {
 			case "name":
@@ -847,20 +841,19 @@ func (d *decoder) toolCalls(n ast.Node, what string) ([]toolCall, error) {
 				err = d.unknown(e, w, "name, input, raw_input, repeat")
 			}
 			if err != nil {
-				return nil, err
+				return c, err
 			}
 		}
 		if c.name == "" {
-			return nil, d.errAt(item, "%s needs a name", w)
+			return c, d.errAt(item, "%s needs a name", w)
 		}
 		if raw != nil {
 			if input != nil {
-				return nil, d.errAt(raw, "%s has both input and raw_input: give one", w)
+				return c, d.errAt(raw, "%s has both input and raw_input: give one", w)
 			}
 			// The arguments text as the model would send it, JSON or
 			// not: see docs/scenarios.md.
-			out = append(out, c)
-			continue
+			return c, nil
 		}
 		var b jsonBuilder
 		if input == nil {
@@ -868,21 +861,20 @@ func (d *decoder) toolCalls(n ast.Node, what string) ([]toolCall, error) {
 		} else {
 			rn, _, err := d.resolve(input)
 			if err != nil {
-				return nil, err
+				return c, err
 			}
 			switch rn.(type) {
 			case *ast.MappingNode, *ast.MappingValueNode, *ast.NullNode:
 			default:
-				return nil, d.errAt(rn, "%s.input must be a mapping (a JSON object), not %s", w, nodeKind(rn))
+				return c, d.errAt(rn, "%s.input must be a mapping (a JSON object), not %s", w, nodeKind(rn))
 			}
 			if err := d.jsonValue(&b, input, w+".input", 0); err != nil {
-				return nil, err
+				return c, err
 			}
 		}
 		c.input = b.done()
-		out = append(out, c)
-	}
-	return out, nil
+		return c, nil
+	})
 }
 
 // jsonValue appends n as compact JSON. Mappings keep their written key
