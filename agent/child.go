@@ -35,8 +35,8 @@ type ChildRunner interface {
 // loop.Config.Hold: it waits for the child's own background children.
 type ChildEnv struct {
 	Steps loop.Steps
-	Inbox func(ctx context.Context, turn int) ([]string, loop.StopReason, error)
-	Hold  func(ctx context.Context, turn int) ([]string, error)
+	Inbox loop.InboxFunc
+	Hold  loop.HoldFunc
 	Spent time.Duration
 	// Skip: the child's run is carried elsewhere (an earlier execution's
 	// workflow); work only lets go of what it holds in this tree.

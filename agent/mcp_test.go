@@ -71,40 +71,8 @@ func mcpDefinition(t *testing.T, name, tools, servers string) *agentdef.Definiti
 	return p.Def
 }
 
-// recorder keeps the requests a model was sent.
-type recorder struct {
-	llm.Model
-	mu   sync.Mutex
-	reqs []llm.Request
-}
-
-func (r *recorder) Generate(ctx context.Context, req *llm.Request, stream func(llm.Delta)) (*llm.Response, error) {
-	r.mu.Lock()
-	r.reqs = append(r.reqs, *req)
-	r.mu.Unlock()
-	return r.Model.Generate(ctx, req, stream)
-}
-
-// toolsOffered lists the tool names of each request whose system prompt
-// contains system.
-func (r *recorder) toolsOffered(system string) [][]string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out [][]string
-	for _, q := range r.reqs {
-		if strings.Contains(q.System, system) {
-			var names []string
-			for _, s := range q.Tools {
-				names = append(names, s.Name)
-			}
-			out = append(out, names)
-		}
-	}
-	return out
-}
-
 type mcpWorld struct {
-	model  *recorder
+	model  *recording
 	runner *agent.Runner
 	task   agent.Task
 }
@@ -115,7 +83,7 @@ func newMCPWorld(t *testing.T, scenario string, defs ...*agentdef.Definition) *m
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &mcpWorld{model: &recorder{Model: fake.NewModel(s, fake.WithoutLatency())}, runner: &agent.Runner{
+	w := &mcpWorld{model: &recording{Model: fake.NewModel(s, fake.WithoutLatency())}, runner: &agent.Runner{
 		Config: &agentdef.Config{MCP: agentdef.MCPConfig{Env: []string{"DEPUTY_TEST_MCP_TOKEN", "DEPUTY_TEST_SURELY_UNSET"}}}}}
 	w.task = agent.Task{Task: "go", System: "root", Model: w.model, ModelName: "fake", Volatile: defs}
 	return w

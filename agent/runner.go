@@ -85,8 +85,21 @@ type Runner struct {
 	// Manager, when set with Children, lets parents start background
 	// children (spawn_subagent background: true) and offers them the
 	// subagent_* tools to wait for, steer, pause, resume, cancel and
-	// answer their children. It also lets children ask (ask_parent).
+	// answer their children. With Questions it also lets children ask
+	// (ask_parent), those whose definitions allow it (see AskParent).
 	Manager Manager
+	// AskParent offers ask_parent to every instance that can be answered
+	// (a root, with Questions; a child, with Questions and Manager)
+	// whatever its definition's allowlist says; its deny list still
+	// removes it. Without it, a type asks only when its Tools is absent
+	// or lists ask_parent (agentdef.Definition.Tools): an allowlist means
+	// what it says.
+	AskParent bool
+	// Stream is every instance's loop.Config.Stream, root and children,
+	// fork or isolated: the model is called with a stream callback, and
+	// its deltas reach OnEvent. Without it a provider built NonStreaming
+	// makes the plain, non-streamed call.
+	Stream bool
 	// Fencer, when set, builds the fences (sandbox, container, worktree)
 	// of children whose definitions ask for one. nil: such a spawn is
 	// refused; a child never runs unfenced.
@@ -114,8 +127,28 @@ type Task struct {
 	ModelName string
 	// ModelSpec names the model as deputy does (provider:model), for
 	// prices and the instance list; default ModelName.
-	ModelSpec  string
-	Tools      *tool.Set // the root's tools; spawning is added
+	ModelSpec string
+	// Tools is what the root holds: what its model is offered (see Offer)
+	// and what its children draw from, each as its definition's allowlist
+	// filters them.
+	Tools *tool.Set
+	// Offer, when set, names exactly the tools the root's model is
+	// offered, out of Tools and deputy's own (spawn_subagent, fan_out, the
+	// subagent_* tools, skill, ask_parent, and task, spawn_subagent's
+	// hidden other name, only when listed with it). Its children still
+	// draw from all of Tools: a root offered only spawn_subagent, holding
+	// a hundred tools, delegates each to the children whose types allow
+	// it. A name that is neither held nor deputy's is an error of Run,
+	// and so is one of deputy's whose condition does not hold here
+	// (spawning needs MaxDepth, ask_parent Questions, the subagent_* tools
+	// a Manager with Children): a program is never silently given less
+	// than it asked for. For a root of a type, Offer narrows what the
+	// type's allowlist leaves, and naming a tool the type does not grant
+	// is an error too. nil: everything the root can be offered (all of
+	// Tools, spawning and the task alias while MaxDepth allows, ask_parent
+	// with Questions, the subagent_* tools under a Manager; for a root of
+	// a type, what its allowlist grants of those).
+	Offer      []string
 	Limits     loop.Limits
 	Compaction loop.Compaction
 	// Budget bounds the whole tree; spent, it stops further spawns and
@@ -132,9 +165,9 @@ type Task struct {
 	Messages []llm.Message
 	// Inbox, when set, is the root's loop.Config.Inbox: notes and pause or
 	// cancel requests that reach it at its turn boundaries.
-	Inbox func(ctx context.Context, turn int) ([]string, loop.StopReason, error)
+	Inbox loop.InboxFunc
 	// Hold is the root's loop.Config.Hold (its background children).
-	Hold func(ctx context.Context, turn int) ([]string, error)
+	Hold loop.HoldFunc
 	// Inherited, when set, is the model the root's children run on when
 	// their type inherits one, instead of the root's own: for a root whose
 	// model is no provider's (the library's fan-out planner). Such a root
@@ -308,41 +341,23 @@ func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 	if !tr.budget.priced(t.ModelSpec) {
 		return nil, nil, fmt.Errorf("agent: a USD tree budget needs a price for %s (deputy.yaml prices)", t.ModelSpec)
 	}
+	offered, err := tr.rootTools(t)
+	if err != nil {
+		return nil, nil, err
+	}
 	root := tr.add(nil, &node{inst: Instance{ID: t.ID, Type: t.Type, Model: t.ModelSpec}, avail: t.Tools,
 		writes: true, heir: t.Inherited}) // its writing children take turns under it
-	offered := t.Tools
-	if tr.maxDepth > 0 {
-		if offered, err = t.Tools.Join(tr.spawnSet); err == nil {
-			offered, err = offered.Alias("task", agentdef.SpawnTool)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("root tools: %w", err)
-		}
-	}
-	if r.Questions != nil {
-		if offered, err = offered.Join(tr.askSet); err != nil {
-			return nil, nil, fmt.Errorf("root tools: %w", err)
-		}
-	}
-	if tr.manageSet != nil && tr.maxDepth > 0 {
-		if offered, err = offered.Join(tr.manageSet); err != nil {
-			return nil, nil, fmt.Errorf("root tools: %w", err)
-		}
-	}
-	system := t.System
-	if tr.maxDepth > 0 {
-		system += "\n\n" + DelegationGuidance
-	}
 	root.cfg = loop.Config{
 		Model:      t.Model,
 		ModelName:  t.ModelName,
-		System:     system,
+		System:     withGuidance(t.System, offered),
 		Tools:      offered,
 		Limits:     t.Limits,
 		Compaction: t.Compaction,
 		Clock:      tr.clock,
 		Budget:     tr.loopBudget(t.ModelSpec),
 		Steps:      r.Steps,
+		Stream:     r.Stream,
 		Inbox:      t.Inbox,
 		Hold:       t.Hold,
 	}
@@ -357,11 +372,11 @@ type tree struct {
 	maxPar   int
 	maxDepth int
 	budget   *treeBudget // nil: no tree budget
-	spawnSet *tool.Set   // spawn_subagent and fan_out, their schemas compiled once per tree
-	skillSet *tool.Set   // the skill tool
-	askSet   *tool.Set   // ask_parent
-	// manageSet is the subagent_* tools; nil without a Manager.
-	manageSet *tool.Set
+	// own is deputy's tools (agentdef.RuntimeTools, the subagent_* ones
+	// only when managed), their schemas compiled once per tree: each
+	// instance is offered its share of them (pick).
+	own     *tool.Set
+	managed bool // a Manager with Children: background children and the subagent_* tools
 
 	mu    sync.Mutex
 	nodes []*node
@@ -432,20 +447,14 @@ func (r *Runner) newTree(t Task) (*tree, error) {
 	if t.Budget.Tokens > 0 || t.Budget.USD > 0 {
 		tr.budget = &treeBudget{limit: t.Budget, prices: r.prices(), tokens: t.Spent.Tokens, usd: t.Spent.USD}
 	}
+	tr.managed = r.Manager != nil && r.Children != nil
+	own := []tool.Tool{&spawnTool{tree: tr}, fanOutTool{tree: tr}}
+	if tr.managed {
+		own = append(own, manageTools(tr)...)
+	}
 	var err error
-	if tr.spawnSet, err = tool.NewSet(&spawnTool{tree: tr}, fanOutTool{tree: tr}); err != nil {
+	if tr.own, err = tool.NewSet(append(own, skillTool{}, askTool{tree: tr})...); err != nil {
 		return nil, err
-	}
-	if tr.skillSet, err = tool.NewSet(skillTool{}); err != nil {
-		return nil, err
-	}
-	if tr.askSet, err = tool.NewSet(askTool{tree: tr}); err != nil {
-		return nil, err
-	}
-	if r.Manager != nil && r.Children != nil {
-		if tr.manageSet, err = tool.NewSet(manageTools(tr)...); err != nil {
-			return nil, err
-		}
 	}
 	return tr, nil
 }

@@ -221,6 +221,7 @@ func (tr *tree) build(parent *node, def *agentdef.Definition, mode agentdef.Mode
 	cfg := loop.Config{
 		Clock:  tr.clock,
 		Limits: limitsOf(def),
+		Stream: tr.r.Stream,
 	}
 	var err error
 	if mode == agentdef.ModeFork {
@@ -245,41 +246,14 @@ func (tr *tree) isolatedChild(parent, c *node, def *agentdef.Definition, cfg *lo
 	}
 	cfg.Model, cfg.ModelName, c.inst.Model = model, name, spec
 
-	allowed := def.EffectiveTools(parent.avail.Names())
-	c.avail = parent.avail.Filter(allowed, nil)
-	offered := c.avail
-	if def.Tools != nil && slices.Contains(def.EffectiveTools([]string{agentdef.SpawnTool}), agentdef.SpawnTool) &&
-		parent.inst.Depth+1 < tr.maxDepth {
-		// Named in the allowlist and the depth allows it. Beyond the
-		// depth it is not offered, and a call to it is an unknown-tool
-		// error the child sees, never a silent drop.
-		if offered, err = offered.Join(tr.spawnSet); err != nil {
-			return err
-		}
-		if tr.manageSet != nil {
-			if offered, err = offered.Join(tr.manageSet); err != nil {
-				return err
-			}
-		}
-	}
-	if len(c.skills) > 0 {
-		if offered, err = offered.Join(tr.skillSet); err != nil {
-			return err
-		}
-	}
-	if tr.r.Questions != nil && tr.r.Manager != nil && !slices.Contains(def.DisallowedTools, agentdef.AskTool) {
-		// A managed child may ask its parent, which answers with
-		// subagent_answer.
-		if offered, err = offered.Join(tr.askSet); err != nil {
-			return err
-		}
+	c.avail = parent.avail.Filter(def.EffectiveTools(parent.avail.Names()), nil)
+	offered, err := c.avail.Join(tr.pick(tr.childOwn(def, parent.inst.Depth+1, len(c.skills) > 0)))
+	if err != nil {
+		return err
 	}
 	cfg.Tools = offered
 	cfg.ToolChoice = toolChoiceOf(def.ToolChoice)
-	cfg.System = childSystem(def, c.skills)
-	if _, ok := offered.Lookup(agentdef.SpawnTool); ok {
-		cfg.System += "\n\n" + DelegationGuidance
-	}
+	cfg.System = withGuidance(childSystem(def, c.skills), offered)
 	c.writes = writes(c.avail)
 	return nil
 }
@@ -294,19 +268,24 @@ func (tr *tree) forkChild(parent, c *node, def *agentdef.Definition, cfg *loop.C
 	cfg.Model, cfg.ModelName, cfg.System, cfg.ToolChoice, cfg.Compaction = p.Model, p.ModelName, p.System, p.ToolChoice, p.Compaction
 	c.inst.Model = parent.inst.Model
 
-	names := p.Tools.Names()
-	allowed := def.EffectiveTools(names)
-	if parent.inst.Depth+1 >= tr.maxDepth || def.Tools == nil {
-		allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == agentdef.SpawnTool || n == agentdef.FanOutTool })
-	}
-	allowed = slices.DeleteFunc(allowed, func(n string) bool { return n == agentdef.SkillTool })
+	// The child may call what its allowlist grants of the parent's tools,
+	// and of deputy's those a child of its type and depth would be offered
+	// isolated, skill aside: its skills come inline (forkTask).
+	own := tr.childOwn(def, parent.inst.Depth+1, false)
+	runtime := agentdef.RuntimeTools()
 	// The parent's MCP tools run in its own sessions, which the child must
 	// not lean on (a background fork outlives them): only the tools of
 	// servers the child starts itself stay, served by its sessions
 	// (startMCP).
-	own := def.StartedServers()
-	allowed = slices.DeleteFunc(allowed, func(n string) bool {
-		return agentdef.IsMCPTool(n) && !slices.ContainsFunc(own, func(s agentdef.MCPServer) bool { return s.Name == agentdef.MCPServerOf(n) })
+	servers := def.StartedServers()
+	allowed := slices.DeleteFunc(p.Tools.Names(), func(n string) bool {
+		switch {
+		case slices.Contains(runtime, n):
+			return !slices.Contains(own, n)
+		case agentdef.IsMCPTool(n) && !slices.ContainsFunc(servers, func(s agentdef.MCPServer) bool { return s.Name == agentdef.MCPServerOf(n) }):
+			return true
+		}
+		return !def.Allows(n)
 	})
 	c.avail = parent.avail.Filter(allowed, nil)
 	cfg.Tools = p.Tools.Refuse(func(n string) bool { return slices.Contains(allowed, n) },

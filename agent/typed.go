@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -94,14 +93,30 @@ func (tr *tree) typedRoot(t Task, def *agentdef.Definition) (*node, error) {
 	cfg := &root.cfg
 	cfg.Limits = TypeLimits(def, t.Limits)
 	cfg.Compaction, cfg.Steps, cfg.Inbox, cfg.Hold = t.Compaction, tr.r.Steps, t.Inbox, t.Hold
-	if tr.r.Questions != nil && !slices.Contains(def.DisallowedTools, agentdef.AskTool) {
+	if tr.r.Questions != nil && tr.asks(def) {
 		// Its parent is whoever started it: a root may ask them even
 		// without a Manager (a child needs one, to be answered).
 		if _, ok := cfg.Tools.Lookup(agentdef.AskTool); !ok {
-			if cfg.Tools, err = cfg.Tools.Join(tr.askSet); err != nil {
+			if cfg.Tools, err = cfg.Tools.Join(tr.pick([]string{agentdef.AskTool})); err != nil {
 				return nil, fmt.Errorf("root tools: %w", err)
 			}
 		}
+	}
+	if t.Offer != nil {
+		if cfg.Tools, err = tr.narrow(t.Offer, cfg.Tools, t.Tools, def); err != nil {
+			return nil, err
+		}
+		if c := cfg.ToolChoice; c.Type == "tool" {
+			if _, ok := cfg.Tools.Lookup(c.Name); !ok {
+				return nil, fmt.Errorf("agent: subagent type %s must call %s (its tool choice), which Task.Offer leaves out", def.Name, c.Name)
+			}
+		}
+		// Its prompt lists its skills and ends with the delegation
+		// guidance only when it is offered what they are about.
+		if _, ok := cfg.Tools.Lookup(agentdef.SkillTool); !ok {
+			root.skills = nil
+		}
+		cfg.System = withGuidance(childSystem(def, root.skills), cfg.Tools)
 	}
 	return root, nil
 }

@@ -16,16 +16,19 @@ import (
 	"github.com/deputy-run/deputy/tool"
 )
 
-// recording is a model that keeps every request it is sent.
+// recording is a model that keeps every request it is sent, and whether
+// it was given a stream callback with it.
 type recording struct {
 	llm.Model
-	mu   sync.Mutex
-	reqs []llm.Request
+	mu       sync.Mutex
+	reqs     []llm.Request
+	streamed []bool
 }
 
 func (r *recording) Generate(ctx context.Context, req *llm.Request, stream func(llm.Delta)) (*llm.Response, error) {
 	r.mu.Lock()
 	r.reqs = append(r.reqs, *req)
+	r.streamed = append(r.streamed, stream != nil)
 	r.mu.Unlock()
 	return r.Model.Generate(ctx, req, stream)
 }
@@ -34,6 +37,18 @@ func (r *recording) requests() []llm.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]llm.Request(nil), r.reqs...)
+}
+
+// toolsOffered lists the tool names of each request whose system prompt
+// contains system.
+func (r *recording) toolsOffered(system string) [][]string {
+	var out [][]string
+	for _, q := range r.requests() {
+		if strings.Contains(q.System, system) {
+			out = append(out, toolNames(q.Tools))
+		}
+	}
+	return out
 }
 
 // scribble is a tool that changes the workspace: a type's read-only
@@ -122,7 +137,8 @@ func TestRootRunsAsItsType(t *testing.T) {
 		strings.Contains(first.System, "a plain root's prompt") {
 		t.Errorf("system prompt:\n%s", first.System)
 	}
-	if got := strings.Join(toolNames(first.Tools), ","); got != "probe,spawn_subagent,fan_out,skill" {
+	// No fan_out: the allowlist names spawn_subagent, which does not grant it.
+	if got := strings.Join(toolNames(first.Tools), ","); got != "probe,spawn_subagent,skill" {
 		t.Errorf("tools %s", got)
 	}
 	if first.ToolChoice != (llm.ToolChoice{Type: "tool", Name: "probe"}) || first.Model != "small" {
@@ -198,6 +214,48 @@ rules:
 	}
 	if !strings.HasPrefix(reqs[0].System, "You are the recorded lookout.") || strings.Contains(reqs[0].System, agent.DelegationGuidance) {
 		t.Errorf("system %q", reqs[0].System)
+	}
+}
+
+// Task.Offer narrows what a root of a type is offered: the prompt lists
+// the skills and ends with the delegation guidance only when the skill
+// and spawn tools are offered. Naming a tool the type does not grant, or
+// leaving out the one its tool choice names, is an error before any call.
+func TestOfferNarrowsARootOfAType(t *testing.T) {
+	t.Parallel()
+	r, task, _, small := typedRunner(t, `
+rules:
+  - text: "plain answer"
+`)
+	task.Offer = []string{"probe"}
+	if _, err := r.Run(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	reqs := small.requests()
+	if got := toolNames(reqs[0].Tools); len(got) != 1 || got[0] != "probe" {
+		t.Errorf("tools %v", got)
+	}
+	if s := reqs[0].System; strings.Contains(s, agent.DelegationGuidance) || strings.Contains(s, "binoculars") ||
+		!strings.HasPrefix(s, "You look out.") {
+		t.Errorf("system %q", s)
+	}
+	for offer, want := range map[string]string{
+		"scribble":           "scribble: subagent type lookout does not grant it",
+		agentdef.FanOutTool:  "fan_out: subagent type lookout does not grant it",
+		agentdef.AskTool:     "ask_parent needs Runner.Questions",
+		agentdef.SkillTool:   "must call probe (its tool choice), which Task.Offer leaves out",
+		agentdef.SpawnTool:   "must call probe",
+		agentdef.AnswerTool:  "need a managed runtime",
+		"probe,nope":         "nope: it is neither a tool of Task.Tools",
+		"probe,skill,nobody": "nobody: it is neither",
+	} {
+		task.Offer = strings.Split(offer, ",")
+		if _, err := r.Run(context.Background(), task); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Offer %s: %v, want %q", offer, err, want)
+		}
+	}
+	if len(small.requests()) != 1 {
+		t.Errorf("a refused root ran")
 	}
 }
 

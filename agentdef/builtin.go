@@ -1,5 +1,7 @@
 package agentdef
 
+import "slices"
+
 // OutputContract is what every built-in asks its child to end with, so the
 // parent gets reports it can merge and check.
 const OutputContract = `When you are done, reply with your report and nothing else, in this shape:
@@ -10,9 +12,14 @@ Not verified: what you could not check, and why.
 
 Keep the report short; the parent reads only the report.`
 
-// Read-only and write tool sets, in deputy's names.
+// Read-only and write tool sets, in deputy's names. The read-only types
+// list ask_parent as well: an allowlist is exactly what it lists (see
+// Definition.Tools), and an explorer or a reviewer stuck on a choice only
+// its parent can make should ask, as it always could. The fixer, a fork
+// carrying on the parent's own plan, could never ask and still does not.
 var (
 	readOnlyTools = []string{"read_file", "glob", "grep", "web_fetch", "web_search"}
+	askingReader  = slices.Concat(readOnlyTools, []string{AskTool})
 	writeTools    = []string{"read_file", "glob", "grep", "edit_file", "write_file", "bash"}
 )
 
@@ -27,7 +34,7 @@ func Builtins() []*Definition {
 				"that need several tools. Use when no more specific agent fits.",
 			SystemPrompt: "You are a subagent working on one task for a parent agent. Work through it " +
 				"with your tools, then report.\n\n" + OutputContract,
-			// nil Tools: the parent's tools minus spawning.
+			// nil Tools: the parent's tools minus spawning, and ask_parent.
 		},
 		{
 			Name: "explorer",
@@ -36,7 +43,7 @@ func Builtins() []*Definition {
 			SystemPrompt: "You are a read-only explorer. Find what the task asks for by reading, " +
 				"globbing and grepping; never try to change files. Cite paths and line numbers.\n\n" +
 				OutputContract,
-			Tools: readOnlyTools,
+			Tools: askingReader,
 			Model: TierHaiku,
 			Mode:  ModeIsolated,
 		},
@@ -48,7 +55,7 @@ func Builtins() []*Definition {
 				"know the author's reasoning; judge only what you can read and check. Look for bugs, " +
 				"missing cases and claims the code does not support. Do not change files.\n\n" +
 				OutputContract,
-			Tools:      readOnlyTools,
+			Tools:      askingReader,
 			Mode:       ModeIsolated,
 			ModePinned: true,
 		},

@@ -167,7 +167,12 @@ func TestBuiltins(t *testing.T) {
 	if gp.Tools != nil {
 		t.Error("general-purpose should take the parent's tools")
 	}
-	readOnly := map[string]bool{"read_file": true, "glob": true, "grep": true, "web_fetch": true, "web_search": true}
+	// The read-only types may ask their parent, which changes nothing in
+	// the workspace; the fixer, a fork of the parent's plan, may not.
+	readOnly := map[string]bool{"read_file": true, "glob": true, "grep": true, "web_fetch": true, "web_search": true, AskTool: true}
+	if !gp.Allows(AskTool) || !ex.Allows(AskTool) || !rv.Allows(AskTool) || fx.Allows(AskTool) {
+		t.Error("general-purpose, explorer and reviewer ask; fixer does not")
+	}
 	for _, d := range []*Definition{ex, rv} {
 		for _, tl := range d.Tools {
 			if !readOnly[tl] {

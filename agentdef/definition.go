@@ -1,5 +1,5 @@
-// Package agent holds deputy's subagent definitions, skills and the catalog
-// that finds them; the spawn tool, contexts and relay build on it.
+// Package agentdef holds deputy's subagent definitions, skills and the
+// catalog that finds them; the agent runtime (package agent) builds on it.
 package agentdef
 
 import (
@@ -98,12 +98,23 @@ type Definition struct {
 	Description  string `json:"description"`
 	SystemPrompt string `json:"system_prompt"`
 
-	// Tools is the allowlist in deputy's tool names. nil means the parent's
-	// tools minus spawning (and every tool of its MCP servers); an empty
-	// non-nil list means no tools at all. mcp__server__tool names one tool
-	// of an MCP server, mcp__server or mcp__server__* all of them; entries
-	// naming a server the definition does not define are kept and offer
-	// nothing (see UnresolvedTools).
+	// Tools is the allowlist in deputy's tool names, and it means what it
+	// says (Claude Code's reading of an agent file: tools absent inherits
+	// all, listed is exactly those). nil, the field absent, is every tool
+	// the parent holds and every tool of the definition's MCP servers, and
+	// ask_parent, but no spawning (spawn_subagent, fan_out). A list is
+	// exactly its tools; an empty one is none at all. deputy's own tools
+	// are granted by name like any other: spawn_subagent (and with it the
+	// subagent_* tools that manage the children, under a managed runtime),
+	// fan_out (only when listed itself: naming spawn_subagent does not
+	// grant it), ask_parent. Each is then offered only where it can work
+	// as well: spawning while the depth allows, ask_parent where the
+	// runtime can answer (agent.Runner.AskParent offers it to every child
+	// whatever its list says). The skill tool comes with granted Skills,
+	// not with this list. DisallowedTools removes any tool, deputy's too.
+	// mcp__server__tool names one tool of an MCP server, mcp__server or
+	// mcp__server__* all of them; entries naming a server the definition
+	// does not define are kept and offer nothing (see UnresolvedTools).
 	Tools []string `json:"tools"`
 	// DeclaredTools is the tools list as the file wrote it, before mapping
 	// Claude Code names to deputy's (nil when the file had none).

@@ -148,6 +148,13 @@ func (d *Definition) EffectiveTools(available []string) []string {
 	return out
 }
 
+// Allows reports whether the definition lets its child use the tool: its
+// allowlist admits it (with no allowlist, every tool but spawn_subagent
+// and fan_out), and its deny list does not remove it. The spawner asks it
+// of deputy's own tools (ask_parent, spawn_subagent, fan_out), which the
+// parent does not hold and EffectiveTools is never given.
+func (d *Definition) Allows(tool string) bool { return len(d.EffectiveTools([]string{tool})) == 1 }
+
 // Names of the tools a parent manages its children with.
 const (
 	WaitTool   = "subagent_wait"
@@ -159,6 +166,22 @@ const (
 	CancelTool = "subagent_cancel"
 	AnswerTool = "subagent_answer"
 )
+
+// ManageTools returns the names of the subagent_* tools, in the order
+// they are offered. They come with spawn_subagent (an allowlist naming
+// spawn_subagent grants them too), where a managed runtime serves them.
+func ManageTools() []string {
+	return []string{WaitTool, StatusTool, ListTool, SendTool, PauseTool, ResumeTool, CancelTool, AnswerTool}
+}
+
+// RuntimeTools returns the names of the tools deputy's runtime serves
+// itself rather than a program or the workspace: spawning, fan-out, the
+// subagent_* tools, skills, asking, in the order they are offered after
+// an instance's other tools. A root holds none of them; each is offered
+// where its conditions hold (see agent.Task.Offer).
+func RuntimeTools() []string {
+	return append(append([]string{SpawnTool, FanOutTool}, ManageTools()...), SkillTool, AskTool)
+}
 
 // AskTool is the tool an instance asks who gave it its task with: its
 // parent, or for a root the person.

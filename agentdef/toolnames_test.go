@@ -47,3 +47,41 @@ func TestEffectiveTools(t *testing.T) {
 		}
 	}
 }
+
+// Allows is the allowlist's word on one tool, deputy's own included:
+// absent inherits all but spawning; listed is exactly those; the deny
+// list removes any.
+func TestAllows(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		d    Definition
+		tool string
+		want bool
+	}{
+		{Definition{}, AskTool, true},
+		{Definition{}, "anything", true},
+		{Definition{}, SpawnTool, false},
+		{Definition{}, FanOutTool, false},
+		{Definition{Tools: []string{}}, AskTool, false},
+		{Definition{Tools: []string{"noop"}}, AskTool, false},
+		{Definition{Tools: []string{"noop", AskTool}}, AskTool, true},
+		{Definition{Tools: []string{SpawnTool}}, SpawnTool, true},
+		{Definition{Tools: []string{SpawnTool}}, FanOutTool, false},
+		{Definition{Tools: []string{FanOutTool}}, FanOutTool, true},
+		{Definition{DisallowedTools: []string{AskTool}}, AskTool, false},
+		{Definition{Tools: []string{AskTool}, DisallowedTools: []string{AskTool}}, AskTool, false},
+		{Definition{Tools: []string{"mcp__gh"}}, "mcp__gh__issue", true},
+	} {
+		if got := c.d.Allows(c.tool); got != c.want {
+			t.Errorf("tools %q, denied %q: Allows(%s) = %v", c.d.Tools, c.d.DisallowedTools, c.tool, got)
+		}
+	}
+	own := RuntimeTools()
+	if len(own) != 12 || own[0] != SpawnTool || own[1] != FanOutTool || own[2] != WaitTool || own[len(own)-1] != AskTool {
+		t.Errorf("runtime tools %v", own)
+	}
+	own[0] = "x" // a fresh slice each call
+	if RuntimeTools()[0] != SpawnTool {
+		t.Error("RuntimeTools shares its slice")
+	}
+}

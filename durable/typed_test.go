@@ -41,7 +41,7 @@ rules:
 func surveyRig(t *testing.T, runs *atomic.Int64) *rig {
 	cat, _ := agentdef.Load(agentdef.LoadOptions{})
 	cat, err := cat.With(&agentdef.Definition{Name: "surveyor", Description: "Surveys.", SystemPrompt: "You survey.",
-		Tools: []string{"look"}, ReportCap: 50},
+		Tools: []string{"look", agentdef.AskTool}, ReportCap: 50},
 		&agentdef.Definition{Name: "boxed", Description: "Fenced.", SystemPrompt: "x", Isolation: agentdef.IsolationSandbox})
 	if err != nil {
 		t.Fatal(err)
