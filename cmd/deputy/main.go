@@ -70,7 +70,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCmd(), newWorkerCmd(), newWorkersCmd(), newShowCmd(), newPsCmd(), newTreeCmd(), newLogsCmd(), newFakeLLMCmd(),
-		newBenchCmd(), newVersionCmd(), newAgentsCmd(), newDoctorCmd(), newMergeCmd(), newServeCmd(), newMcpCmd())
+		newVersionCmd(), newAgentsCmd(), newDoctorCmd(), newMergeCmd(), newServeCmd(), newMcpCmd())
 	root.AddCommand(newControlCmds()...)
 	return root
 }

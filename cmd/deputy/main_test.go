@@ -304,26 +304,3 @@ func TestWrongKeyIsOneLineWithoutTheKey(t *testing.T) {
 		t.Fatalf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
 }
-
-// TestBenchLoopPrintsFigures runs the macro benchmark tiny, through every
-// path, and checks that each line is a plausible figure.
-func TestBenchLoopPrintsFigures(t *testing.T) {
-	t.Parallel()
-	out, errOut, code := deputy(t, t.TempDir(), nil, "bench", "loop", "--runs", "2", "--turns", "3", "--repeats", "1")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("want 3 figures, got:\n%s", out)
-	}
-	for i, via := range []string{"inprocess", "anthropic", "openai"} {
-		var f benchFigure
-		if err := json.Unmarshal([]byte(lines[i]), &f); err != nil {
-			t.Fatal(err)
-		}
-		if f.Via != via || f.TurnsPerRun != 3 || f.NsPerTurn <= 0 || f.AllocsPerTurn <= 0 {
-			t.Fatalf("figure %d: %+v", i, f)
-		}
-	}
-}

@@ -1,5 +1,5 @@
 // Package benchloop is the one definition of the loop benchmark's workload,
-// shared by `go test -bench` in package loop and the `deputy bench loop`
+// shared by `go test -bench` in package loop and the `deputy-bench loop`
 // macro benchmark so the two measure the same thing.
 package benchloop
 

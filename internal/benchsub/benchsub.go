@@ -1,5 +1,5 @@
 // Package benchsub holds the workloads of the subagent benchmarks of issue 4,
-// shared by `deputy bench subagents` and this package's quick test, so the
+// shared by `deputy-bench subagents` and this package's quick test, so the
 // command's figures come from code that is itself tested:
 //
 //   - Economy (a): what children that read a lot cost the parent's context;

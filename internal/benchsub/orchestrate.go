@@ -80,9 +80,13 @@ var DefaultOrchFan = OrchConfig{Levels: []int{1000}, Turns: 3, MaxParallel: 200,
 // critical path (3 tasks of 3 turns) is the ideal.
 var DefaultOrchDAG = OrchConfig{Levels: []int{60, 30, 10}, Turns: 3, MaxParallel: 200, Latency: 200 * time.Millisecond}
 
-func (c OrchConfig) check() error {
+// Check says what is wrong with c's sizes, if anything, so a command can
+// refuse them before it runs anything.
+func (c OrchConfig) Check() error {
 	if len(c.Levels) == 0 || c.Turns < 2 || c.MaxParallel < 1 || c.Latency < 0 {
-		return fmt.Errorf("orchestration: need at least one level, 2 turns, 1 parallel, a latency >= 0: %+v", c)
+		// Not %+v of c: Postgres may hold a password.
+		return fmt.Errorf("orchestration: need at least one level, 2 turns, 1 parallel, a latency >= 0: levels %v, turns %d, parallel %d, latency %v",
+			c.Levels, c.Turns, c.MaxParallel, c.Latency)
 	}
 	for l, n := range c.Levels {
 		if n < 1 {
@@ -224,7 +228,7 @@ type OrchResult struct {
 
 // Orchestrate runs the workload once on wire, via one of OrchVias.
 func Orchestrate(ctx context.Context, wire, via string, c OrchConfig) (*OrchResult, error) {
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return nil, err
 	}
 	tasks := c.plan()

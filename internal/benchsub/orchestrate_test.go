@@ -13,7 +13,7 @@ import (
 // the figures: the tasks ran max_parallel at once, never more, and no run
 // beat the ideal (with at most max_parallel workers, each turn taking at
 // least the latency, none can). Postgres is the same code as SQLite on
-// another URL; this package's tests have no server (`deputy bench
+// another URL; this package's tests have no server (`deputy-bench
 // orchestration --postgres URL` runs it).
 func TestOrchestrate(t *testing.T) {
 	t.Parallel()

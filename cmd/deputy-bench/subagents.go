@@ -5,43 +5,58 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/deputy-run/deputy/internal/benchsub"
 )
 
-// `deputy bench subagents`: the macro benchmarks of issue 4 (context
+// `deputy-bench subagents`: the macro benchmarks of issue 4 (context
 // economy, fork cache reuse, fan-out), each figure one JSON line with its
 // goal. The workloads live in internal/benchsub, where a quick test runs
 // them at small sizes.
 
-// benchSubFlags are the flags only `bench subagents` reads.
-type benchSubFlags struct {
-	only       string
-	wires      string
-	fanKids    int
-	fanTurns   int
-	fanPar     int
-	fanLatency time.Duration
-}
+// subFigures are the figures subagents can run.
+var subFigures = []string{"economy", "fork", "fanout"}
 
-func addBenchSubagentFlags(f *pflag.FlagSet) *benchSubFlags {
-	s := &benchSubFlags{}
+func newSubagentsCmd(repeats *int) *cobra.Command {
+	var only string
 	d := benchsub.DefaultFanOut
-	f.StringVar(&s.only, "figures", "economy,fork,fanout", "subagents: comma-separated: economy, fork, fanout")
-	f.StringVar(&s.wires, "wires", strings.Join(benchsub.Wires, ","), "subagents: comma-separated: anthropic, openai")
-	f.IntVar(&s.fanKids, "fanout-children", d.Children, "subagents: children of the fan-out")
-	f.IntVar(&s.fanTurns, "fanout-turns", d.Turns, "subagents: model calls per fan-out child")
-	f.IntVar(&s.fanPar, "fanout-parallel", d.MaxParallel, "subagents: max_parallel of the fan-out")
-	f.DurationVar(&s.fanLatency, "fanout-latency", d.Latency, "subagents: first-byte latency of every fan-out response (real clock)")
-	return s
+	fan := benchsub.FanOutConfig{}
+	cmd := &cobra.Command{
+		Use:   "subagents [--figures economy,fork,fanout] [--wires anthropic,openai] [--repeats R]",
+		Short: "Issue 4's figures: context economy, fork cache reuse, fan-out, against an in-process fake server",
+		Long: `Runs issue 4's benchmarks (context economy, fork cache reuse, fan-out) with a
+real agent.Runner through the real providers, against a fake server in this
+process on loopback, and prints one JSON object per figure with its goal.`,
+		Args: cobra.NoArgs,
+	}
+	wires := addWiresFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		figures, err := parseChoices("--figures", only, subFigures)
+		if err != nil {
+			return err
+		}
+		ws, err := parseChoices("--wires", *wires, benchsub.Wires)
+		if err != nil {
+			return err
+		}
+		if fan.Children < 1 || fan.Turns < 2 || fan.MaxParallel < 1 || fan.Latency <= 0 {
+			return usageErr("--fanout-children and --fanout-parallel must be at least 1, --fanout-turns at least 2, --fanout-latency positive")
+		}
+		return failed(runBenchSubagents(cmd.Context(), cmd.OutOrStdout(), figures, ws, fan, *repeats))
+	}
+	f := cmd.Flags()
+	f.StringVar(&only, "figures", "economy,fork,fanout", "comma-separated: economy, fork, fanout")
+	f.IntVar(&fan.Children, "fanout-children", d.Children, "children of the fan-out")
+	f.IntVar(&fan.Turns, "fanout-turns", d.Turns, "model calls per fan-out child")
+	f.IntVar(&fan.MaxParallel, "fanout-parallel", d.MaxParallel, "max_parallel of the fan-out")
+	f.DurationVar(&fan.Latency, "fanout-latency", d.Latency, "first-byte latency of every fan-out response (real clock)")
+	return cmd
 }
 
-// subFigure is one line of `deputy bench subagents` output.
+// subFigure is one line of `deputy-bench subagents` output.
 type subFigure struct {
 	Benchmark string  `json:"benchmark"` // economy, fork, fanout
 	Figure    string  `json:"figure"`
@@ -58,23 +73,7 @@ type subFigure struct {
 	Detail any     `json:"detail,omitempty"`
 }
 
-func runBenchSubagents(ctx context.Context, out io.Writer, s *benchSubFlags, repeats int) error {
-	figures := splitList(s.only)
-	wires := splitList(s.wires)
-	for _, f := range figures {
-		if !slices.Contains([]string{"economy", "fork", "fanout"}, f) {
-			return usageErr("unknown --figures value %q (have: economy, fork, fanout)", f)
-		}
-	}
-	for _, w := range wires {
-		if !slices.Contains(benchsub.Wires, w) {
-			return usageErr("unknown --wires value %q (have: %s)", w, strings.Join(benchsub.Wires, ", "))
-		}
-	}
-	fan := benchsub.FanOutConfig{Children: s.fanKids, Turns: s.fanTurns, MaxParallel: s.fanPar, Latency: s.fanLatency}
-	if fan.Children < 1 || fan.Turns < 2 || fan.MaxParallel < 1 || fan.Latency <= 0 {
-		return usageErr("--fanout-children and --fanout-parallel must be at least 1, --fanout-turns at least 2, --fanout-latency positive")
-	}
+func runBenchSubagents(ctx context.Context, out io.Writer, figures, wires []string, fan benchsub.FanOutConfig, repeats int) error {
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false) // goals read "<= 1000", not "\u003c= 1000"
 	emit := func(f subFigure) error { return enc.Encode(f) }
@@ -90,28 +89,11 @@ func runBenchSubagents(ctx context.Context, out io.Writer, s *benchSubFlags, rep
 				err = benchFanOut(ctx, w, fan, repeats, emit)
 			}
 			if err != nil {
-				return &exitError{code: exitFailed, err: err}
+				return fmt.Errorf("subagents %s on %s: %w", f, w, err)
 			}
 		}
 	}
 	return nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// stats is the median, min and max of xs.
-func stats(xs []float64) (med, lo, hi float64) {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2], s[0], s[len(s)-1]
 }
 
 func benchEconomy(ctx context.Context, wire string, repeats int, emit func(subFigure) error) error {
@@ -178,8 +160,6 @@ type fanViaDetail struct {
 	ChildrenRatio float64 `json:"children_phase_over_ideal,omitempty"`
 	RootSecondMS  float64 `json:"root_second_turn_ms,omitempty"`
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func benchFanOut(ctx context.Context, wire string, c benchsub.FanOutConfig, repeats int, emit func(subFigure) error) error {
 	// A small untimed round first, so that no way pays for the process's

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/deputy-run/deputy/internal/benchsub"
 )
 
-// `deputy bench orchestration`: the macro benchmarks of issue 7. A root
+// `deputy-bench orchestration`: the macro benchmarks of issue 7. A root
 // launches a planned batch of subagents through one fan_out call: a flat
 // fan-out (1,000 tasks) and a 3-level dependency graph (100 tasks), in
 // memory, beside a bare SDK loop of the same fan-out, and under the
@@ -24,7 +24,7 @@ import (
 // its goal. The workloads live in internal/benchsub (orchestrate.go), where
 // a quick test runs them at small sizes.
 
-// benchOrchFlags are the flags only `bench orchestration` reads.
+// benchOrchFlags are orchestration's flags as given.
 type benchOrchFlags struct {
 	figures  string
 	vias     string
@@ -39,18 +39,35 @@ type benchOrchFlags struct {
 // benchPostgresEnv names the variable --postgres defaults to.
 const benchPostgresEnv = "DEPUTY_BENCH_POSTGRES_URL"
 
-func addBenchOrchestrationFlags(f *pflag.FlagSet) *benchOrchFlags {
+// orchFigures are the figures orchestration can run.
+var orchFigures = []string{"fanout", "dag"}
+
+func newOrchestrationCmd(repeats *int) *cobra.Command {
 	o := &benchOrchFlags{}
+	cmd := &cobra.Command{
+		Use:   "orchestration [--orch-figures fanout,dag] [--orch-vias memory,sqlite,postgres] [--wires anthropic,openai] [--repeats R]",
+		Short: "Issue 7's figures: a fan_out of many tasks and a dependency graph, in memory and durably",
+		Long: `Runs issue 7's benchmarks: a root's one fan_out call of many tasks, and a
+3-level dependency graph, in memory beside a bare SDK loop of the same
+fan-out, and durably on SQLite and Postgres, against a fake server in this
+process on loopback. Prints one JSON object per figure with its goal.`,
+		Args: cobra.NoArgs,
+	}
+	wires := addWiresFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runBenchOrchestration(cmd.Context(), cmd.OutOrStdout(), *wires, o, *repeats)
+	}
 	d, g := benchsub.DefaultOrchFan, benchsub.DefaultOrchDAG
-	f.StringVar(&o.figures, "orch-figures", "fanout,dag", "orchestration: comma-separated: fanout, dag")
-	f.StringVar(&o.vias, "orch-vias", "", "orchestration: comma-separated: memory, sqlite, postgres (default memory,sqlite, and postgres with --postgres)")
-	f.IntVar(&o.tasks, "orch-tasks", d.Levels[0], "orchestration: tasks of the fan-out")
-	f.IntVar(&o.turns, "orch-turns", d.Turns, "orchestration: model calls per task")
-	f.IntVar(&o.par, "orch-parallel", d.MaxParallel, "orchestration: the root's max_parallel")
-	f.DurationVar(&o.latency, "orch-latency", d.Latency, "orchestration: first-byte latency of every response (real clock)")
-	f.StringVar(&o.dag, "orch-dag", joinInts(g.Levels), "orchestration: tasks per level of the graph, leaves first; each level's size divides the one below's")
-	f.StringVar(&o.postgres, "postgres", "", "orchestration: a Postgres server URL whose user may create databases (a scratch database is made per run); default $"+benchPostgresEnv)
-	return o
+	f := cmd.Flags()
+	f.StringVar(&o.figures, "orch-figures", "fanout,dag", "comma-separated: fanout, dag")
+	f.StringVar(&o.vias, "orch-vias", "", "comma-separated: memory, sqlite, postgres (default memory,sqlite, and postgres with --postgres)")
+	f.IntVar(&o.tasks, "orch-tasks", d.Levels[0], "tasks of the fan-out")
+	f.IntVar(&o.turns, "orch-turns", d.Turns, "model calls per task")
+	f.IntVar(&o.par, "orch-parallel", d.MaxParallel, "the root's max_parallel")
+	f.DurationVar(&o.latency, "orch-latency", d.Latency, "first-byte latency of every response (real clock)")
+	f.StringVar(&o.dag, "orch-dag", joinInts(g.Levels), "tasks per level of the graph, leaves first; each level's size divides the one below's")
+	f.StringVar(&o.postgres, "postgres", "", "a Postgres server URL whose user may create databases (a scratch database is made per run); default $"+benchPostgresEnv)
+	return cmd
 }
 
 func joinInts(xs []int) string {
@@ -61,7 +78,7 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// orchFigure is one line of `deputy bench orchestration` output.
+// orchFigure is one line of `deputy-bench orchestration` output.
 type orchFigure struct {
 	Benchmark string  `json:"benchmark"` // orchestration
 	Figure    string  `json:"figure"`
@@ -81,32 +98,26 @@ func runBenchOrchestration(ctx context.Context, out io.Writer, wiresFlag string,
 	if o.postgres == "" {
 		o.postgres = os.Getenv(benchPostgresEnv)
 	}
-	vias := splitList(o.vias)
-	if len(vias) == 0 {
-		vias = []string{benchsub.OrchMemory, benchsub.OrchSQLite}
-		if o.postgres != "" {
-			vias = append(vias, benchsub.OrchPostgres)
-		}
+	vias := []string{benchsub.OrchMemory, benchsub.OrchSQLite}
+	if o.postgres != "" {
+		vias = append(vias, benchsub.OrchPostgres)
 	}
-	for _, v := range vias {
-		if !slices.Contains(benchsub.OrchVias, v) {
-			return usageErr("unknown --orch-vias value %q (have: %s)", v, strings.Join(benchsub.OrchVias, ", "))
+	if o.vias != "" {
+		var err error
+		if vias, err = parseChoices("--orch-vias", o.vias, benchsub.OrchVias); err != nil {
+			return err
 		}
 	}
 	if slices.Contains(vias, benchsub.OrchPostgres) && o.postgres == "" {
 		return usageErr("via postgres needs --postgres URL (or $%s)", benchPostgresEnv)
 	}
-	figures := splitList(o.figures)
-	for _, f := range figures {
-		if f != "fanout" && f != "dag" {
-			return usageErr("unknown --orch-figures value %q (have: fanout, dag)", f)
-		}
+	figures, err := parseChoices("--orch-figures", o.figures, orchFigures)
+	if err != nil {
+		return err
 	}
-	wires := splitList(wiresFlag)
-	for _, w := range wires {
-		if !slices.Contains(benchsub.Wires, w) {
-			return usageErr("unknown --wires value %q (have: %s)", w, strings.Join(benchsub.Wires, ", "))
-		}
+	wires, err := parseChoices("--wires", wiresFlag, benchsub.Wires)
+	if err != nil {
+		return err
 	}
 	var levels []int
 	for _, s := range splitList(o.dag) {
@@ -116,10 +127,13 @@ func runBenchOrchestration(ctx context.Context, out io.Writer, wiresFlag string,
 		}
 		levels = append(levels, n)
 	}
-	fan := benchsub.OrchConfig{Levels: []int{o.tasks}, Turns: o.turns, MaxParallel: o.par, Latency: o.latency, Postgres: o.postgres}
-	dag := benchsub.OrchConfig{Levels: levels, Turns: o.turns, MaxParallel: o.par, Latency: o.latency, Postgres: o.postgres}
 	if o.tasks < 1 || o.turns < 2 || o.par < 1 || o.latency <= 0 || len(levels) == 0 {
 		return usageErr("--orch-tasks and --orch-parallel must be at least 1, --orch-turns at least 2, --orch-latency positive, --orch-dag not empty")
+	}
+	fan := benchsub.OrchConfig{Levels: []int{o.tasks}, Turns: o.turns, MaxParallel: o.par, Latency: o.latency, Postgres: o.postgres}
+	dag := benchsub.OrchConfig{Levels: levels, Turns: o.turns, MaxParallel: o.par, Latency: o.latency, Postgres: o.postgres}
+	if err := dag.Check(); err != nil {
+		return usageErr("--orch-dag %s: %v", o.dag, err)
 	}
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
@@ -133,7 +147,7 @@ func runBenchOrchestration(ctx context.Context, out io.Writer, wiresFlag string,
 				err = benchOrchDAG(ctx, w, vias, dag, repeats, emit)
 			}
 			if err != nil {
-				return &exitError{code: exitFailed, err: err}
+				return failed(fmt.Errorf("orchestration %s on %s: %w", f, w, err))
 			}
 		}
 	}
