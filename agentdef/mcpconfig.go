@@ -197,12 +197,7 @@ func decodeMCPServers(v any) ([]MCPServer, []mcpIssue) {
 			}
 		}
 	case map[string]any:
-		names := make([]string, 0, len(x))
-		for k := range x {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(x)) {
 			add(name, x[name])
 		}
 	case []any:
@@ -221,12 +216,7 @@ func decodeMCPServers(v any) ([]MCPServer, []mcpIssue) {
 					add(name, cfg)
 					continue
 				}
-				names := make([]string, 0, len(e))
-				for k := range e {
-					names = append(names, k)
-				}
-				sort.Strings(names)
-				for _, name := range names {
+				for _, name := range slices.Sorted(maps.Keys(e)) {
 					add(name, e[name])
 				}
 			default:
@@ -251,12 +241,7 @@ func decodeMCPServer(name string, cfg any) (s MCPServer, errs, warns []string) {
 		}
 		return s, []string{fmt.Sprintf("want a mapping with command or url, got %s", kindOf(cfg))}, nil
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		var err error
 		switch k {
