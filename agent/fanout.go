@@ -347,8 +347,8 @@ func (tr *tree) merge(ctx context.Context, parent *node, in FanOutInput, results
 	switch out.Merge {
 	case MergeSummarizeName:
 		limit := cmp.Or(in.Limit, agentdef.DefaultReportCap)
-		m := tr.fanChild(ctx, parent, reservedPrefix+"summary", spawnInput{def: summarizer(limit), Task: fmt.Sprintf(
-			summarizeTask, len(results), limit, MergeConcat(results))})
+		m := tr.fanChild(ctx, parent, reservedPrefix+"summary", spawnInput{def: summarizer(limit), SpawnInput: SpawnInput{Task: fmt.Sprintf(
+			summarizeTask, len(results), limit, MergeConcat(results))}})
 		out.Merger = &m
 		if m.State == StateCompleted && !m.Incomplete {
 			out.Merged, _ = CapReport(m.Report, limit)
@@ -356,7 +356,7 @@ func (tr *tree) merge(ctx context.Context, parent *node, in FanOutInput, results
 	case MergeVoteName:
 		v := MergeVote(results)
 		if in.Judge != "" && v.Counted > 0 {
-			m := tr.fanChild(ctx, parent, reservedPrefix+"judge", spawnInput{Type: in.Judge, Task: judgeTask(results)})
+			m := tr.fanChild(ctx, parent, reservedPrefix+"judge", spawnInput{SpawnInput: SpawnInput{Type: in.Judge, Task: judgeTask(results)}})
 			out.Merger = &m
 			v = judged(v, m, results)
 		}
@@ -499,7 +499,7 @@ func (tr *tree) fanTask(ctx context.Context, parent *node, t FanTask, deps []Fan
 		b.WriteString("Reports of the tasks this one builds on:\n\n" + MergeConcat(deps) + "\n\n")
 	}
 	b.WriteString(t.Task)
-	return tr.fanChild(ctx, parent, t.ID, spawnInput{Type: t.Type, Task: b.String(), tools: t.Tools, timeout: t.Timeout,
+	return tr.fanChild(ctx, parent, t.ID, spawnInput{SpawnInput: SpawnInput{Type: t.Type, Task: b.String()}, tools: t.Tools, timeout: t.Timeout,
 		isolation: t.Isolation})
 }
 

@@ -15,31 +15,73 @@ import (
 	"github.com/deputy-run/deputy/tool"
 )
 
-// spawnInput is what a parent model sends to spawn_subagent.
-type spawnInput struct {
+// SpawnInput is what spawn_subagent takes: from a parent model, and from
+// an MCP client (package mcpserver), which is offered the same schema
+// without what does not apply to it (SpawnSchema), so both name the same
+// things the same way. The names are Claude Code's Task tool's where it
+// has them (subagent_type, description); the task itself is task, not its
+// prompt, as in fan_out's tasks (FanTask), the HTTP API and the library,
+// so that one word means one thing across deputy.
+type SpawnInput struct {
 	Type        string        `json:"subagent_type"`
 	Task        string        `json:"task"`
-	Description string        `json:"description"`
-	Mode        agentdef.Mode `json:"mode"`
-	Model       string        `json:"model"`
-	Background  bool          `json:"background"`
+	Description string        `json:"description,omitempty"`
+	Mode        agentdef.Mode `json:"mode,omitempty"`
+	Model       string        `json:"model,omitempty"`
+	Background  bool          `json:"background,omitempty"`
+}
 
-	// Set by fan_out for each of its tasks.
+// The optional fields of SpawnInput a schema may leave out (SpawnSchema).
+const (
+	SpawnDescription = "description"
+	SpawnMode        = "mode"
+	SpawnModel       = "model"
+	SpawnBackground  = "background"
+)
+
+// spawnProps are SpawnInput's properties, in the schema's order.
+var spawnProps = []struct{ name, schema string }{
+	{"subagent_type", `{"type":"string","description":"Which subagent type to start; one of the types listed in this tool's description."}`},
+	{"task", `{"type":"string","minLength":1,"description":"The complete, self-contained task: what to do, what to report, and every fact the subagent needs. An isolated subagent sees nothing else of your conversation."}`},
+	{SpawnDescription, `{"type":"string","description":"A short label for the task (3-6 words), shown to people watching."}`},
+	{SpawnMode, `{"type":"string","enum":["isolated","fork"],"description":"isolated: start fresh with only the task. fork: continue from this conversation, on your model (so no model with it). Default: the type's own mode."}`},
+	{SpawnModel, `{"type":"string","description":"Run on another model than the type's: a tier (haiku, sonnet, opus) or provider:model."}`},
+	{SpawnBackground, `{"type":"boolean","description":"Return at once with the subagent's id and go on while it works; subagent_wait collects its report."}`},
+}
+
+// SpawnSchema is SpawnInput's JSON schema, less the optional properties
+// named in omit (subagent_type and task are always there). Anything else
+// in the input is refused (additionalProperties), so a client sending a
+// field its schema leaves out is told, not ignored.
+func SpawnSchema(omit ...string) json.RawMessage {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{`)
+	sep := ""
+	for _, p := range spawnProps {
+		if p.name != "subagent_type" && p.name != "task" && slices.Contains(omit, p.name) {
+			continue
+		}
+		fmt.Fprintf(&b, "%s%q:%s", sep, p.name, p.schema)
+		sep = ","
+	}
+	b.WriteString(`},"required":["subagent_type","task"],"additionalProperties":false}`)
+	return json.RawMessage(b.String())
+}
+
+// spawnSchema is the spawn tool's: every field.
+var spawnSchema = SpawnSchema()
+
+// spawnInput is a spawn as the tree runs it: what the model sent, and what
+// fan_out sets for each of its tasks.
+type spawnInput struct {
+	SpawnInput
+
 	tools     []string             // narrows the type's allowlist
 	timeout   time.Duration        // bounds its wall time
 	sub       string               // the task's id: names the child apart from its siblings of one call
 	def       *agentdef.Definition // a definition of deputy's own (a merge's), not from the catalog
 	isolation agentdef.Isolation   // replaces the type's when set
 }
-
-var spawnSchema = json.RawMessage(`{"type":"object","properties":{` +
-	`"subagent_type":{"type":"string","description":"Which subagent type to start; one of the types listed in this tool's description."},` +
-	`"task":{"type":"string","minLength":1,"description":"The complete, self-contained task: what to do, what to report, and every fact the subagent needs. An isolated subagent sees nothing of this conversation."},` +
-	`"description":{"type":"string","description":"A short label for the task (3-6 words), shown to people watching."},` +
-	`"mode":{"type":"string","enum":["isolated","fork"],"description":"isolated: start fresh with only the task. fork: continue from this conversation. Default: the type's own mode."},` +
-	`"model":{"type":"string","description":"Run on another model: a tier (haiku, sonnet, opus) or provider:model. Not for fork."},` +
-	`"background":{"type":"boolean","description":"Return at once with the subagent's id and let it work while you go on; collect its report with subagent_wait. Its report also reaches you by itself once it ends."}` +
-	`},"required":["subagent_type","task"],"additionalProperties":false}`)
 
 // spawnTool is spawn_subagent. One serves a whole tree: the calling
 // instance comes from the call's context (nodeFrom).
@@ -91,11 +133,11 @@ func (s *spawnTool) Run(ctx context.Context, raw json.RawMessage) (string, error
 	if parent == nil {
 		return "", errors.New("spawn_subagent runs only inside a deputy agent run")
 	}
-	in, err := tool.Decode[spawnInput](raw)
+	in, err := tool.Decode[SpawnInput](raw)
 	if err != nil {
 		return "", err
 	}
-	child, msgs, err := tr.prepare(ctx, parent, in)
+	child, msgs, err := tr.prepare(ctx, parent, spawnInput{SpawnInput: in})
 	if err != nil {
 		return "", err
 	}

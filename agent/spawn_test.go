@@ -2,7 +2,10 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -319,5 +322,58 @@ rules:
 	l.task.ModelSpec = "anthropic:unpriced"
 	if _, err := l.runner.Run(context.Background(), l.task); err == nil || !strings.Contains(err.Error(), "needs a price for anthropic:unpriced") {
 		t.Fatalf("a USD budget over an unpriced model must be refused: %v", err)
+	}
+}
+
+// schemaTool is a tool of a given schema that echoes its input.
+type schemaTool struct{ schema json.RawMessage }
+
+func (s schemaTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "spawn", Description: "d", InputSchema: s.schema}
+}
+func (schemaTool) ReadOnly() bool                                            { return true }
+func (schemaTool) Run(_ context.Context, in json.RawMessage) (string, error) { return string(in), nil }
+
+// One spawn schema, the agent's and an MCP client's: its properties are
+// SpawnInput's JSON names, every one of them by default; a schema less
+// some leaves out exactly those (never subagent_type and task) and
+// refuses them in a call.
+func TestSpawnSchema(t *testing.T) {
+	t.Parallel()
+	props := func(raw json.RawMessage) ([]string, []string) {
+		var m struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("%v: %s", err, raw)
+		}
+		var names []string
+		for n := range m.Properties {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return names, m.Required
+	}
+	var fields []string
+	for f := range reflect.TypeFor[agent.SpawnInput]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fields = append(fields, name)
+	}
+	slices.Sort(fields)
+	if got, req := props(agent.SpawnSchema()); !slices.Equal(got, fields) || !slices.Equal(req, []string{"subagent_type", "task"}) {
+		t.Errorf("properties %v (required %v), SpawnInput's fields %v", got, req, fields)
+	}
+	less := agent.SpawnSchema(agent.SpawnMode, agent.SpawnDescription, "task", "subagent_type")
+	if got, _ := props(less); !slices.Equal(got, []string{"background", "model", "subagent_type", "task"}) {
+		t.Errorf("less mode and description: %v", got)
+	}
+	call := `{"subagent_type":"explorer","task":"t","mode":"fork"}`
+	if out, isErr := tool.MustSet(schemaTool{less}).Call(context.Background(), "spawn", json.RawMessage(call)); !isErr ||
+		!strings.Contains(out, "additional properties 'mode' not allowed") {
+		t.Errorf("a field the schema leaves out: %v %s", isErr, out)
+	}
+	if out, isErr := tool.MustSet(schemaTool{agent.SpawnSchema()}).Call(context.Background(), "spawn", json.RawMessage(call)); isErr {
+		t.Errorf("the full schema refused %s: %s", call, out)
 	}
 }

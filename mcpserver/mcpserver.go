@@ -29,12 +29,22 @@
 //   - The spawn tool's description lists the catalog as Open found it (as
 //     agent's spawn tool renders it, agent.Describe); list_definitions
 //     reads the live catalog, which the engine refreshes from the database.
+//   - spawn_subagent takes what the agent's spawn tool takes, by the same
+//     names (agent.SpawnInput, agent.SpawnSchema), less mode (a client's
+//     conversation is not deputy's to fork) and description (a root
+//     instance has no label but its task). A call is checked against that
+//     schema by a tool.Set, as an agent's call is, so both refuse the same
+//     input in the same words. The argument was called type here before
+//     it took the agent's name, subagent_type: type is still accepted, not
+//     advertised, for one release (docs/api.md), then refused as any
+//     unknown field is.
 //   - Authentication is not here: Handler is mounted behind the server's
 //     token check.
 package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,7 +58,9 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // Tool names. spawn_subagent and the subagent_* tools are named as a
@@ -95,6 +107,9 @@ type server struct {
 	rt      *deputy.Runtime
 	clock   clock.Clock
 	maxWait time.Duration
+	// spawnSet is the spawn tool as a deputy tool, whose Call checks a
+	// call's arguments against its schema (see spawnTool).
+	spawnSet *tool.Set
 }
 
 // New returns an MCP server whose tools reach rt's instances. Serve it
@@ -102,6 +117,7 @@ type server struct {
 // with Handler.
 func New(rt *deputy.Runtime, opts Options) *mcp.Server {
 	s := &server{rt: rt, clock: opts.Clock, maxWait: opts.MaxWait}
+	s.spawnSet = tool.MustSet(spawnTool{s}) // a fixed schema: a failure is a programming error the tests catch
 	if s.clock == nil {
 		s.clock = clock.Real
 	}
@@ -139,12 +155,6 @@ func Handler(rt *deputy.Runtime, opts Options) http.Handler {
 // field without omitempty is required, the jsonschema tag is its
 // description.
 type (
-	spawnInput struct {
-		Type       string `json:"type" jsonschema:"The subagent type to start: one of those listed in this tool's description (list_definitions has more on each)."`
-		Task       string `json:"task" jsonschema:"The complete, self-contained task: what to do, what to report, and every fact the subagent needs. It sees nothing else of your conversation."`
-		Background bool   `json:"background,omitempty" jsonschema:"Return at once with the subagent's id instead of waiting for its report; collect the report with subagent_wait. Default false."`
-		Model      string `json:"model,omitempty" jsonschema:"Run on another model than the type's: a tier (haiku, sonnet, opus) or provider:model."`
-	}
 	waitInput struct {
 		ID      string  `json:"id" jsonschema:"The subagent's instance id, as spawn_subagent returned it."`
 		Timeout float64 `json:"timeout_seconds,omitempty" jsonschema:"Give up waiting after this many seconds (default and most: 600); the subagent goes on."`
@@ -167,9 +177,9 @@ func boolPtr(b bool) *bool { return &b }
 
 func (s *server) register(srv *mcp.Server) {
 	closed := boolPtr(false) // deputy's own instances, no outside world
-	mcp.AddTool(srv, &mcp.Tool{Name: SpawnTool, Description: s.describeSpawn(),
+	srv.AddTool(&mcp.Tool{Name: SpawnTool, Description: s.describeSpawn(), InputSchema: spawnSchema,
 		Annotations: &mcp.ToolAnnotations{Title: "Start a subagent", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(true)}},
-		s.spawn)
+		s.callSpawn)
 	mcp.AddTool(srv, &mcp.Tool{Name: WaitTool, Description: "Wait for a subagent until it ends or asks a question, " +
 		"or the timeout passes, and return its report (or its question, or how it stands if it is still running).",
 		Annotations: &mcp.ToolAnnotations{Title: "Wait for a subagent", ReadOnlyHint: true, OpenWorldHint: closed}}, s.wait)
@@ -214,39 +224,102 @@ func text(s string, isError bool) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}, IsError: isError}
 }
 
-func (s *server) spawn(ctx context.Context, _ *mcp.CallToolRequest, in spawnInput) (*mcp.CallToolResult, any, error) {
+// spawnSchema is the agent's spawn schema less what does not apply to a
+// client (see the package's decisions).
+var spawnSchema = agent.SpawnSchema(agent.SpawnMode, agent.SpawnDescription)
+
+// oldTypeField is what subagent_type was called here before it took the
+// agent's name; accepted, not advertised, for one release.
+const oldTypeField = "type"
+
+// callSpawn checks a call against spawnSchema and runs it, through
+// spawnSet: a refusal, a failed relay or bad arguments is an error result,
+// in the words an agent's spawn call gets.
+func (s *server) callSpawn(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args, err := renameOldType(req.Params.Arguments)
+	if err != nil {
+		return text(err.Error(), true), nil
+	}
+	out, isErr := s.spawnSet.Call(ctx, SpawnTool, args)
+	return text(out, isErr), nil
+}
+
+// renameOldType gives a call that names the type by its old name the new
+// one. Arguments that are not an object are left for the schema check to
+// refuse, in its words.
+func renameOldType(args json.RawMessage) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return args, nil
+	}
+	old, ok := m[oldTypeField]
+	if !ok {
+		return args, nil
+	}
+	if _, both := m["subagent_type"]; both {
+		return nil, errors.New("spawn refused: give subagent_type only (type is its old name)")
+	}
+	m["subagent_type"] = old
+	delete(m, oldTypeField)
+	return json.Marshal(m)
+}
+
+// spawnTool is spawn_subagent as a deputy tool, so that a tool.Set checks
+// its arguments (and turns a panic into an error result) exactly as for an
+// agent's spawn call. Its description is the MCP tool's (describeSpawn).
+type spawnTool struct{ s *server }
+
+func (spawnTool) Spec() llm.ToolSpec { return llm.ToolSpec{Name: SpawnTool, InputSchema: spawnSchema} }
+
+// ReadOnly is false: it starts an instance.
+func (spawnTool) ReadOnly() bool { return false }
+
+// Run starts a root instance of the type and, unless in the background,
+// waits for it to settle and returns its relay; a failed relay is the
+// error, as in the agent's spawn tool.
+func (t spawnTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
+	s := t.s
+	in, err := tool.Decode[agent.SpawnInput](raw)
+	if err != nil {
+		return "", err
+	}
 	if strings.TrimSpace(in.Task) == "" {
-		return nil, nil, errors.New("spawn refused: the task is empty")
+		return "", errors.New("spawn refused: the task is empty")
 	}
 	if in.Type == "" {
 		var names []string
 		for _, d := range s.rt.Definitions() {
 			names = append(names, d.Name)
 		}
-		return nil, nil, fmt.Errorf("spawn refused: name the subagent type to start; the types are: %s", strings.Join(names, ", "))
+		return "", fmt.Errorf("spawn refused: name the subagent_type to start; the types are: %s", strings.Join(names, ", "))
 	}
 	if m := in.Model; m != "" && m != "fake" {
 		if _, _, ok := agentdef.ParseModel(m); !ok {
-			return nil, nil, fmt.Errorf("spawn refused: model %q is neither a tier (haiku, sonnet, opus, inherit) nor provider:model", m)
+			return "", fmt.Errorf("spawn refused: model %q is neither a tier (haiku, sonnet, opus, inherit) nor provider:model", m)
 		}
 	}
 	id, err := s.rt.Start(ctx, deputy.Task{Text: in.Task, Type: in.Type, Model: in.Model})
 	if err != nil {
-		return nil, nil, fmt.Errorf("spawn refused: %w", err)
+		return "", fmt.Errorf("spawn refused: %w", err)
 	}
 	if in.Background {
-		return text(fmt.Sprintf("subagent %s (%s): started in the background. It works while you go on; subagent_wait "+
-			"collects its report, subagent_status tells how it is doing.", id, in.Type), false), nil, nil
+		return fmt.Sprintf("subagent %s (%s): started in the background. It works while you go on; subagent_wait "+
+			"collects its report, subagent_status tells how it is doing.", id, in.Type), nil
 	}
 	if _, err := s.rt.Wait(ctx, id); err != nil {
 		if ctx.Err() != nil {
 			// As a parent's cancelled spawn call cancels its child.
 			cerr := s.rt.Cancel(context.WithoutCancel(ctx), id)
-			return nil, nil, fmt.Errorf("spawn of %s interrupted (%v); the subagent was cancelled%s", id, context.Cause(ctx), failedTo(cerr))
+			return "", fmt.Errorf("spawn of %s interrupted (%v); the subagent was cancelled%s", id, context.Cause(ctx), failedTo(cerr))
 		}
-		return nil, nil, fmt.Errorf("waiting for %s: %w", id, err)
+		return "", fmt.Errorf("waiting for %s: %w", id, err)
 	}
-	return s.relay(ctx, id)
+	out, failed, err := s.relayText(ctx, id)
+	if err == nil && failed {
+		err = errors.New(out)
+		out = ""
+	}
+	return out, err
 }
 
 func failedTo(err error) string {
@@ -259,11 +332,22 @@ func failedTo(err error) string {
 // relay is instance id's relay as the tool's result: an error result when
 // it failed.
 func (s *server) relay(ctx context.Context, id string) (*mcp.CallToolResult, any, error) {
+	out, failed, err := s.relayText(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return text(out, failed), nil, nil
+}
+
+// relayText is instance id's relay as a parent model reads it, and
+// whether it failed.
+func (s *server) relayText(ctx context.Context, id string) (string, bool, error) {
 	rel, err := s.rt.Relay(ctx, id)
 	if err != nil {
-		return nil, nil, known(id, err)
+		return "", false, known(id, err)
 	}
-	return text(rel.ToolResult()), nil, nil
+	out, failed := rel.ToolResult()
+	return out, failed, nil
 }
 
 // known turns a missing instance into an error that says what to do.

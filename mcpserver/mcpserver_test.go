@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/deputy-run/deputy"
+	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
@@ -59,7 +61,7 @@ func (gate) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 // types are the program's own types beside the built-ins.
 func types() []*deputy.Definition {
 	return []*deputy.Definition{
-		{Name: "asker", Description: "Asks which colour, then paints.", SystemPrompt: "You ask before you paint.", Tools: []string{}},
+		{Name: "asker", Description: "Asks which colour, then paints.", SystemPrompt: "You ask before you paint.", Tools: []string{agentdef.AskTool}},
 		{Name: "waiter", Description: "Waits at the gate.", SystemPrompt: "You wait at the gate.", Tools: []string{"gate"}},
 		{Name: "broken", Description: "Its model fails.", SystemPrompt: "You break.", Tools: []string{}},
 		{Name: "boxed", Description: "Works in a sandbox.", SystemPrompt: "x", Isolation: agentdef.IsolationSandbox},
@@ -164,11 +166,18 @@ func TestMcpHTTPListsTools(t *testing.T) {
 		!strings.Contains(catalog, "- waiter: Waits at the gate.") || !strings.Contains(catalog, "- explorer: Fast read-only") {
 		t.Errorf("spawn's description:\n%s", spawn.Description)
 	}
+	// The agent's spawn schema, less what does not apply to a client.
 	schema, _ := json.Marshal(spawn.InputSchema)
-	for _, s := range []string{`"required":["type","task"]`, `"background"`, `"model"`} {
-		if !strings.Contains(string(schema), s) {
-			t.Errorf("spawn's schema lacks %s: %s", s, schema)
-		}
+	var got, agents map[string]any
+	if err := json.Unmarshal(schema, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(agent.SpawnSchema(agent.SpawnMode, agent.SpawnDescription), &agents); err != nil {
+		t.Fatal(err)
+	}
+	props, _ := got["properties"].(map[string]any)
+	if !reflect.DeepEqual(got, agents) || len(props) != 4 || props["subagent_type"] == nil || props["mode"] != nil {
+		t.Errorf("spawn's schema: %s", schema)
 	}
 	defs, isErr := r.call(t, mcpserver.DefinitionsTool, nil)
 	if isErr || !strings.Contains(defs, "- waiter: Waits at the gate.\n  model: inherit; tools: gate;") ||
@@ -184,7 +193,7 @@ func TestMcpHTTPBackgroundAndForeground(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
-	out, isErr := r.call(t, mcpserver.SpawnTool, map[string]any{"type": "explorer", "task": "find the answer", "background": true})
+	out, isErr := r.call(t, mcpserver.SpawnTool, map[string]any{"subagent_type": "explorer", "task": "find the answer", "background": true})
 	if isErr || !strings.Contains(out, "started in the background") {
 		t.Fatalf("%v %s", isErr, out)
 	}
@@ -205,6 +214,7 @@ func TestMcpHTTPBackgroundAndForeground(t *testing.T) {
 		t.Errorf("model %s", in.Model)
 	}
 
+	// type, subagent_type's old name here, is still understood.
 	fg, isErr := r.call(t, mcpserver.SpawnTool, map[string]any{"type": "explorer", "task": "again", "model": "fake"})
 	if isErr || !strings.Contains(fg, "(explorer): completed") || !strings.HasSuffix(fg, "Not verified: nothing.") {
 		t.Fatalf("foreground: %v\n%s", isErr, fg)
@@ -216,7 +226,7 @@ func TestMcpHTTPBackgroundAndForeground(t *testing.T) {
 	// A tier names a model through deputy.yaml (the demo's, here), as in
 	// a spawn; inherit is the runtime's.
 	for tier, model := range map[string]string{"haiku": "fake:haiku", "inherit": "fake"} {
-		out, isErr := r.call(t, mcpserver.SpawnTool, map[string]any{"type": "general-purpose", "task": "x", "model": tier})
+		out, isErr := r.call(t, mcpserver.SpawnTool, map[string]any{"subagent_type": "general-purpose", "task": "x", "model": tier})
 		if in, _ := r.rt.Get(ctx, idOf(t, out)); isErr || in.Model != model || in.State != deputy.Completed {
 			t.Errorf("model %s: %v %s\n%s", tier, isErr, in.Model, out)
 		}
@@ -238,7 +248,7 @@ func TestMcpHTTPBackgroundAndForeground(t *testing.T) {
 func TestMcpHTTPAskAndAnswer(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	out, isErr := r.call(t, mcpserver.SpawnTool, map[string]any{"type": "asker", "task": "paint the shed"})
+	out, isErr := r.call(t, mcpserver.SpawnTool, map[string]any{"subagent_type": "asker", "task": "paint the shed"})
 	if isErr || !strings.Contains(out, "(asker): asking") || !strings.Contains(out, "question: Which colour?") ||
 		!strings.Contains(out, "subagent_answer") {
 		t.Fatalf("%v\n%s", isErr, out)
@@ -264,7 +274,7 @@ func TestMcpHTTPWaitTimeoutAndCancel(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
-	out, _ := r.call(t, mcpserver.SpawnTool, map[string]any{"type": "waiter", "task": "wait", "background": true})
+	out, _ := r.call(t, mcpserver.SpawnTool, map[string]any{"subagent_type": "waiter", "task": "wait", "background": true})
 	id := idOf(t, out)
 	atGate(t, r.rt, id)
 	type result struct {
@@ -331,12 +341,16 @@ func TestMcpHTTPErrorsAreToolErrors(t *testing.T) {
 		{mcpserver.CancelTool, map[string]any{"id": "nope"}, `no subagent "nope"`},
 		{mcpserver.AnswerTool, map[string]any{"id": "nope", "text": "x"}, `no subagent "nope"`},
 		{mcpserver.SendTool, map[string]any{"id": "nope", "text": "x"}, `no subagent "nope"`},
-		{mcpserver.SpawnTool, map[string]any{"type": "nobody", "task": "x"}, `unknown subagent type "nobody"; the types are: asker, boxed, broken, explorer`},
-		{mcpserver.SpawnTool, map[string]any{"type": "boxed", "task": "x"}, "refused rather than run unfenced"},
-		{mcpserver.SpawnTool, map[string]any{"type": "explorer", "task": "x", "model": "gpt"}, `model "gpt" is neither a tier`},
-		{mcpserver.SpawnTool, map[string]any{"type": "explorer", "task": "x", "model": "nosuch:model"}, "model nosuch:model: "},
-		{mcpserver.SpawnTool, map[string]any{"type": "explorer", "task": "  "}, "the task is empty"},
-		{mcpserver.SpawnTool, map[string]any{"task": "x"}, `missing properties: ["type"]`},
+		{mcpserver.SpawnTool, map[string]any{"subagent_type": "nobody", "task": "x"}, `unknown subagent type "nobody"; the types are: asker, boxed, broken, explorer`},
+		{mcpserver.SpawnTool, map[string]any{"subagent_type": "boxed", "task": "x"}, "refused rather than run unfenced"},
+		{mcpserver.SpawnTool, map[string]any{"subagent_type": "explorer", "task": "x", "model": "gpt"}, `model "gpt" is neither a tier`},
+		{mcpserver.SpawnTool, map[string]any{"subagent_type": "explorer", "task": "x", "model": "nosuch:model"}, "model nosuch:model: "},
+		{mcpserver.SpawnTool, map[string]any{"subagent_type": "explorer", "task": "  "}, "the task is empty"},
+		{mcpserver.SpawnTool, map[string]any{"task": "x"}, `invalid arguments for spawn_subagent: at /: missing property 'subagent_type'`},
+		{mcpserver.SpawnTool, map[string]any{"subagent_type": "", "task": "x"}, "name the subagent_type to start; the types are: asker, boxed"},
+		{mcpserver.SpawnTool, map[string]any{"subagent_type": "explorer", "task": "x", "mode": "fork"}, "additional properties 'mode' not allowed"},
+		{mcpserver.SpawnTool, map[string]any{"subagent_type": "explorer", "type": "explorer", "task": "x"}, "give subagent_type only (type is its old name)"},
+		{mcpserver.SpawnTool, map[string]any{"subagent_type": 7, "task": "x"}, "at /subagent_type: got number, want string"},
 		{mcpserver.ListTool, map[string]any{"state": "sleeping"}, `unknown state "sleeping"`},
 		{mcpserver.WaitTool, map[string]any{"id": "x", "timeout_seconds": -1}, "must not be negative"},
 	} {
@@ -350,7 +364,7 @@ func TestMcpHTTPErrorsAreToolErrors(t *testing.T) {
 		t.Errorf("a refused spawn recorded something:\n%s", list)
 	}
 	// An instance that fails is an error result with its relay.
-	out, isErr := r.call(t, mcpserver.SpawnTool, map[string]any{"type": "broken", "task": "x"})
+	out, isErr := r.call(t, mcpserver.SpawnTool, map[string]any{"subagent_type": "broken", "task": "x"})
 	if !isErr || !strings.Contains(out, "(broken): failed") || !strings.Contains(out, "\nerror: ") {
 		t.Errorf("failed instance: %v\n%s", isErr, out)
 	}
@@ -372,7 +386,7 @@ func TestMcpHTTPCancelledForegroundSpawnCancelsItsInstance(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.session.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.SpawnTool,
-			Arguments: map[string]any{"type": "waiter", "task": "wait"}})
+			Arguments: map[string]any{"subagent_type": "waiter", "task": "wait"}})
 		done <- err
 	}()
 	var id string

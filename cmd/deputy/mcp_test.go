@@ -32,7 +32,7 @@ rules:
 const askerAgent = `---
 name: asker
 description: Asks which colour, then paints.
-tools: Read
+tools: Read, ask_parent
 ---
 You ask before you paint.
 `
