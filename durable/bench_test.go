@@ -779,21 +779,18 @@ func idleWorker(b *testing.B, bin string, paused int) (rss, hwm, goroutines floa
 		b.Fatal(err)
 	}
 	defer st.Close()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	waitUntil(b, st.EventsWritten, "the ping's end", func() bool {
 		in, err := st.GetInstance(ctx, ping)
 		if err != nil {
 			b.Fatalf("ping %q: %v", ping, err)
 		}
-		if in.State.Terminal() {
-			if in.State != store.Completed {
-				b.Fatalf("ping ended %s: %s", in.State, in.Error)
-			}
-			break
+		if in.State.Terminal() && in.State != store.Completed {
+			b.Fatalf("ping ended %s: %s", in.State, in.Error)
 		}
-		<-tick.C
-	}
+		return in.State.Terminal()
+	})
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	for range 20 { // 1 s of samples
 		<-tick.C
 		r, h := procMemory(b, w.Process.Pid)

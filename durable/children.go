@@ -54,51 +54,29 @@ type launch struct {
 	end *agent.ChildEnd // what work returned, once it has
 }
 
-type launches struct {
-	mu sync.Mutex
-	m  map[string]*launch
-}
+type launches struct{ m sync.Map } // workflow id → *launch
 
-func (l *launches) put(wf string, x *launch) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.m == nil {
-		l.m = map[string]*launch{}
-	}
-	l.m[wf] = x
-}
+func (l *launches) put(wf string, x *launch) { l.m.Store(wf, x) }
 
 // take removes and returns wf's launch, nil if none waits.
 func (l *launches) take(wf string) *launch {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	x := l.m[wf]
-	delete(l.m, wf)
-	return x
+	x, _ := l.m.LoadAndDelete(wf)
+	taken, _ := x.(*launch)
+	return taken
 }
 
 // drop removes x unless taken, reporting whether it was still there.
-func (l *launches) drop(wf string, x *launch) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.m[wf] == x {
-		delete(l.m, wf)
-		return true
-	}
-	return false
-}
+func (l *launches) drop(wf string, x *launch) bool { return l.m.CompareAndDelete(wf, x) }
 
 // RunChild implements agent.ChildRunner: it starts (or finds) the child's
 // workflow, hands it the work, and waits for its end.
 func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) (agent.ChildEnd, error) {
-	wf := workflowID(id)
 	x := &launch{parent: ctx, work: work, foreground: true}
-	e.launches.put(wf, x)
-	defer e.launches.drop(wf, x)
-	h, err := dbos.RunWorkflow(e.dbos, e.runChild, id, dbos.WithWorkflowID(wf))
+	h, err := e.launchChild(id, x)
 	if err != nil {
-		return agent.ChildEnd{}, fmt.Errorf("start child %s: %w", id, err)
+		return agent.ChildEnd{}, err
 	}
+	defer e.launches.drop(workflowID(id), x)
 	// While it waits, the parent gives up its place under the engine's
 	// cap: a parent holding a place while its children wait for one
 	// would deadlock.
@@ -131,32 +109,61 @@ func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Cont
 // workflow ends, the work is called on a cancelled context, so what it
 // holds in its parent's tree (its slot, its turn to write) is let go.
 func (e *Engine) StartChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) error {
-	wf := workflowID(id)
 	x := &launch{parent: ctx, work: work}
-	e.launches.put(wf, x)
-	opts := []dbos.WorkflowOption{dbos.WithWorkflowID(wf)}
+	var opts []dbos.WorkflowOption
 	if e.lease != nil {
 		// On a fleet a background child goes through the queue, to
 		// whichever worker has room: here it takes its launch, elsewhere
 		// it is built from the store, as after a crash.
 		opts = append(opts, dbos.WithQueue(e.queue))
 	}
-	h, err := dbos.RunWorkflow(e.dbos, e.runChild, id, opts...)
+	h, err := e.launchChild(id, x, opts...)
 	if err != nil {
-		e.launches.drop(wf, x)
-		return fmt.Errorf("start child %s: %w", id, err)
+		return err
 	}
 	go func() {
-		_, _ = h.GetResult(dbos.WithHandlePollingInterval(e.opts.PollInterval))
-		if e.launches.drop(wf, x) {
+		_, err := h.GetResult(dbos.WithHandlePollingInterval(e.opts.PollInterval))
+		if e.launches.drop(workflowID(id), x) {
 			x.skip()
 		}
+		e.backgroundEnded(id, err)
 	}()
 	return nil
 }
 
-// skip lets a launch's work go without running (agent.ChildEnv.Skip).
-func (x *launch) skip() { x.work(context.Background(), agent.ChildEnv{Skip: true}) }
+// launchChild starts (or finds) child id's workflow, x waiting for it
+// among the launches.
+func (e *Engine) launchChild(id string, x *launch, opts ...dbos.WorkflowOption) (dbos.WorkflowHandle[agent.ChildEnd], error) {
+	wf := workflowID(id)
+	e.launches.put(wf, x)
+	h, err := dbos.RunWorkflow(e.dbos, e.runChild, id, append(opts, dbos.WithWorkflowID(wf))...)
+	if err != nil {
+		e.launches.drop(wf, x)
+		return nil, fmt.Errorf("start child %s: %w", id, err)
+	}
+	return h, nil
+}
+
+// backgroundEnded hears how a background child's workflow ended. Its end
+// reaches its parent as a relay, but for an error: recording it failed too
+// (failChild), so the child is left active and its parent may hold for it.
+// The operator hears of that through the engine's log; a shutdown, or a
+// run another execution owns now, is no such end.
+func (e *Engine) backgroundEnded(id string, err error) {
+	if err != nil && !ownedElsewhere(err) && !e.closed.Load() {
+		e.log("a background child's run failed and its end could not be recorded; it is left active",
+			"child", id, "err", err)
+	}
+}
+
+// skip lets a launch's work go without running (agent.ChildEnv.Skip), so
+// what it holds in its parent's tree (its slot, its turn to write) is let
+// go; there is nothing to let go without a launch.
+func (x *launch) skip() {
+	if x != nil {
+		x.work(context.Background(), agent.ChildEnv{Skip: true})
+	}
+}
 
 // runChild is a child's run. Steps: load, start, then the loop's, then
 // end; or, when a step of deputy's own failed, fail.
@@ -189,25 +196,11 @@ func (e *Engine) failChild(ctx dbos.Context, id string, cause error, waited bool
 			return agent.ChildEnd{}, err
 		}
 		end := recordedEnd(in)
-		// The relay before the run's end, as in the end step; a relay
-		// that step posted already (and failed after) stands.
-		if !waited && in.Parent != "" {
-			text, _ := end.Relay.ToolResult()
-			if _, err := e.st.Post(c, store.Mail{InstanceID: in.Parent, Sender: id, Kind: mailRelay, Body: text,
-				Key: "relay-" + id}); err != nil && !errors.Is(err, store.ErrConflict) {
-				return agent.ChildEnd{}, err
-			}
-		}
-		runs, err := e.st.Runs(c, id)
+		run, err := openRun(c, e.st, id)
 		if err != nil {
 			return agent.ChildEnd{}, err
 		}
-		if n := len(runs); n > 0 && runs[n-1].EndedAt.IsZero() {
-			if err := e.st.EndRun(c, runs[n-1].ID, end.Relay.State); err != nil {
-				return agent.ChildEnd{}, err
-			}
-		}
-		return end, nil
+		return end, e.relayAndEndRun(c, id, in.Parent, end.Relay, waited, run)
 	}
 	end, err := runStep(e, ctx, "child:", "fail", write)
 	if err != nil && ctx.Err() == nil && !ownedElsewhere(err) {
@@ -265,81 +258,27 @@ func (e *Engine) carryChild(ctx dbos.Context, id string) (_ agent.ChildEnd, wait
 	if err != nil {
 		return agent.ChildEnd{}, false, err
 	}
-	x := e.launches.take(wf)
-	if x != nil && e.lease != nil {
-		// On a fleet the launch may be stale: the child's workflow ran
-		// part of the way on another worker, which died, and a takeover
-		// queued it again, to be dequeued here (where its spawner, or
-		// the spawner's replay, left a launch). A workflow with any step
-		// recorded continues from the store, as after a crash: the
-		// launch's work is a first run, and its steps would not replay
-		// what the other worker recorded (DBOS fails a workflow whose
-		// steps come in another order).
-		steps, err := e.dbos.GetWorkflowSteps(e.dbos, wf, dbos.WithStepsLoadOutput(false), dbos.WithStepsLimit(1))
-		if err != nil {
-			x.skip()
-			return agent.ChildEnd{}, false, fmt.Errorf("child %s: its recorded steps: %w", id, err)
-		}
-		if len(steps) > 0 {
-			x.skip()
-			x = nil
-		}
+	x, err := e.takeLaunch(id, wf)
+	if err != nil {
+		return agent.ChildEnd{}, false, err
 	}
 	waited = x != nil && x.foreground
-	ran := false
-	defer func() {
-		if x != nil && !ran {
-			x.skip() // what the work holds in its parent's tree is let go
-		}
-	}()
 	// Its first run's first messages come with the work; what came for it
 	// since it was listed reaches it at its first turn boundary.
 	ld, err := e.startRun(ctx, id, wf, "child:", x == nil)
-	if err != nil {
-		return agent.ChildEnd{}, waited, err
-	}
-	if ld.Instance.State.Terminal() {
+	if err != nil || ld.Instance.State.Terminal() {
+		x.skip()
+		if err != nil {
+			return agent.ChildEnd{}, waited, err
+		}
 		// Ended before it started (cancelled, or by its tree's end):
 		// nothing to run.
 		e.changed()
 		return recordedEnd(ld.Instance), waited, nil
 	}
-	// Cancellable from here on, slot waits included: a cancel that comes
-	// while it waits ends it before its first step.
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer e.register(ctx, id, cancel)()
-	if x != nil {
-		stop := context.AfterFunc(x.parent, func() { cancel(context.Cause(x.parent)) })
-		defer stop()
-	}
-	// Its parent's cap first, then a place under the engine's: a run
-	// waiting for its parent's cap holds no place others need. A wait
-	// cut by a cancel goes on without a place: the run ends at once.
-	if leave, err := e.takeParentSlot(runCtx, ld); err == nil {
-		defer leave()
-	} else if ctx.Err() != nil || runCtx.Err() == nil {
-		return agent.ChildEnd{}, waited, err
-	}
-	if slotCtx, release, err := e.takeSlot(runCtx, id); err == nil {
-		defer release()
-		runCtx = slotCtx
-	} else if ctx.Err() != nil || runCtx.Err() == nil {
-		return agent.ChildEnd{}, waited, err
-	}
-	// The run's own steps are named like a root's; their failpoints carry
-	// "child:" so a test can tell them apart.
-	env := agent.ChildEnv{Steps: &steps{wf: ctx, e: e, nonce: agent.NewID(), label: "child:"},
-		Inbox: e.inbox(ctx, id, "child:"), Hold: e.hold(ctx, id, "child:"),
-		Closing: func() bool { return ctx.Err() != nil || e.closed.Load() }}
-	var end agent.ChildEnd
-	if x != nil {
-		ran = true
-		end = x.work(runCtx, env)
-	} else {
-		if end, err = e.continueChild(ctx, runCtx, ld, env); err != nil {
-			return end, waited, err // failChild ends it
-		}
+	end, err := e.childTurns(ctx, ld, x)
+	if err != nil {
+		return end, waited, err // failChild ends it
 	}
 	if err := ctx.Err(); err != nil {
 		// Shut down: nothing ended; the next execution resumes it.
@@ -352,6 +291,72 @@ func (e *Engine) carryChild(ctx dbos.Context, id string) (_ agent.ChildEnd, wait
 		x.mu.Unlock()
 	}
 	return end, waited, err
+}
+
+// takeLaunch takes the work a spawn call of this process hands to child
+// id's workflow wf, nil when none does.
+func (e *Engine) takeLaunch(id, wf string) (*launch, error) {
+	x := e.launches.take(wf)
+	if x == nil || e.lease == nil {
+		return x, nil
+	}
+	// On a fleet the launch may be stale: the child's workflow ran part of
+	// the way on another worker, which died, and a takeover queued it
+	// again, to be dequeued here (where its spawner, or the spawner's
+	// replay, left a launch). A workflow with any step recorded continues
+	// from the store, as after a crash: the launch's work is a first run,
+	// and its steps would not replay what the other worker recorded (DBOS
+	// fails a workflow whose steps come in another order).
+	steps, err := e.dbos.GetWorkflowSteps(e.dbos, wf, dbos.WithStepsLoadOutput(false), dbos.WithStepsLimit(1))
+	if err != nil || len(steps) > 0 {
+		x.skip()
+		if err != nil {
+			return nil, fmt.Errorf("child %s: its recorded steps: %w", id, err)
+		}
+		return nil, nil
+	}
+	return x, nil
+}
+
+// childTurns runs a started child: the work its spawn call handed over
+// (x), or, without one, the child built again from the store. The run is
+// cancellable from here on, slot waits included: a cancel that comes while
+// it waits ends it before its first step.
+func (e *Engine) childTurns(ctx dbos.Context, ld loaded, x *launch) (agent.ChildEnd, error) {
+	id := ld.Instance.ID
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer e.register(ctx, id, cancel)()
+	if x != nil {
+		stop := context.AfterFunc(x.parent, func() { cancel(context.Cause(x.parent)) })
+		defer stop()
+	}
+	// Its parent's cap first, then a place under the engine's: a run
+	// waiting for its parent's cap holds no place others need. A wait
+	// cut by a cancel goes on without a place: the run ends at once.
+	cancelled := func() bool { return ctx.Err() == nil && runCtx.Err() != nil }
+	if leave, err := e.takeParentSlot(runCtx, ld); err == nil {
+		defer leave()
+	} else if !cancelled() {
+		x.skip()
+		return agent.ChildEnd{}, err
+	}
+	if slotCtx, release, err := e.takeSlot(runCtx, id); err == nil {
+		defer release()
+		runCtx = slotCtx
+	} else if !cancelled() {
+		x.skip()
+		return agent.ChildEnd{}, err
+	}
+	// The run's own steps are named like a root's; their failpoints carry
+	// "child:" so a test can tell them apart.
+	env := agent.ChildEnv{Steps: &steps{wf: ctx, e: e, nonce: agent.NewID(), label: "child:"},
+		Inbox: e.inbox(ctx, id, "child:"), Hold: e.hold(ctx, id, "child:"),
+		Closing: func() bool { return ctx.Err() != nil || e.closed.Load() }}
+	if x != nil {
+		return x.work(runCtx, env), nil
+	}
+	return e.continueChild(ctx, runCtx, ld, env)
 }
 
 // startRun is a run's first steps: load (its record, and its transcript,
@@ -382,35 +387,33 @@ func (e *Engine) startRun(ctx dbos.Context, id, wf, label string, deliver bool) 
 // continueChild runs a child whose configuration is built again from the
 // store: the root's spec, the lineage of definitions down to the child.
 func (e *Engine) continueChild(ctx dbos.Context, runCtx context.Context, ld loaded, env agent.ChildEnv) (agent.ChildEnd, error) {
-	in := ld.Instance
+	at := ld.Instance
+	if at.Parent == "" {
+		return agent.ChildEnd{}, fmt.Errorf("instance %s is a root, not a child", at.ID)
+	}
 	var lineage []agent.Lineage
-	for at := in; at.Parent != ""; {
+	for at.Parent != "" {
 		def := &agentdef.Definition{}
 		if err := json.Unmarshal(at.Definition, def); err != nil {
 			return agent.ChildEnd{}, fmt.Errorf("instance %s: its recorded definition does not decode: %w", at.ID, err)
 		}
 		lineage = append([]agent.Lineage{{ID: at.ID, Definition: def, Mode: agentdef.Mode(at.Mode), Task: at.Task}}, lineage...)
-		parent, err := e.st.GetInstance(ctx, at.Parent)
-		if err != nil {
+		var err error
+		if at, err = e.st.GetInstance(ctx, at.Parent); err != nil {
 			return agent.ChildEnd{}, err
 		}
-		at = parent
-		if at.Parent == "" {
-			root := at
-			rec := newRecorder(e, root.ID, ld.Instance, len(ld.Messages))
-			runner, task, _, err := e.setup(ctx, root, rec, "", ld.Spent)
-			if err != nil {
-				return agent.ChildEnd{}, err
-			}
-			env.Spent = ld.Active
-			end, err := runner.Continue(runCtx, task, lineage, ld.Messages, env)
-			if err == nil {
-				err = rec.failed()
-			}
-			return end, err
-		}
 	}
-	return agent.ChildEnd{}, fmt.Errorf("instance %s is a root, not a child", in.ID)
+	rec := newRecorder(e, at.ID, ld.Instance, len(ld.Messages))
+	runner, task, _, err := e.setup(ctx, at, rec, "", ld.Spent)
+	if err != nil {
+		return agent.ChildEnd{}, err
+	}
+	env.Spent = ld.Active
+	end, err := runner.Continue(runCtx, task, lineage, ld.Messages, env)
+	if err == nil {
+		err = rec.failed()
+	}
+	return end, err
 }
 
 // childEnded records how a child's run ended: a suspended one waits
@@ -418,13 +421,10 @@ func (e *Engine) continueChild(ctx dbos.Context, runCtx context.Context, ld load
 // to its parent's mailbox unless a spawn call waits for it.
 func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, waited bool) (agent.ChildEnd, error) {
 	id := ld.Instance.ID
-	var cancelled *store.Result // set when a cancel met the run stopping to wait
+	r := endResult(ld.Instance, &end.Instance, end.Relay.Report) // its totals over its runs
+	finished := store.State(end.Instance.State).Terminal()
 	if end.Instance.State == agent.StateSuspended {
-		totals := ld.Instance.Usage
-		totals.Add(end.Instance.Usage)
-		s := stop{run: ld.Run.ID, pending: end.Pending, turns: ld.Instance.Turns + end.Instance.Turns,
-			calls: ld.Instance.ToolCalls + end.Instance.ToolCalls, usage: totals,
-			cost: addCost(ld.Instance.Cost, end.Instance.Cost)}
+		s := stop{run: ld.Run.ID, pending: end.Pending, turns: r.Turns, calls: r.ToolCalls, usage: r.Usage, cost: r.Cost}
 		if !waited {
 			s.notify = ld.Instance.Parent
 		}
@@ -434,9 +434,13 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 		}
 		end.Relay.State = state
 		if state != string(store.Cancelled) {
-			if q, err := openQuestion(ctx, e.st, id); err == nil && q != nil {
-				end.Relay.Question = q.Body
+			q, err := question(ctx, e.st, id)
+			if err != nil {
+				// It asks all the same (its state is recorded): its
+				// parent can read the question again (subagent_status).
+				q = fmt.Sprintf("[deputy] its question could not be read (%v); subagent_status shows it", err)
 			}
+			end.Relay.Question = q
 			e.changed()
 			return end, nil
 		}
@@ -444,8 +448,8 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 		// did (recorded by the end step).
 		end.Instance.State, end.Instance.StopReason, end.Instance.Incomplete = agent.StateCancelled, string(loop.StopCancelled), true
 		end.Relay.Incomplete, end.Relay.StopReason = true, string(loop.StopCancelled)
-		cancelled = &store.Result{State: store.Cancelled, StopReason: string(loop.StopCancelled), Incomplete: true,
-			Error: errCancelled.Error(), Usage: s.usage, Cost: s.cost, Turns: s.turns, ToolCalls: s.calls}
+		r.State, r.StopReason, r.Incomplete, r.Error = store.Cancelled, string(loop.StopCancelled), true, errCancelled.Error()
+		finished = true
 	}
 	if err := e.endChildren(ctx, id); err != nil {
 		return end, err
@@ -455,35 +459,50 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 	// failed only fails the tree's root, at the root's end (a launched
 	// child records through its spawner's recorder), and an instance left
 	// running after its run ended would keep its parent holding for ever.
-	result := cancelled
-	if result == nil && store.State(end.Instance.State).Terminal() {
-		r := endResult(ld.Instance, &end.Instance, end.Relay.Report)
-		result = &r
-	}
 	_, err := runStep(e, ctx, "child:", "end", func(c context.Context) (bool, error) {
-		if result != nil {
-			if err := e.st.Finish(c, id, *result); err != nil && !errors.Is(err, store.ErrTerminal) {
+		if finished {
+			if err := e.st.Finish(c, id, r); err != nil && !errors.Is(err, store.ErrTerminal) {
 				return false, err
 			}
 		}
-		// The relay before the run's end: a parent holding for its
-		// children takes an ended run as a relay already posted.
-		if !waited {
-			text, _ := end.Relay.ToolResult()
-			if _, err := e.st.Post(c, store.Mail{InstanceID: ld.Instance.Parent, Sender: id, Kind: mailRelay, Body: text,
-				Key: "relay-" + id}); err != nil {
-				return false, err
-			}
-		}
-		if err := e.st.EndRun(c, ld.Run.ID, end.Relay.State); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return false, err
-		}
-		return true, nil
+		return true, e.relayAndEndRun(c, id, ld.Instance.Parent, end.Relay, waited, ld.Run.ID)
 	})
 	if err == nil {
 		e.changed()
 	}
 	return end, err
+}
+
+// relayAndEndRun posts child's relay to parent, unless a spawn call waits
+// for it here (waited), then ends its run (0: none is open). The relay
+// first: a parent holding for its children takes an ended run as a relay
+// posted.
+func (e *Engine) relayAndEndRun(ctx context.Context, child, parent string, rl agent.Relay, waited bool, run int64) error {
+	if !waited && parent != "" {
+		if err := postRelay(ctx, e.st, child, parent, rl); err != nil {
+			return err
+		}
+	}
+	if run == 0 {
+		return nil
+	}
+	if err := e.st.EndRun(ctx, run, rl.State); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// postRelay leaves child's relay in parent's mailbox, once. A relay posted
+// already stands (ErrConflict: its text differs): an end recorded again,
+// after a step that posted it failed, or by another path (a cancel, a
+// failure), tells the parent nothing new.
+func postRelay(ctx context.Context, st *store.Store, child, parent string, rl agent.Relay) error {
+	text, _ := rl.ToolResult()
+	_, err := st.Post(ctx, store.Mail{InstanceID: parent, Sender: child, Kind: mailRelay, Body: text, Key: "relay-" + child})
+	if errors.Is(err, store.ErrConflict) {
+		return nil
+	}
+	return err
 }
 
 // endChildren cancels the children an ended instance leaves waiting
@@ -512,11 +531,21 @@ func consumeFrom(ctx context.Context, st *store.Store, id string, kinds ...strin
 	if err != nil {
 		return err
 	}
+	var ids []int64
 	for _, m := range mail {
 		if m.Sender == id && slices.Contains(kinds, m.Kind) {
-			if err := st.Consume(ctx, m.ID); err != nil && !errors.Is(err, store.ErrAlreadyConsumed) {
-				return err
-			}
+			ids = append(ids, m.ID)
+		}
+	}
+	return consume(ctx, st, ids)
+}
+
+// consume marks mail delivered, whatever becomes of ctx: whoever took it
+// (a checkpointed step, a wait that reports it) holds it from then on.
+func consume(ctx context.Context, st *store.Store, ids []int64) error {
+	for _, m := range ids {
+		if err := st.Consume(context.WithoutCancel(ctx), m); err != nil && !errors.Is(err, store.ErrAlreadyConsumed) {
+			return err
 		}
 	}
 	return nil
@@ -533,15 +562,25 @@ func addCost(a, b *float64) *float64 {
 	return &c
 }
 
-// recordedEnd rebuilds a child's end from its stored record.
+// recordedEnd rebuilds a child's end from its stored record. An artifact
+// list that does not decode (a damaged row) is left out, and the report
+// says so: the end must still reach the parent, which may hold for it, and
+// the parent must not take a missing list for "no files written".
 func recordedEnd(in *store.Instance) agent.ChildEnd {
 	var arts []string
-	_ = json.Unmarshal(in.Artifacts, &arts)
+	report := in.Report
+	if len(in.Artifacts) > 0 {
+		if err := json.Unmarshal(in.Artifacts, &arts); err != nil {
+			arts = nil
+			report += fmt.Sprintf("\n\n[deputy] The list of files this subagent wrote could not be read from its record "+
+				"(%v); its transcript shows what it wrote.", err)
+		}
+	}
 	inst := agent.Instance{ID: in.ID, Parent: in.Parent, Depth: in.Depth, Type: in.Type, Mode: agentdef.Mode(in.Mode),
 		Model: in.Model, State: string(in.State), StopReason: in.StopReason, Incomplete: in.Incomplete,
 		Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage, Cost: in.Cost, Artifacts: arts, Error: in.Error}
 	return agent.ChildEnd{Instance: inst, Relay: agent.Relay{ID: in.ID, Type: in.Type, State: string(in.State),
-		Report: in.Report, Incomplete: in.Incomplete, StopReason: in.StopReason, Artifacts: arts, Usage: in.Usage,
+		Report: report, Incomplete: in.Incomplete, StopReason: in.StopReason, Artifacts: arts, Usage: in.Usage,
 		ToolCalls: in.ToolCalls, Turns: in.Turns, Error: in.Error, Cost: in.Cost}}
 }
 

@@ -73,9 +73,7 @@ func TestBackgroundChildRelayReachesTheParent(t *testing.T) {
 	if k := kids(t, r.st, id); k[0].State != store.Completed || k[0].Report != "child report" {
 		t.Fatalf("child %+v", k[0])
 	}
-	if p, _ := r.st.Pending(context.Background(), id); len(p) != 0 {
-		t.Errorf("mail left for the root: %+v", p)
-	}
+	noMailLeft(t, r.st, id)
 }
 
 const foregroundAskScenario = `
@@ -123,9 +121,7 @@ func TestForegroundChildAsksItsParent(t *testing.T) {
 	if runs, _ := r.st.Runs(ctx, k[0].ID); len(runs) != 2 || runs[0].Outcome != "asking" {
 		t.Fatalf("child runs %+v", runs)
 	}
-	if p, _ := r.st.Pending(ctx, id); len(p) != 0 {
-		t.Errorf("the relay was collected by the wait, yet mail is left: %+v", p)
-	}
+	noMailLeft(t, r.st, id) // the relay was collected by the wait
 }
 
 const steerScenario = `
@@ -197,7 +193,7 @@ func TestCancelCascadesThreeLevels(t *testing.T) {
 	ctx := context.Background()
 	id := r.start(durable.Spec{System: "root", MaxDepth: 3})
 	var d3 *store.Instance
-	waitFor(t, func() bool {
+	waitUntil(t, r.st.EventsWritten, "the instance at depth 3 at its gate", func() bool {
 		all, _ := r.st.ListInstances(ctx, store.Filter{Root: id})
 		for _, in := range all {
 			if in.Depth == 3 && in.State == store.Running {
@@ -262,6 +258,53 @@ func (p *probe) Run(ctx context.Context, _ json.RawMessage) (string, error) {
 	return "probed", nil
 }
 
+// queueLog records the instances that said they wait for a place
+// (agent.EventQueued), waking whoever waits on changed as each does.
+type queueLog struct {
+	mu    sync.Mutex
+	ids   map[string]bool
+	moved chan struct{}
+}
+
+func newQueueLog() *queueLog { return &queueLog{ids: map[string]bool{}, moved: make(chan struct{})} }
+
+// event is a rig's onEvent.
+func (q *queueLog) event(ev agent.Event) {
+	if ev.Kind != agent.EventQueued {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.ids[ev.Instance] = true
+	close(q.moved)
+	q.moved = make(chan struct{})
+}
+
+// changed is closed when an instance next says it waits (eventually's wake).
+func (q *queueLog) changed() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.moved
+}
+
+func (q *queueLog) has(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ids[id]
+}
+
+func (q *queueLog) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.ids)
+}
+
+func (q *queueLog) clear() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	clear(q.ids)
+}
+
 const capsScenario = `
 rules:
   - match: {system: "subagent working", turn: 1}
@@ -286,24 +329,15 @@ func TestCapsAreNeverExceeded(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			p := &probe{entered: make(chan struct{}, 16), release: make(chan struct{})}
-			var queued sync.Map
-			r := newRigWith(t, &rig{scenario: capsScenario, tools: []tool.Tool{p}, maxRuns: c.kids,
-				onEvent: func(ev agent.Event) {
-					if ev.Kind == agent.EventQueued {
-						queued.Store(ev.Instance, true)
-					}
-				}})
+			queued := newQueueLog()
+			r := newRigWith(t, &rig{scenario: capsScenario, tools: []tool.Tool{p}, maxRuns: c.kids, onEvent: queued.event})
 			id := r.start(durable.Spec{System: "root", MaxParallel: c.maxParallel})
 			for range c.want {
 				<-p.entered
 			}
 			// Full: every other child has said it waits for a place, and
 			// none of them got in.
-			waitFor(t, func() bool {
-				n := 0
-				queued.Range(func(any, any) bool { n++; return true })
-				return n >= 6-c.want
-			})
+			waitUntil(t, queued.changed, "the other children waiting for a place", func() bool { return queued.len() >= 6-c.want })
 			p.mu.Lock()
 			inside := p.cur
 			p.mu.Unlock()
@@ -381,7 +415,7 @@ func TestBackgroundRelayArrivesAtTheNextTurn(t *testing.T) {
 	id := r.start(durable.Spec{System: "root"})
 	// The parent waits at its gate; the child ends and its relay waits in
 	// the parent's mailbox.
-	waitFor(t, func() bool {
+	waitUntil(t, r.st.EventsWritten, "the child's relay in the root's mailbox", func() bool {
 		p, _ := r.st.Pending(ctx, id)
 		return len(p) == 1 && p[0].Kind == "relay"
 	})
@@ -390,9 +424,7 @@ func TestBackgroundRelayArrivesAtTheNextTurn(t *testing.T) {
 	if in.State != store.Completed || in.Report != "read it at my next turn" {
 		t.Fatalf("root %+v", in)
 	}
-	if p, _ := r.st.Pending(ctx, id); len(p) != 0 {
-		t.Errorf("mail left: %+v", p)
-	}
+	noMailLeft(t, r.st, id)
 }
 
 const resumedCapScenario = `
@@ -419,18 +451,14 @@ func TestMaxParallelHoldsForResumedChildren(t *testing.T) {
 	ctx := context.Background()
 	g := gate{open: make(chan struct{})}
 	p := &probe{entered: make(chan struct{}, 4), release: make(chan struct{})}
-	var queued sync.Map
-	r := newRigWith(t, &rig{scenario: resumedCapScenario, tools: []tool.Tool{g, p}, onEvent: func(ev agent.Event) {
-		if ev.Kind == agent.EventQueued {
-			queued.Store(ev.Instance, true)
-		}
-	}})
+	queued := newQueueLog()
+	r := newRigWith(t, &rig{scenario: resumedCapScenario, tools: []tool.Tool{g, p}, onEvent: queued.event})
 	id := r.start(durable.Spec{System: "root", MaxParallel: 1})
-	waitFor(t, func() bool {
+	waitUntil(t, r.st.EventsWritten, "both children asking", func() bool {
 		k := kids(t, r.st, id)
 		return len(k) == 2 && k[0].State == store.Asking && k[1].State == store.Asking
 	})
-	queued.Clear() // the second spawn waited for the first: not this test's wait
+	queued.clear() // the second spawn waited for the first: not this test's wait
 	for _, k := range kids(t, r.st, id) {
 		if err := r.ctl.Answer(ctx, k.ID, "yes"); err != nil {
 			t.Fatal(err)
@@ -438,11 +466,7 @@ func TestMaxParallelHoldsForResumedChildren(t *testing.T) {
 	}
 	<-p.entered
 	// The other one says it waits for its parent's slot.
-	waitFor(t, func() bool {
-		n := 0
-		queued.Range(func(any, any) bool { n++; return true })
-		return n == 1
-	})
+	waitUntil(t, queued.changed, "the other child waiting for its parent's slot", func() bool { return queued.len() == 1 })
 	p.mu.Lock()
 	inside := p.cur
 	p.mu.Unlock()
@@ -492,9 +516,7 @@ func TestUnwaitedQuestionReachesTheParent(t *testing.T) {
 	if in.State != store.Completed || !strings.Contains(in.Report, "cut to small") {
 		t.Fatalf("root %s %q\n%s", in.State, in.Report, transcriptText(t, r.st, id))
 	}
-	if p, _ := r.st.Pending(context.Background(), id); len(p) != 0 {
-		t.Errorf("mail left: %+v", p)
-	}
+	noMailLeft(t, r.st, id)
 }
 
 const ignoredAskScenario = `
@@ -544,19 +566,14 @@ func TestCancelWhileWaitingForAPlace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	g := gate{open: make(chan struct{})}
-	var queued sync.Map
-	r := newRigWith(t, &rig{scenario: slotCancelScenario, tools: []tool.Tool{g}, maxRuns: 1,
-		onEvent: func(ev agent.Event) {
-			if ev.Kind == agent.EventQueued {
-				queued.Store(ev.Instance, true)
-			}
-		}})
+	queued := newQueueLog()
+	r := newRigWith(t, &rig{scenario: slotCancelScenario, tools: []tool.Tool{g}, maxRuns: 1, onEvent: queued.event})
 	id := r.start(durable.Spec{System: "root"})
 	// Whichever child did not get the one place waits for it.
 	var waiting string
-	waitFor(t, func() bool {
+	waitUntil(t, queued.changed, "a child waiting for the place", func() bool {
 		for _, k := range kids(t, r.st, id) {
-			if _, ok := queued.Load(k.ID); ok {
+			if queued.has(k.ID) {
 				waiting = k.ID
 			}
 		}
@@ -656,16 +673,23 @@ func TestChildWhoseStepFailsEndsFailed(t *testing.T) {
 					t.Errorf("child run %+v left open", run)
 				}
 			}
-			// The root learns that the child failed and why: in the
-			// spawn call's result (foreground), or in the relay, which
-			// comes at its next turn or through its hold, as the timing
-			// falls (background).
-			if all := transcriptText(t, r.st, id); !strings.Contains(all, "failed") || !strings.Contains(all, "failpoint") {
-				t.Fatalf("the root never learnt that the child failed and why: %s", all)
+			// The root heard that the child failed, and why: in the spawn
+			// call's result (foreground) or in the relay (background), at
+			// whichever turn the timing brought it; not in which words.
+			msgs, err := r.st.Transcript(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if p, _ := r.st.Pending(context.Background(), id); len(p) != 0 {
-				t.Errorf("mail left for the root: %+v", p)
+			heard := false
+			for _, m := range msgs {
+				for _, b := range m.Content {
+					heard = heard || m.Role == llm.User && strings.Contains(b.Text, k[0].ID) && strings.Contains(b.Text, "failed")
+				}
 			}
+			if all := transcriptText(t, r.st, id); !heard || !strings.Contains(all, "failpoint") {
+				t.Fatalf("the root never heard that child %s failed, and why: %s", k[0].ID, all)
+			}
+			noMailLeft(t, r.st, id)
 		})
 	}
 }
@@ -689,4 +713,45 @@ func TestChildEndRecordedWhenTheRecorderFailed(t *testing.T) {
 		!strings.Contains(in.Error, "failpoint") {
 		t.Fatalf("root %+v", in)
 	}
+}
+
+const damagedSpecScenario = `
+rules:
+  - match: {system: "subagent working"}
+    text: "child done"
+  - match: {turn: 1}
+    tool_calls: [{name: gate, input: {}}]
+  - match: {turn: 2}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: general-purpose, task: "work"}}]
+  - match: {turn: 3}
+    text: "spawned: {{index .ToolResults 0}}"
+`
+
+// A child spawned after its root's recorded spec was damaged (the row no
+// longer decodes) ends failed, saying so, rather than running under a cap
+// on its parent's children (max_parallel) it could not read; its parent
+// hears why. The root's own run goes on from the spec it read as it
+// started.
+func TestChildUnderADamagedRootSpecEndsFailed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := gate{open: make(chan struct{})}
+	r := newRig(t, damagedSpecScenario, nil, g)
+	id := r.start(durable.Spec{System: "root", MaxParallel: 2})
+	waitTurn(t, r.st, id, 2) // the root waits at its gate
+	// Valid JSON (the column holds any), not a spec.
+	if _, err := r.st.DB().ExecContext(ctx, `UPDATE deputy_instances SET definition = ? WHERE id = ?`,
+		`{"max_parallel": "two"}`, id); err != nil {
+		t.Fatal(err)
+	}
+	close(g.open)
+	in := r.wait(id)
+	if in.State != store.Completed || !strings.Contains(in.Report, "its spec does not decode") {
+		t.Fatalf("root %s %q", in.State, in.Report)
+	}
+	k := kids(t, r.st, id)
+	if len(k) != 1 || k[0].State != store.Failed || !strings.Contains(k[0].Error, "its spec does not decode") {
+		t.Fatalf("child %+v", k)
+	}
+	noMailLeft(t, r.st, id)
 }

@@ -52,30 +52,34 @@ type Control struct {
 // Pause stops an instance: a running one at its next turn boundary, an
 // asking one at once (its answer will wait for the resume).
 func (c Control) Pause(ctx context.Context, id string) error {
-	in, err := c.Store.GetInstance(ctx, id)
+	in, err := c.instance(ctx, id, "paused", func(s store.State) bool { return s == store.Running || s == store.Asking })
 	if err != nil {
 		return err
 	}
-	switch in.State {
-	case store.Running:
+	if in.State == store.Running {
 		_, err = c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: Operator, Kind: MailPause})
 		return err
-	case store.Asking:
-		return c.Store.Transition(ctx, id, store.Paused, "paused while asking")
 	}
-	return refused(in, "paused")
+	return c.Store.Transition(ctx, id, store.Paused, "paused while asking")
 }
 
 // Resume starts the next run of a paused instance.
 func (c Control) Resume(ctx context.Context, id string) error {
-	in, err := c.Store.GetInstance(ctx, id)
+	in, err := c.instance(ctx, id, "resumed", func(s store.State) bool { return s == store.Paused })
 	if err != nil {
 		return err
 	}
-	if in.State != store.Paused {
-		return refused(in, "resumed")
-	}
 	return c.restart(ctx, in, "resumed")
+}
+
+// instance reads instance id for a control its state must allow (ok),
+// refused as what otherwise.
+func (c Control) instance(ctx context.Context, id, what string, ok func(store.State) bool) (*store.Instance, error) {
+	in, err := c.Store.GetInstance(ctx, id)
+	if err == nil && !ok(in.State) {
+		err = refused(in, what)
+	}
+	return in, err
 }
 
 // restart moves a waiting instance to running at once (so nobody sees it
@@ -91,9 +95,7 @@ func (c Control) restart(ctx context.Context, in *store.Instance, why string) er
 		}
 		return err
 	}
-	if c.Engine != nil {
-		c.Engine.changed()
-	}
+	c.Engine.changed()
 	return nil
 }
 
@@ -101,24 +103,15 @@ func (c Control) restart(ctx context.Context, in *store.Instance, why string) er
 // at its next turn boundary (at once when Engine runs it), with its partial
 // answer; any other active one now, its active descendants with it.
 func (c Control) Cancel(ctx context.Context, id string) error {
-	in, err := c.Store.GetInstance(ctx, id)
+	in, err := c.instance(ctx, id, "cancelled", func(s store.State) bool { return !s.Terminal() })
 	if err != nil {
 		return err
 	}
-	if in.State.Terminal() {
-		return refused(in, "cancelled")
-	}
-	tree, err := c.Store.ListInstances(ctx, store.Filter{Root: in.Root, Active: true})
+	active, err := c.Store.ListInstances(ctx, store.Filter{Root: in.Root, Active: true})
 	if err != nil {
 		return err
 	}
-	var targets []*store.Instance // id and its active descendants
-	for _, t := range tree {
-		if t.ID == id || descends(tree, t, id) {
-			targets = append(targets, t)
-		}
-	}
-	tree = targets
+	tree := subtree(active, id)
 	// Every running one is told first, then each is stopped, the deepest
 	// first: a cancelled child's partial relay is what its parent's spawn
 	// call returns, and the parent, told already, stops at the turn
@@ -136,64 +129,51 @@ func (c Control) Cancel(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	if c.Engine != nil {
-		c.Engine.changed()
-	}
+	c.Engine.changed()
 	return nil
 }
 
 // cancelOne cancels one instance: a running one through its mailbox and,
 // when this engine runs it, its context; any other active one now.
 func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
-	if in.State == store.Running {
-		if err := c.postCancel(ctx, in.ID); err != nil {
-			return err
-		}
-		if c.Engine != nil {
-			c.Engine.cancelRun(in.ID)
-		}
-		// Its run may have stopped to wait just before the mail landed.
-		now, err := c.Store.GetInstance(ctx, in.ID)
-		if err != nil || now.State == store.Running || now.State.Terminal() {
-			return err
-		}
-		in = now
-	} else if err := c.postCancel(ctx, in.ID); err != nil {
-		// Posted first: a run that starts it between the read above and
-		// the end below finds the cancel at its first turn boundary.
+	// Posted first: a run that starts it between the read that found it
+	// and the end below finds the cancel at its first turn boundary.
+	if err := c.postCancel(ctx, in.ID); err != nil {
 		return err
 	}
 	for range 3 {
-		err := cancelNow(ctx, c.Store, in, "cancelled by request while "+string(in.State))
-		var te *store.TransitionError
-		switch {
-		case errors.As(err, &te) && te.From == store.Running:
-			// A run started it meanwhile (created, answered or resumed):
-			// it stops at its next turn boundary on the mail posted
-			// above, and at once when this engine runs it.
-			if c.Engine != nil {
-				c.Engine.cancelRun(in.ID)
-			}
-			return nil
-		case errors.As(err, &te):
-			// It moved between two states no run carries (asking to
-			// paused): cancel it as it is now. Giving up instead would
-			// leave the mail above to cancel a later run, after the
-			// request was said to have failed.
-			if in, err = c.Store.GetInstance(ctx, in.ID); err != nil {
+		if in.State == store.Running {
+			// Its run stops at its next turn boundary on the mail (at once
+			// when this engine runs it), unless it stopped to wait just
+			// before the mail landed.
+			c.stopRun(in.ID)
+			now, err := c.Store.GetInstance(ctx, in.ID)
+			if err != nil || now.State == store.Running || now.State.Terminal() {
 				return err
 			}
-			if in.State == store.Running {
-				if c.Engine != nil {
-					c.Engine.cancelRun(in.ID)
-				}
-				return nil // its run reads the mail
-			}
-		default:
+			in = now
+		}
+		err := cancelNow(ctx, c.Store, in, "cancelled by request while "+string(in.State))
+		if te := (*store.TransitionError)(nil); !errors.As(err, &te) {
+			return err
+		}
+		// It moved meanwhile: a run started it (created, answered or
+		// resumed), or it went between two states no run carries (asking
+		// to paused). It is cancelled as it is now: giving up would leave
+		// the mail above to cancel a later run, after the request was
+		// said to have failed.
+		if in, err = c.Store.GetInstance(ctx, in.ID); err != nil {
 			return err
 		}
 	}
 	return fmt.Errorf("cancel %s: its state kept changing; try again", in.ID)
+}
+
+// stopRun cancels the run of id at once when Engine carries it.
+func (c Control) stopRun(id string) {
+	if c.Engine != nil {
+		c.Engine.cancelRun(id)
+	}
 }
 
 // postCancel puts a cancel in id's mailbox, once (a repeat finds it).
@@ -224,31 +204,26 @@ func cancelNow(ctx context.Context, st *store.Store, in *store.Instance, why str
 	if ended.State != store.Cancelled {
 		return nil // it ended otherwise; its run relays that
 	}
-	text, _ := recordedEnd(ended).Relay.ToolResult()
-	_, err = st.Post(ctx, store.Mail{InstanceID: in.Parent, Sender: in.ID, Kind: mailRelay, Body: text, Key: "relay-" + in.ID})
-	if errors.Is(err, store.ErrConflict) {
-		err = nil // relayed already
-	}
-	return err
+	return postRelay(ctx, st, in.ID, in.Parent, recordedEnd(ended).Relay)
 }
 
-// descends reports whether in is below ancestor in tree.
-func descends(tree []*store.Instance, in *store.Instance, ancestor string) bool {
-	byID := map[string]*store.Instance{}
+// subtree is id and those below it in tree; the line up from one stops
+// at an instance tree does not hold.
+func subtree(tree []*store.Instance, id string) []*store.Instance {
+	parent := map[string]string{}
 	for _, t := range tree {
-		byID[t.ID] = t
+		parent[t.ID] = t.Parent
 	}
-	for p := in.Parent; p != ""; {
-		if p == ancestor {
-			return true
+	var out []*store.Instance
+	for _, t := range tree {
+		for at, ok := t.ID, true; ok; at, ok = parent[at] {
+			if at == id {
+				out = append(out, t)
+				break
+			}
 		}
-		next, ok := byID[p]
-		if !ok {
-			return false
-		}
-		p = next.Parent
 	}
-	return false
+	return out
 }
 
 // Send leaves a note for an active instance: the model reads it at its
@@ -263,14 +238,10 @@ func (c Control) send(ctx context.Context, id, from, text, key string) error {
 	if text == "" {
 		return errors.New("the message is empty")
 	}
-	in, err := c.Store.GetInstance(ctx, id)
-	if err != nil {
+	if _, err := c.instance(ctx, id, "sent a message", store.State.Active); err != nil {
 		return err
 	}
-	if !in.State.Active() {
-		return refused(in, "sent a message")
-	}
-	_, err = c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: from, Kind: MailNote, Body: text, Key: key})
+	_, err := c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: from, Kind: MailNote, Body: text, Key: key})
 	return err
 }
 
@@ -317,6 +288,15 @@ func (c Control) answerAs(ctx context.Context, id, sender, text string) error {
 // Question returns an instance's open question, or nil.
 func (c Control) Question(ctx context.Context, id string) (*store.Mail, error) {
 	return openQuestion(ctx, c.Store, id)
+}
+
+// question is instance id's open question, "" when it has none.
+func question(ctx context.Context, st *store.Store, id string) (string, error) {
+	q, err := openQuestion(ctx, st, id)
+	if err != nil || q == nil {
+		return "", err
+	}
+	return q.Body, nil
 }
 
 func openQuestion(ctx context.Context, st *store.Store, id string) (*store.Mail, error) {
@@ -397,35 +377,53 @@ type inboxed struct {
 // then on the checkpoint holds it.
 func (e *Engine) inbox(wf dbos.Context, id, label string) func(context.Context, int) ([]string, loop.StopReason, error) {
 	return func(ctx context.Context, turn int) ([]string, loop.StopReason, error) {
-		got, err := runStep(e, dbos.From(wf, ctx), label, fmt.Sprintf("turn-%d/inbox", turn), func(c context.Context) (inboxed, error) {
+		got, err := e.mailStep(wf, ctx, label, fmt.Sprintf("turn-%d/inbox", turn), func(c context.Context) (inboxed, error) {
 			mail, err := e.st.Pending(c, id)
-			var in inboxed
-			for _, m := range mail {
-				switch m.Kind {
-				case MailNote:
-					in.Notes = append(in.Notes, noteText(m))
-				case MailCancel:
-					in.Stop = loop.StopCancelled
-				case MailPause:
-					if in.Stop == "" {
-						in.Stop = loop.StopSuspended
-					}
-				case mailRelay:
-					in.Notes = append(in.Notes, relayNote(m))
-				case mailAsked:
-					in.Notes = append(in.Notes, m.Body)
-				default:
-					continue
-				}
-				in.Mail = append(in.Mail, m.ID)
-			}
-			return in, err
+			return readMail(mail, true), err
 		})
-		if err != nil {
-			return nil, "", err
-		}
-		return got.Notes, got.Stop, e.consume(ctx, got.Mail)
+		return got.Notes, got.Stop, err
 	}
+}
+
+// mailStep runs read as the named step of a turn boundary (an inbox, a
+// hold), then marks the mail it took delivered: from then on the
+// checkpoint holds it, and a replay finds the same.
+func (e *Engine) mailStep(wf dbos.Context, ctx context.Context, label, name string, read func(context.Context) (inboxed, error)) (inboxed, error) {
+	got, err := runStep(e, dbos.From(wf, ctx), label, name, read)
+	if err != nil {
+		return inboxed{}, err
+	}
+	return got, consume(ctx, e.st, got.Mail)
+}
+
+// readMail is what a turn boundary takes from mail: always its children's
+// relays and notices of their questions; at a boundary between turns
+// (boundary), also the notes and a pause or cancel, which a hold (the
+// model has answered) leaves for the inbox.
+func readMail(mail []store.Mail, boundary bool) inboxed {
+	var in inboxed
+	for _, m := range mail {
+		switch {
+		case m.Kind == mailRelay:
+			in.Notes = append(in.Notes, relayNote(m))
+		case m.Kind == mailAsked:
+			in.Notes = append(in.Notes, m.Body)
+		case !boundary:
+			continue
+		case m.Kind == MailNote:
+			in.Notes = append(in.Notes, noteText(m))
+		case m.Kind == MailCancel:
+			in.Stop = loop.StopCancelled
+		case m.Kind == MailPause:
+			if in.Stop == "" {
+				in.Stop = loop.StopSuspended
+			}
+		default:
+			continue
+		}
+		in.Mail = append(in.Mail, m.ID)
+	}
+	return in
 }
 
 func noteText(m store.Mail) string {

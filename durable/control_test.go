@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -170,8 +171,8 @@ func TestAskAnswerRoundTrip(t *testing.T) {
 		res[0].ToolUseID != msgs[1].ToolUses()[0].ID {
 		t.Fatalf("the answer is not the ask_parent result: %+v", res)
 	}
-	if q, _ := r.ctl.Question(ctx, id); q != nil {
-		t.Errorf("the question is still open: %+v", q)
+	if q, err := r.ctl.Question(ctx, id); err != nil || q != nil {
+		t.Errorf("the question is still open: %+v %v", q, err)
 	}
 	if runs, _ := r.st.Runs(ctx, id); len(runs) != 2 || runs[1].Outcome != "" && runs[1].Outcome != "completed" {
 		t.Errorf("runs %+v", runs)
@@ -247,9 +248,7 @@ func TestPauseResumeAcrossRestartWithNote(t *testing.T) {
 	if len(last.Content) != 2 || last.Content[0].Text != "gate passed" || !strings.Contains(last.Content[1].Text, "look at b.txt") {
 		t.Fatalf("the resumed run's first message %+v", last)
 	}
-	if p, _ := r.st.Pending(ctx, id); len(p) != 0 {
-		t.Errorf("mail left: %+v", p)
-	}
+	noMailLeft(t, r.st, id)
 }
 
 // Cancel stops a running root at once when this engine runs it, keeping
@@ -293,11 +292,10 @@ func TestCancelRunningAndPaused(t *testing.T) {
 	}
 }
 
-// waitState polls the store until id is in state s (a condition, not a
-// duration: a bounded loop over a short ticker).
+// waitState waits until id is in state s.
 func waitState(t *testing.T, st *store.Store, id string, s store.State) {
 	t.Helper()
-	waitFor(t, func() bool {
+	waitUntil(t, st.EventsWritten, "instance "+id+" "+string(s), func() bool {
 		in, err := st.GetInstance(context.Background(), id)
 		return err == nil && in.State == s
 	})
@@ -306,22 +304,61 @@ func waitState(t *testing.T, st *store.Store, id string, s store.State) {
 // waitTurn waits until id's transcript has n messages.
 func waitTurn(t *testing.T, st *store.Store, id string, n int) {
 	t.Helper()
-	waitFor(t, func() bool {
+	waitUntil(t, st.EventsWritten, fmt.Sprintf("%d messages in the transcript of %s", n, id), func() bool {
 		m, err := st.Transcript(context.Background(), id)
 		return err == nil && len(m) >= n
 	})
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 20 s")
+// recheck is how often eventually looks again when nothing woke it: for
+// what no event marks (a worker's lease, a run's end, a mail consumed, a
+// commit of another process on SQLite).
+const recheck = 25 * time.Millisecond
+
+// eventually reports whether cond came to hold before ctx ended. It
+// checks cond again each time wake's channel is closed (a store's
+// EventsWritten: an instance moved, a message, mail or progress was
+// recorded, and on Postgres by any process), or recheck has passed. wake
+// is called before each check, so a change that lands between the check
+// and the wait still wakes it. cond may fail the test (a worker died).
+func eventually(ctx context.Context, wake func() <-chan struct{}, cond func() bool) bool {
+	look := time.NewTicker(recheck)
+	defer look.Stop()
+	for {
+		woken := wake()
+		if cond() {
+			return true
 		}
-		<-tick.C
+		select {
+		case <-woken:
+		case <-look.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// waitUntil is eventually within 20 s, failing the test with what when
+// cond never held.
+func waitUntil(t testing.TB, wake func() <-chan struct{}, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if !eventually(ctx, wake, cond) {
+		t.Fatalf("never within 20 s: %s", what)
+	}
+}
+
+// noMailLeft fails the test when id's mailbox holds mail nobody took, or
+// cannot be read.
+func noMailLeft(t *testing.T, st *store.Store, id string) {
+	t.Helper()
+	p, err := st.Pending(context.Background(), id)
+	if err != nil {
+		t.Fatalf("the mailbox of %s: %v", id, err)
+	}
+	if len(p) != 0 {
+		t.Errorf("mail left for %s: %+v", id, p)
 	}
 }
 

@@ -133,10 +133,13 @@ func (g *gate) drain(clk clock.Clock, timeout time.Duration, cut <-chan struct{}
 	expired := make(chan struct{})
 	t := clk.AfterFunc(timeout, func() { close(expired) })
 	defer t.Stop()
-	g.mu.Lock()
-	for g.inflight > 0 {
-		moved := g.moved
+	for {
+		g.mu.Lock()
+		n, moved := g.inflight, g.moved
 		g.mu.Unlock()
+		if n == 0 {
+			return true
+		}
 		select {
 		case <-moved:
 		case <-expired:
@@ -144,10 +147,7 @@ func (g *gate) drain(clk clock.Clock, timeout time.Duration, cut <-chan struct{}
 		case <-cut:
 			return false
 		}
-		g.mu.Lock()
 	}
-	g.mu.Unlock()
-	return true
 }
 
 // running is the steps running now.

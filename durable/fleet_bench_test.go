@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	neturl "net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -205,25 +206,23 @@ func (tl *timeline) report(b *testing.B) {
 	}
 }
 
-// waitRoot waits for root to end, failing on a worker's death.
+// waitRoot waits for root to end, failing on a worker's death. The
+// workers' commits wake it (EventsWritten listens on Postgres).
 func waitRoot(b *testing.B, f *fleet, st *store.Store, root string) {
 	b.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		in, err := st.GetInstance(context.Background(), root)
-		if err == nil && in.State.Terminal() {
-			if in.State != store.Completed {
-				b.Fatalf("root %s: %s", in.State, in.Error)
-			}
-			return
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if !eventually(ctx, st.EventsWritten, func() bool {
 		if id := f.died(); id != "" {
 			b.Fatalf("worker %s died:\n%s", id, f.log(id))
 		}
-		if time.Now().After(deadline) {
-			b.Fatal("the root never ended")
+		in, err := st.GetInstance(ctx, root)
+		if err == nil && in.State.Terminal() && in.State != store.Completed {
+			b.Fatalf("root %s: %s", in.State, in.Error)
 		}
-		time.Sleep(10 * time.Millisecond) // polling a database for a benchmark's end, not timing a test
+		return err == nil && in.State.Terminal()
+	}) {
+		b.Fatal("the root never ended")
 	}
 }
 
@@ -250,6 +249,11 @@ default:
 	for range b.N {
 		url := pgtest.URL(b)
 		f := newFleet(b, buildDeputy(b), url)
+		st, err := store.Open(context.Background(), url, store.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
 		second := make(chan struct{}, 1)
 		var calls atomic.Int64
 		arrived := make(chan time.Time, 1)
@@ -286,7 +290,17 @@ default:
 				}
 			}
 		}
-		time.Sleep(time.Second) // w2 has joined and renewed once: a live fleet, not a lone survivor
+		// w2 has joined before w1 dies: a live fleet, not a lone survivor.
+		waitUntil(b, st.EventsWritten, "w2 live in the fleet", func() bool {
+			if id := f.died(); id != "" {
+				b.Fatalf("worker %s died:\n%s", id, f.log(id))
+			}
+			ws, err := st.Workers(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			return slices.ContainsFunc(ws, func(w store.Worker) bool { return w.ID == "w2" && w.State == store.WorkerLive })
+		})
 		killed := time.Now()
 		if err := f.stop("w1", syscall.SIGKILL); err == nil {
 			b.Fatal("w1 survived SIGKILL")

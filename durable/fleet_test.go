@@ -323,15 +323,13 @@ func TestMultiWorkerTakeoverAndDrain(t *testing.T) {
 	}
 	until := func(what string, cond func() bool) {
 		t.Helper()
-		for !cond() {
+		if !eventually(ctx, st.EventsWritten, func() bool {
 			if id := f.died(); id != "" {
 				t.Fatalf("worker %s died:\n%s", id, f.log(id))
 			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("never: %s\n%s\nw1:\n%s\nw2:\n%s\nw3:\n%s", what, f.diagnose(url, root), f.log("w1"), f.log("w2"), f.log("w3"))
-			case <-time.After(20 * time.Millisecond):
-			}
+			return cond()
+		}) {
+			t.Fatalf("never: %s\n%s\nw1:\n%s\nw2:\n%s\nw3:\n%s", what, f.diagnose(url, root), f.log("w1"), f.log("w2"), f.log("w3"))
 		}
 	}
 

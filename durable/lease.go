@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"syscall"
@@ -149,7 +150,7 @@ func (l *lease) keep(ctx context.Context, lastOK time.Time) {
 			switch {
 			case err == nil:
 				lastOK = now
-				l.extend(l.admitUntil(now))
+				e.gate.extend(l.admitUntil(now))
 				nextRenew = now.Add(renewEvery)
 			case errors.Is(err, store.ErrLeaseLost):
 				l.lose(err)
@@ -207,12 +208,7 @@ func (e *Engine) takeOver(ctx context.Context, dead string) error {
 	for _, w := range wfs {
 		byQueue[w.QueueName] = append(byQueue[w.QueueName], w.ID)
 	}
-	queues := make([]string, 0, len(byQueue))
-	for q := range byQueue {
-		queues = append(queues, q)
-	}
-	slices.Sort(queues)
-	for _, q := range queues {
+	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
 		var opts []dbos.ResumeWorkflowOption
 		if q != "" {
 			opts = append(opts, dbos.WithResumeQueue(q))
@@ -229,9 +225,6 @@ func (e *Engine) takeOver(ctx context.Context, dead string) error {
 	}
 	return nil
 }
-
-// extend moves the time steps may start until.
-func (l *lease) extend(valid time.Time) { l.e.gate.extend(valid) }
 
 // lose gives the lease up for good: no step starts again (admit waits
 // until its run's context ends), and OnLeaseLost hears why. The runs here

@@ -193,21 +193,19 @@ func TestDrainInProcess(t *testing.T) {
 	closed := make(chan struct{})
 	go func() { a.e.Close(30 * time.Second); close(closed) }()
 	// a drains: marked so, and waiting for its step.
-	for {
-		ws, err := b.st.Workers(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ws[1].ID == "wa" && ws[1].State == store.WorkerDraining {
-			break
-		}
+	var ws []store.Worker
+	if !eventually(ctx, b.st.EventsWritten, func() bool {
 		select {
 		case <-closed:
 			t.Fatal("a closed without waiting for its step")
-		case <-ctx.Done():
-			t.Fatalf("a never drained: %+v", ws)
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
+		if ws, err = b.st.Workers(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return ws[1].ID == "wa" && ws[1].State == store.WorkerDraining
+	}) {
+		t.Fatalf("a never drained: %+v", ws)
 	}
 	close(gate.release)
 	select {

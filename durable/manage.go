@@ -48,11 +48,16 @@ func (s *slots) take(ctx context.Context, queued func()) (context.Context, func(
 	return context.WithValue(ctx, slotKey{}, h), func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if h.have {
-			h.have = false
-			<-s.ch
-		}
+		h.giveUp()
 	}, nil
+}
+
+// giveUp lets the place go if the run has it; h.mu is held.
+func (h *held) giveUp() {
+	if h.have {
+		h.have = false
+		<-h.s.ch
+	}
 }
 
 // yield gives up the place ctx's run holds, if any, until resume; the
@@ -64,10 +69,7 @@ func (s *slots) yield(ctx context.Context) (resume func()) {
 	}
 	h.mu.Lock()
 	h.waiting++
-	if h.have {
-		h.have = false
-		<-s.ch
-	}
+	h.giveUp()
 	h.mu.Unlock()
 	return func() {
 		h.mu.Lock()
@@ -156,8 +158,13 @@ func (e *Engine) takeParentSlot(ctx context.Context, ld loaded) (func(), error) 
 	if err != nil {
 		return nil, err
 	}
+	// Returned, not left to fail the run later: a cap read from a spec
+	// that does not decode would be the default, not the tree's.
 	var spec Spec
-	_ = json.Unmarshal(root.Definition, &spec) // a bad spec fails the run elsewhere
+	if err := json.Unmarshal(root.Definition, &spec); err != nil {
+		return nil, fmt.Errorf("the cap on the children of %s (max_parallel): instance %s: its spec does not decode: %w",
+			in.Parent, root.ID, err)
+	}
 	n := spec.MaxParallel
 	if n <= 0 {
 		n = agent.DefaultMaxParallel
@@ -180,8 +187,12 @@ func (e *Engine) queued(id, parent, why string) func() {
 }
 
 // changed wakes everyone waiting for an instance of this engine to move
-// (subagent_wait, a parent holding for its background children).
+// (subagent_wait, a parent holding for its background children). A nil
+// engine (a Control without one) has nobody waiting.
 func (e *Engine) changed() {
+	if e == nil {
+		return
+	}
 	e.chMu.Lock()
 	close(e.ch)
 	e.ch = make(chan struct{})
@@ -200,11 +211,13 @@ func (e *Engine) await(ctx context.Context, timeout <-chan struct{}) error {
 	return e.awaitOn(ctx, e.changes(), timeout)
 }
 
-// awaitOn is await on a changes channel taken earlier.
+// awaitOn is await on a changes channel taken earlier. A run that waits
+// (for children, for mail) does no work meanwhile: it gives its place
+// under the engine's cap up, and a step of it is not one a draining
+// engine waits for.
 func (e *Engine) awaitOn(ctx context.Context, changed <-chan struct{}, timeout <-chan struct{}) error {
+	defer e.slots.yield(ctx)()
 	if ctx.Value(inStepKey{}) != nil {
-		// A step that waits (for children, for mail) does no work
-		// meanwhile: a draining engine does not wait for it.
 		defer e.gate.park()()
 	}
 	poll := time.NewTimer(e.opts.PollInterval)
@@ -224,7 +237,7 @@ func (e *Engine) awaitOn(ctx context.Context, changed <-chan struct{}, timeout <
 // reports to the model; with none, the run completes.
 func (e *Engine) hold(wf dbos.Context, id, label string) func(context.Context, int) ([]string, error) {
 	return func(ctx context.Context, turn int) ([]string, error) {
-		got, err := runStep(e, dbos.From(wf, ctx), label, fmt.Sprintf("turn-%d/hold", turn), func(c context.Context) (inboxed, error) {
+		got, err := e.mailStep(wf, ctx, label, fmt.Sprintf("turn-%d/hold", turn), func(c context.Context) (inboxed, error) {
 			for {
 				// Who is at work first, then the mail: a child that had
 				// settled by the first read had posted its relay by the
@@ -237,33 +250,15 @@ func (e *Engine) hold(wf dbos.Context, id, label string) func(context.Context, i
 				if err != nil {
 					return inboxed{}, err
 				}
-				var in inboxed
-				for _, m := range mail {
-					switch m.Kind {
-					case mailRelay:
-						in.Notes, in.Mail = append(in.Notes, relayNote(m)), append(in.Mail, m.ID)
-					case mailAsked:
-						in.Notes, in.Mail = append(in.Notes, m.Body), append(in.Mail, m.ID)
-					}
-				}
-				if len(in.Notes) > 0 {
+				if in := readMail(mail, false); len(in.Notes) > 0 || !busy {
 					return in, nil
 				}
-				if !busy {
-					return inboxed{}, nil
-				}
-				resume := e.slots.yield(ctx)
-				err = e.await(c, nil)
-				resume()
-				if err != nil {
+				if err := e.await(c, nil); err != nil {
 					return inboxed{}, err
 				}
 			}
 		})
-		if err != nil {
-			return nil, err
-		}
-		return got.Notes, e.consume(ctx, got.Mail)
+		return got.Notes, err
 	}
 }
 
@@ -292,21 +287,18 @@ func (e *Engine) settled(ctx context.Context, in *store.Instance) (bool, error) 
 	case !in.State.Terminal():
 		return false, nil
 	}
-	runs, err := e.st.Runs(ctx, in.ID)
-	if err != nil {
-		return false, err
-	}
-	return len(runs) == 0 || !runs[len(runs)-1].EndedAt.IsZero(), nil
+	run, err := openRun(ctx, e.st, in.ID)
+	return err == nil && run == 0, err
 }
 
-// consume marks mail a checkpointed step has taken as delivered.
-func (e *Engine) consume(ctx context.Context, ids []int64) error {
-	for _, m := range ids {
-		if err := e.st.Consume(context.WithoutCancel(ctx), m); err != nil && !errors.Is(err, store.ErrAlreadyConsumed) {
-			return err
-		}
+// openRun is the id of instance id's last run while it has not ended, 0
+// once it has (or when there is none).
+func openRun(ctx context.Context, st *store.Store, id string) (int64, error) {
+	runs, err := st.Runs(ctx, id)
+	if n := len(runs); err != nil || n == 0 || !runs[n-1].EndedAt.IsZero() {
+		return 0, err
 	}
-	return nil
+	return runs[len(runs)-1].ID, nil
 }
 
 // child returns parent's child id, or an error the parent model reads.
@@ -326,12 +318,9 @@ func (e *Engine) status(ctx context.Context, in *store.Instance) (agent.Status, 
 	s := agent.Status{ID: in.ID, Type: in.Type, State: string(in.State), Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage}
 	switch {
 	case in.State == store.Asking:
-		q, err := openQuestion(ctx, e.st, in.ID)
-		if err != nil {
+		var err error
+		if s.Question, err = question(ctx, e.st, in.ID); err != nil {
 			return s, err
-		}
-		if q != nil {
-			s.Question = q.Body
 		}
 	case in.State.Terminal():
 		s.Relay, _ = recordedEnd(in).Relay.ToolResult()
@@ -425,10 +414,7 @@ func (m manager) Wait(ctx context.Context, parent string, ids []string, all bool
 			}
 			return out, nil
 		}
-		resume := m.e.slots.yield(ctx)
-		err := m.e.await(ctx, expired)
-		resume()
-		if err != nil {
+		if err := m.e.await(ctx, expired); err != nil {
 			return nil, err
 		}
 	}

@@ -268,14 +268,15 @@ func TestPartitionTakeover(t *testing.T) {
 	var root string
 	until := func(what string, cond func() bool) {
 		t.Helper()
-		for !cond() {
+		if !eventually(ctx, st.EventsWritten, func() bool {
 			select {
-			case <-ctx.Done():
-				t.Fatalf("never: %s\n%s\nw1:\n%s\nw2:\n%s", what, diagnose(pgURL, root), procs["w1"].out.String(), procs["w2"].out.String())
 			case <-procs["w2"].exited:
 				t.Fatalf("w2 died:\n%s", procs["w2"].out.String())
-			case <-time.After(20 * time.Millisecond):
+			default:
 			}
+			return cond()
+		}) {
+			t.Fatalf("never: %s\n%s\nw1:\n%s\nw2:\n%s", what, diagnose(pgURL, root), procs["w1"].out.String(), procs["w2"].out.String())
 		}
 	}
 	until("both workers live", func() bool {
