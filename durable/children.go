@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
@@ -48,10 +48,8 @@ const mailAsked = "asked"
 type launch struct {
 	parent     context.Context
 	work       func(context.Context, agent.ChildEnv) agent.ChildEnd
-	foreground bool // a spawn call waits for the end
-
-	mu  sync.Mutex
-	end *agent.ChildEnd // what work returned, once it has
+	foreground bool                           // a spawn call waits for the end
+	end        atomic.Pointer[agent.ChildEnd] // what work returned, once recorded
 }
 
 type launches struct{ m sync.Map } // workflow id → *launch
@@ -77,26 +75,21 @@ func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Cont
 		return agent.ChildEnd{}, err
 	}
 	defer e.launches.drop(workflowID(id), x)
-	// While it waits, the parent gives up its place under the engine's
-	// cap: a parent holding a place while its children wait for one
-	// would deadlock.
-	resume := e.slots.yield(ctx)
+	resume := e.slots.yield(ctx) // the parent's place goes while it waits (slots)
 	// No select on ctx: a cancelled parent cancels the child's work too
 	// (its context follows ours), and the child's end must be waited for,
 	// or the parent would record an end of its own beside the child's.
 	end, err := h.GetResult(dbos.WithHandlePollingInterval(e.opts.PollInterval))
 	resume()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.end != nil {
-		return *x.end, nil // it ran here: what it returned, first hand
+	if end := x.end.Load(); end != nil {
+		return *end, nil // it ran here: what it returned, first hand
 	}
 	if err != nil {
 		return agent.ChildEnd{}, fmt.Errorf("child %s: %w", id, err)
 	}
 	// It ran in an earlier execution, or was built again after a crash:
 	// this call delivers its relay, so the copy in the mailbox is done.
-	if err := consumeFrom(context.WithoutCancel(ctx), e.st, id, mailRelay, mailAsked); err != nil {
+	if err := consumeFrom(context.WithoutCancel(ctx), e.st, id); err != nil {
 		return agent.ChildEnd{}, err
 	}
 	return end, nil
@@ -105,7 +98,7 @@ func (e *Engine) RunChild(ctx context.Context, id string, work func(context.Cont
 // StartChild implements agent.ChildRunner for a background child. When
 // the child's workflow exists already (a replayed spawn), nothing takes
 // the work (its first execution began already, or, on a fleet, takes it
-// only if it has recorded no step yet: see carryChild): once that
+// only if it has recorded no step yet: see takeLaunch): once that
 // workflow ends, the work is called on a cancelled context, so what it
 // holds in its parent's tree (its slot, its turn to write) is let go.
 func (e *Engine) StartChild(ctx context.Context, id string, work func(context.Context, agent.ChildEnv) agent.ChildEnd) error {
@@ -156,9 +149,8 @@ func (e *Engine) backgroundEnded(id string, err error) {
 	}
 }
 
-// skip lets a launch's work go without running (agent.ChildEnv.Skip), so
-// what it holds in its parent's tree (its slot, its turn to write) is let
-// go; there is nothing to let go without a launch.
+// skip lets a launch's work go without running (agent.ChildEnv.Skip); with
+// no launch there is nothing to let go.
 func (x *launch) skip() {
 	if x != nil {
 		x.work(context.Background(), agent.ChildEnv{Skip: true})
@@ -200,7 +192,7 @@ func (e *Engine) failChild(ctx dbos.Context, id string, cause error, waited bool
 		if err != nil {
 			return agent.ChildEnd{}, err
 		}
-		return end, e.relayAndEndRun(c, id, in.Parent, end.Relay, waited, run)
+		return end, relayAndEndRun(c, e.st, id, in.Parent, end.Relay, waited, run)
 	}
 	end, err := runStep(e, ctx, "child:", "fail", write)
 	if err != nil && ctx.Err() == nil && !ownedElsewhere(err) {
@@ -222,10 +214,9 @@ func ownedElsewhere(err error) bool {
 
 // unstepped runs write outside a step, when the step that should have
 // made it failed: only while the engine's gate admits it, as a step.
-func unstepped[R any](e *Engine, ctx context.Context, write func(context.Context) (R, error)) (R, error) {
+func unstepped[R any](e *Engine, ctx context.Context, write func(context.Context) (R, error)) (r R, err error) {
 	if err := e.gate.admit(ctx); err != nil {
-		var zero R
-		return zero, err
+		return r, err
 	}
 	defer e.gate.stepDone()
 	return write(context.WithoutCancel(ctx))
@@ -277,18 +268,17 @@ func (e *Engine) carryChild(ctx dbos.Context, id string) (_ agent.ChildEnd, wait
 		return recordedEnd(ld.Instance), waited, nil
 	}
 	end, err := e.childTurns(ctx, ld, x)
-	if err != nil {
-		return end, waited, err // failChild ends it
+	if err == nil {
+		err = ctx.Err()
 	}
-	if err := ctx.Err(); err != nil {
-		// Shut down: nothing ended; the next execution resumes it.
+	if err != nil {
+		// failChild ends it; or it was shut down: nothing ended, and the
+		// next execution resumes it.
 		return end, waited, err
 	}
 	end, err = e.childEnded(ctx, ld, end, waited)
 	if x != nil && err == nil {
-		x.mu.Lock()
-		x.end = &end
-		x.mu.Unlock()
+		x.end.Store(&end)
 	}
 	return end, waited, err
 }
@@ -308,14 +298,14 @@ func (e *Engine) takeLaunch(id, wf string) (*launch, error) {
 	// and its steps would not replay what the other worker recorded (DBOS
 	// fails a workflow whose steps come in another order).
 	steps, err := e.dbos.GetWorkflowSteps(e.dbos, wf, dbos.WithStepsLoadOutput(false), dbos.WithStepsLimit(1))
-	if err != nil || len(steps) > 0 {
-		x.skip()
-		if err != nil {
-			return nil, fmt.Errorf("child %s: its recorded steps: %w", id, err)
-		}
-		return nil, nil
+	if err == nil && len(steps) == 0 {
+		return x, nil
 	}
-	return x, nil
+	x.skip()
+	if err != nil {
+		return nil, fmt.Errorf("child %s: its recorded steps: %w", id, err)
+	}
+	return nil, nil
 }
 
 // childTurns runs a started child: the work its spawn call handed over
@@ -465,7 +455,7 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 				return false, err
 			}
 		}
-		return true, e.relayAndEndRun(c, id, ld.Instance.Parent, end.Relay, waited, ld.Run.ID)
+		return true, relayAndEndRun(c, e.st, id, ld.Instance.Parent, end.Relay, waited, ld.Run.ID)
 	})
 	if err == nil {
 		e.changed()
@@ -473,36 +463,27 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 	return end, err
 }
 
-// relayAndEndRun posts child's relay to parent, unless a spawn call waits
-// for it here (waited), then ends its run (0: none is open). The relay
-// first: a parent holding for its children takes an ended run as a relay
-// posted.
-func (e *Engine) relayAndEndRun(ctx context.Context, child, parent string, rl agent.Relay, waited bool, run int64) error {
+// relayAndEndRun leaves child's relay in parent's mailbox, unless a spawn
+// call waits for it here (waited), then ends its run (0: none is open).
+// The relay first: a parent holding for its children takes an ended run as
+// a relay posted. A relay posted already stands (ErrConflict: its text
+// differs): an end recorded again, after a step that posted it failed, or
+// by another path (a cancel, a failure), tells the parent nothing new.
+func relayAndEndRun(ctx context.Context, st *store.Store, child, parent string, rl agent.Relay, waited bool, run int64) error {
 	if !waited && parent != "" {
-		if err := postRelay(ctx, e.st, child, parent, rl); err != nil {
+		text, _ := rl.ToolResult()
+		_, err := st.Post(ctx, store.Mail{InstanceID: parent, Sender: child, Kind: mailRelay, Body: text, Key: "relay-" + child})
+		if err != nil && !errors.Is(err, store.ErrConflict) {
 			return err
 		}
 	}
 	if run == 0 {
 		return nil
 	}
-	if err := e.st.EndRun(ctx, run, rl.State); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := st.EndRun(ctx, run, rl.State); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return nil
-}
-
-// postRelay leaves child's relay in parent's mailbox, once. A relay posted
-// already stands (ErrConflict: its text differs): an end recorded again,
-// after a step that posted it failed, or by another path (a cancel, a
-// failure), tells the parent nothing new.
-func postRelay(ctx context.Context, st *store.Store, child, parent string, rl agent.Relay) error {
-	text, _ := rl.ToolResult()
-	_, err := st.Post(ctx, store.Mail{InstanceID: parent, Sender: child, Kind: mailRelay, Body: text, Key: "relay-" + child})
-	if errors.Is(err, store.ErrConflict) {
-		return nil
-	}
-	return err
 }
 
 // endChildren cancels the children an ended instance leaves waiting
@@ -520,9 +501,9 @@ func (e *Engine) endChildren(ctx context.Context, id string) error {
 	return nil
 }
 
-// consumeFrom marks the mail of the given kinds that child id left in its
-// parent's mailbox delivered (its relay, notice of its question).
-func consumeFrom(ctx context.Context, st *store.Store, id string, kinds ...string) error {
+// consumeFrom marks the mail child id left in its parent's mailbox (its
+// relay, notice of its question) delivered.
+func consumeFrom(ctx context.Context, st *store.Store, id string) error {
 	in, err := st.GetInstance(ctx, id)
 	if err != nil || in.Parent == "" {
 		return err
@@ -533,7 +514,7 @@ func consumeFrom(ctx context.Context, st *store.Store, id string, kinds ...strin
 	}
 	var ids []int64
 	for _, m := range mail {
-		if m.Sender == id && slices.Contains(kinds, m.Kind) {
+		if m.Sender == id {
 			ids = append(ids, m.ID)
 		}
 	}
@@ -582,9 +563,4 @@ func recordedEnd(in *store.Instance) agent.ChildEnd {
 	return agent.ChildEnd{Instance: inst, Relay: agent.Relay{ID: in.ID, Type: in.Type, State: string(in.State),
 		Report: report, Incomplete: in.Incomplete, StopReason: in.StopReason, Artifacts: arts, Usage: in.Usage,
 		ToolCalls: in.ToolCalls, Turns: in.Turns, Error: in.Error, Cost: in.Cost}}
-}
-
-// relayNote is how a child's relay reaches its parent at a turn boundary.
-func relayNote(m store.Mail) string {
-	return "[deputy] A subagent you started in the background has ended; its report:\n\n" + m.Body
 }

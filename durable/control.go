@@ -103,7 +103,7 @@ func (c Control) restart(ctx context.Context, in *store.Instance, why string) er
 // at its next turn boundary (at once when Engine runs it), with its partial
 // answer; any other active one now, its active descendants with it.
 func (c Control) Cancel(ctx context.Context, id string) error {
-	in, err := c.instance(ctx, id, "cancelled", func(s store.State) bool { return !s.Terminal() })
+	in, err := c.instance(ctx, id, "cancelled", store.State.Active)
 	if err != nil {
 		return err
 	}
@@ -112,15 +112,15 @@ func (c Control) Cancel(ctx context.Context, id string) error {
 		return err
 	}
 	tree := subtree(active, id)
-	// Every running one is told first, then each is stopped, the deepest
-	// first: a cancelled child's partial relay is what its parent's spawn
-	// call returns, and the parent, told already, stops at the turn
-	// boundary that follows instead of answering it with another call.
+	// Every one is told first, then each is stopped, the deepest first: a
+	// cancelled child's partial relay is what its parent's spawn call
+	// returns, and the parent, told already, stops at the turn boundary
+	// that follows instead of answering it with another call. Told before
+	// it is stopped, a run that starts it meanwhile finds the cancel at its
+	// first turn boundary.
 	for _, t := range tree {
-		if t.State == store.Running {
-			if err := c.postCancel(ctx, t.ID); err != nil {
-				return err
-			}
+		if _, err := c.Store.Post(ctx, store.Mail{InstanceID: t.ID, Sender: Operator, Kind: MailCancel, Key: "cancel"}); err != nil {
+			return err
 		}
 	}
 	slices.SortStableFunc(tree, func(a, b *store.Instance) int { return b.Depth - a.Depth })
@@ -133,20 +133,18 @@ func (c Control) Cancel(ctx context.Context, id string) error {
 	return nil
 }
 
-// cancelOne cancels one instance: a running one through its mailbox and,
-// when this engine runs it, its context; any other active one now.
+// cancelOne cancels one instance told already (its cancel mail is
+// posted): a running one through its mailbox and, when this engine runs
+// it, its context; any other active one now.
 func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
-	// Posted first: a run that starts it between the read that found it
-	// and the end below finds the cancel at its first turn boundary.
-	if err := c.postCancel(ctx, in.ID); err != nil {
-		return err
-	}
 	for range 3 {
 		if in.State == store.Running {
 			// Its run stops at its next turn boundary on the mail (at once
 			// when this engine runs it), unless it stopped to wait just
 			// before the mail landed.
-			c.stopRun(in.ID)
+			if c.Engine != nil {
+				c.Engine.cancelRun(in.ID)
+			}
 			now, err := c.Store.GetInstance(ctx, in.ID)
 			if err != nil || now.State == store.Running || now.State.Terminal() {
 				return err
@@ -167,19 +165,6 @@ func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
 		}
 	}
 	return fmt.Errorf("cancel %s: its state kept changing; try again", in.ID)
-}
-
-// stopRun cancels the run of id at once when Engine carries it.
-func (c Control) stopRun(id string) {
-	if c.Engine != nil {
-		c.Engine.cancelRun(id)
-	}
-}
-
-// postCancel puts a cancel in id's mailbox, once (a repeat finds it).
-func (c Control) postCancel(ctx context.Context, id string) error {
-	_, err := c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: Operator, Kind: MailCancel, Key: "cancel"})
-	return err
 }
 
 // cancelNow ends an instance that no run carries as cancelled, keeping
@@ -204,7 +189,7 @@ func cancelNow(ctx context.Context, st *store.Store, in *store.Instance, why str
 	if ended.State != store.Cancelled {
 		return nil // it ended otherwise; its run relays that
 	}
-	return postRelay(ctx, st, in.ID, in.Parent, recordedEnd(ended).Relay)
+	return relayAndEndRun(ctx, st, in.ID, in.Parent, recordedEnd(ended).Relay, false, 0)
 }
 
 // subtree is id and those below it in tree; the line up from one stops
@@ -276,7 +261,7 @@ func (c Control) answerAs(ctx context.Context, id, sender, text string) error {
 		return err
 	}
 	// The parent's notice of the question is done with.
-	if err := consumeFrom(ctx, c.Store, id, mailAsked); err != nil {
+	if err := consumeFrom(ctx, c.Store, id); err != nil {
 		return err
 	}
 	if in.State == store.Paused {
@@ -397,15 +382,16 @@ func (e *Engine) mailStep(wf dbos.Context, ctx context.Context, label, name stri
 }
 
 // readMail is what a turn boundary takes from mail: always its children's
-// relays and notices of their questions; at a boundary between turns
-// (boundary), also the notes and a pause or cancel, which a hold (the
-// model has answered) leaves for the inbox.
+// relays (as a note that says what they are) and notices of their
+// questions; at a boundary between turns (boundary), also the notes and a
+// pause or cancel, which a hold (the model has answered) leaves for the
+// inbox.
 func readMail(mail []store.Mail, boundary bool) inboxed {
 	var in inboxed
 	for _, m := range mail {
 		switch {
 		case m.Kind == mailRelay:
-			in.Notes = append(in.Notes, relayNote(m))
+			in.Notes = append(in.Notes, "[deputy] A subagent you started in the background has ended; its report:\n\n"+m.Body)
 		case m.Kind == mailAsked:
 			in.Notes = append(in.Notes, m.Body)
 		case !boundary:

@@ -32,7 +32,7 @@ type gate struct {
 	clock clock.Clock // the engine's: the lease's horizon is on it
 
 	mu       sync.Mutex
-	leased   bool          // a worker of a fleet: steps start only before valid
+	leased   bool          // a worker of a fleet (extend): steps start only before valid
 	valid    time.Time     // set by the lease (extend)
 	lost     error         // the lease was lost: set once, never cleared
 	draining bool          // set once: no step starts again
@@ -91,25 +91,22 @@ func (g *gate) park() (unpark func()) {
 	}
 }
 
-// extend moves the time steps may start until (a lease renewed).
-func (g *gate) extend(valid time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.lost != nil {
-		return
-	}
-	g.valid = valid
-	g.changed()
-}
+// extend moves the time steps may start until: a lease taken or renewed.
+// From the first, steps start only before it.
+func (g *gate) extend(valid time.Time) { g.unlessLost(func() { g.leased, g.valid = true, valid }) }
 
 // lose closes the gate for good; it reports whether this call did.
-func (g *gate) lose(err error) bool {
+func (g *gate) lose(err error) bool { return g.unlessLost(func() { g.lost = err }) }
+
+// unlessLost makes the change set makes and wakes the waiters, unless the
+// lease was lost: then nothing moves any more. It reports whether it did.
+func (g *gate) unlessLost(set func()) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.lost != nil {
 		return false
 	}
-	g.lost = err
+	set()
 	g.changed()
 	return true
 }

@@ -97,9 +97,7 @@ func (e *Engine) join(ctx context.Context) error {
 			return fmt.Errorf("durable: waiting for the lease of %s: %w", w.ID, err)
 		}
 	}
-	e.gate.mu.Lock()
-	e.gate.leased, e.gate.valid = true, l.admitUntil(start)
-	e.gate.mu.Unlock()
+	e.gate.extend(l.admitUntil(start))
 	kctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	l.stop = stop
 	e.lease = l
@@ -134,7 +132,7 @@ func (l *lease) keep(ctx context.Context, lastOK time.Time) {
 	renewEvery, claimEvery := l.ttl/3, e.opts.ClaimInterval
 	nextRenew, nextClaim := lastOK.Add(renewEvery), lastOK // claim at once: a worker may have died while none ran
 	for {
-		next := earliest(nextRenew, nextClaim, l.giveUpAt(lastOK))
+		next := slices.MinFunc([]time.Time{nextRenew, nextClaim, l.giveUpAt(lastOK)}, time.Time.Compare)
 		if err := clock.Sleep(ctx, e.opts.Clock, next.Sub(e.opts.Clock.Now())); err != nil {
 			return
 		}
@@ -253,10 +251,6 @@ func (l *lease) lose(err error) {
 func (l *lease) close() {
 	l.stop()
 	<-l.done
-}
-
-func earliest(ts ...time.Time) time.Time {
-	return slices.MinFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
 }
 
 // runsHere is the runs this engine carries now.

@@ -400,15 +400,13 @@ func (m manager) Wait(ctx context.Context, parent string, ids []string, all bool
 		}
 		if ready == len(ids) || !all && ready > 0 {
 			// What it reports is delivered: relays, and notices of the
-			// questions it shows. Nothing else.
+			// questions it shows (a child that asks has posted no relay).
+			// Nothing else.
 			for _, s := range out {
-				var kinds []string
-				if s.Relay != "" {
-					kinds = append(kinds, mailRelay, mailAsked)
-				} else if s.Question != "" {
-					kinds = append(kinds, mailAsked)
+				if s.Relay == "" && s.Question == "" {
+					continue
 				}
-				if err := consumeFrom(ctx, m.e.st, s.ID, kinds...); err != nil {
+				if err := consumeFrom(ctx, m.e.st, s.ID); err != nil {
 					return nil, err
 				}
 			}
@@ -449,13 +447,12 @@ func (m manager) Answer(ctx context.Context, parent, id, answer string) error {
 	return m.act(ctx, parent, id, func(c Control) error { return c.answerAs(ctx, id, parent, answer) })
 }
 
+// act does a control on parent's child id. The control wakes this
+// engine's waiters itself when it moves what they wait for (restart,
+// Cancel).
 func (m manager) act(ctx context.Context, parent, id string, do func(Control) error) error {
 	if _, err := m.e.child(ctx, parent, id); err != nil {
 		return err
 	}
-	if err := do(m.e.control()); err != nil {
-		return err
-	}
-	m.e.changed()
-	return nil
+	return do(m.e.control())
 }

@@ -160,20 +160,18 @@ type inStepKey struct{}
 // replayed from its checkpoint is never admitted.
 func during[R any](e *Engine, name string, fn func(context.Context) (R, error)) (_ dbos.Step[R], done func()) {
 	var admitted atomic.Bool
-	step := func(ctx context.Context) (R, error) {
+	step := func(ctx context.Context) (r R, err error) {
 		// An engine that drains, or a worker whose lease may be running
 		// out, starts nothing.
 		if err := e.gate.admit(ctx); err != nil {
-			var zero R
-			return zero, err
+			return r, err
 		}
 		admitted.Store(true)
 		ctx = context.WithValue(ctx, inStepKey{}, true)
 		if e.opts.Failpoint == "error:"+name {
-			var zero R
-			return zero, fmt.Errorf("step %s: %w", name, ErrFailpoint)
+			return r, fmt.Errorf("step %s: %w", name, ErrFailpoint)
 		}
-		r, err := fn(ctx)
+		r, err = fn(ctx)
 		e.failpoint("during:" + name)
 		return r, err
 	}
