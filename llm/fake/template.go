@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"text/template"
 	"text/template/parse"
 	"unicode/utf8"
 
@@ -74,28 +73,64 @@ func toolNameOf(msgs []llm.Message, id string) string {
 	return ""
 }
 
+// dataField is a name a template may use on TemplateData: a field (get)
+// or a method (method).
+type dataField struct {
+	get    func(*TemplateData) any
+	method *templateFunc
+}
+
 // templateFields are the names a template may use on its root data; a
 // template naming anything else is refused at load time instead of failing
 // on every request.
-var templateFields = map[string]bool{
-	"Turn": true, "Task": true, "LastUser": true, "ToolResults": true,
-	"I": true, "N": true, "Model": true, "Result": true,
+var templateFields = map[string]dataField{
+	"Turn":        {get: func(d *TemplateData) any { return d.Turn }},
+	"Task":        {get: func(d *TemplateData) any { return d.Task }},
+	"LastUser":    {get: func(d *TemplateData) any { return d.LastUser }},
+	"ToolResults": {get: func(d *TemplateData) any { return d.ToolResults }},
+	"I":           {get: func(d *TemplateData) any { return d.I }},
+	"N":           {get: func(d *TemplateData) any { return d.N }},
+	"Model":       {get: func(d *TemplateData) any { return d.Model }},
+	"Result": {method: &templateFunc{params: []argKind{argString}, call: func(d *TemplateData, a []any) (any, error) {
+		return d.Result(a[0].(string)), nil
+	}}},
 }
 
 // maxLorem bounds `lorem N` so a typo cannot make the fake allocate
 // gigabytes; 4 MiB of filler is more than any context window holds.
 const maxLorem = 4 << 20
 
-// templateFuncs are the functions scenario templates may call.
-var templateFuncs = template.FuncMap{
-	"lorem":     lorem,
-	"truncate":  truncate,
-	"json":      jsonString,
-	"lines":     lines,
-	"grep":      grep,
-	"find":      find,
-	"hasPrefix": func(prefix, s string) bool { return strings.HasPrefix(s, prefix) },
-	"add":       func(a, b int) int { return a + b },
+// templateFuncs are the functions scenario templates may call: the fake's
+// own and the builtins (template_builtins.go).
+var templateFuncs = withBuiltins(map[string]*templateFunc{
+	"lorem": {params: []argKind{argInt}, call: func(_ *TemplateData, a []any) (any, error) { return lorem(a[0].(int)) }},
+	"truncate": {params: []argKind{argInt, argString}, call: func(_ *TemplateData, a []any) (any, error) {
+		return truncate(a[0].(int), a[1].(string))
+	}},
+	"json":  {params: []argKind{argAny}, call: func(_ *TemplateData, a []any) (any, error) { return jsonString(a[0]) }},
+	"lines": {params: []argKind{argString}, call: func(_ *TemplateData, a []any) (any, error) { return lines(a[0].(string)), nil }},
+	"grep":  stringsFunc(grep),
+	"find":  stringsFunc(find),
+	"hasPrefix": {params: []argKind{argString, argString}, call: func(_ *TemplateData, a []any) (any, error) {
+		return strings.HasPrefix(a[1].(string), a[0].(string)), nil
+	}},
+	"add": {params: []argKind{argInt, argInt}, call: func(_ *TemplateData, a []any) (any, error) {
+		return a[0].(int) + a[1].(int), nil
+	}},
+})
+
+func withBuiltins(m map[string]*templateFunc) map[string]*templateFunc {
+	for name, f := range templateBuiltins {
+		m[name] = f
+	}
+	return m
+}
+
+// stringsFunc is a template function of two strings returning a string.
+func stringsFunc(f func(a, b string) (string, error)) *templateFunc {
+	return &templateFunc{params: []argKind{argString, argString}, call: func(_ *TemplateData, a []any) (any, error) {
+		return f(a[0].(string), a[1].(string))
+	}}
 }
 
 // loremSentences is the filler prose `lorem` cycles through. It is ASCII,
@@ -216,48 +251,66 @@ func grep(re, s string) (string, error) {
 // rendered and costs nothing per request.
 type tmpl struct {
 	static string
-	t      *template.Template // nil when the string is static
-	where  string             // "file:line", for errors at execution
+	// trees are the parsed template under name and those it {{define}}s;
+	// nil when the string is static. They are only read, so renders may run
+	// concurrently.
+	trees map[string]*parse.Tree
+	name  string
+	where string // "file:line", for errors at execution
 }
+
+// parseFuncs tells the parser which function names exist: the ones
+// templates may call and the builtins they may not, which nameCheck then
+// refuses by name.
+var parseFuncs = func() map[string]any {
+	m := make(map[string]any, len(templateFuncs)+len(unsupportedBuiltins))
+	for name, f := range templateFuncs {
+		m[name] = f
+	}
+	for _, name := range unsupportedBuiltins {
+		m[name] = true
+	}
+	return m
+}()
 
 // newTmpl parses s. name identifies the field in parse errors.
 func newTmpl(s, name, where string) (*tmpl, error) {
 	if !strings.Contains(s, "{{") {
 		return &tmpl{static: s, where: where}, nil
 	}
-	t, err := template.New(name).Funcs(templateFuncs).Option("missingkey=error").Parse(s)
+	trees, err := parse.Parse(name, s, "", "", parseFuncs)
 	if err != nil {
 		return nil, templateErr(err)
 	}
-	for _, tt := range t.Templates() {
+	for tname, tree := range trees {
 		// Bodies of {{define}}d templates run with whatever dot they are
 		// given, so only the main body is checked against TemplateData.
-		if err := checkFields(tt.Tree.Root, tt == t); err != nil {
-			return nil, fmt.Errorf("template %s: %w", name, err)
+		if err := (nameCheck{name, s}).check(tree.Root, tname == name); err != nil {
+			return nil, err
 		}
 	}
-	return &tmpl{t: t, where: where}, nil
+	return &tmpl{trees: trees, name: name, where: where}, nil
 }
 
-// templateErr strips text/template's "template: " prefix; the caller adds
-// the file position.
+// templateErr strips the parser's "template: " prefix; the caller adds the
+// file position.
 func templateErr(err error) error {
 	return errors.New(strings.TrimPrefix(err.Error(), "template: "))
 }
 
 // isStatic reports whether rendering needs no request data.
-func (t *tmpl) isStatic() bool { return t.t == nil }
+func (t *tmpl) isStatic() bool { return t.trees == nil }
 
 // render executes the template. An execution error (an index out of range,
 // say) cannot be reported to anyone at request time, so it becomes the
 // rendered text, where a test or a user will see it.
 func (t *tmpl) render(d *TemplateData) string {
-	if t.t == nil {
+	if t.trees == nil {
 		return t.static
 	}
 	var b limitedBuilder
-	if err := t.t.Execute(&b, d); err != nil {
-		return fmt.Sprintf("[fake: template error at %s: %v]", t.where, templateErr(err))
+	if err := t.execute(&b, t.name, d); err != nil {
+		return fmt.Sprintf("[fake: template error at %s: %v]", t.where, err)
 	}
 	return b.String()
 }
@@ -286,16 +339,19 @@ func (b *limitedBuilder) WriteString(s string) (int, error) {
 	return b.Builder.WriteString(s)
 }
 
-// checkFields refuses root fields TemplateData does not have, such as a
-// misspelt {{.Tsak}}. rootDot says whether dot is still the TemplateData:
+// nameCheck refuses root fields TemplateData does not have, such as a
+// misspelt {{.Tsak}}, and the builtins scenario templates do not support,
+// when a template is loaded.
+type nameCheck struct {
+	name, src string // the template's name and text, for positions
+}
+
+// check checks n. rootDot says whether dot is still the TemplateData:
 // inside range and with it is something else and is not checked.
-func checkFields(n parse.Node, rootDot bool) error {
-	if n == nil {
-		return nil
-	}
-	check := func(ident []string) error {
-		if len(ident) > 0 && !templateFields[ident[0]] {
-			return fmt.Errorf("unknown field .%s (known: %s)", ident[0], knownFields())
+func (c nameCheck) check(n parse.Node, rootDot bool) error {
+	field := func(ident []string) error {
+		if _, ok := templateFields[ident[0]]; !ok {
+			return fmt.Errorf("template %s: unknown field .%s (known: %s)", c.name, ident[0], knownFields())
 		}
 		return nil
 	}
@@ -304,65 +360,83 @@ func checkFields(n parse.Node, rootDot bool) error {
 		if n == nil {
 			return nil
 		}
-		for _, c := range n.Nodes {
-			if err := checkFields(c, rootDot); err != nil {
+		for _, m := range n.Nodes {
+			if err := c.check(m, rootDot); err != nil {
 				return err
 			}
 		}
 	case *parse.ActionNode:
-		return checkFields(n.Pipe, rootDot)
+		return c.check(n.Pipe, rootDot)
 	case *parse.PipeNode:
 		if n == nil {
 			return nil
 		}
-		for _, c := range n.Cmds {
-			if err := checkFields(c, rootDot); err != nil {
+		for _, m := range n.Cmds {
+			if err := c.check(m, rootDot); err != nil {
 				return err
 			}
 		}
 	case *parse.CommandNode:
 		for _, a := range n.Args {
-			if err := checkFields(a, rootDot); err != nil {
+			if err := c.check(a, rootDot); err != nil {
 				return err
 			}
 		}
+	case *parse.IdentifierNode:
+		if templateFuncs[n.Ident] == nil {
+			return fmt.Errorf("%s: function %q is not supported in scenario templates (they have: %s)",
+				c.position(n), n.Ident, knownFuncs())
+		}
 	case *parse.FieldNode:
 		if rootDot {
-			return check(n.Ident)
+			return field(n.Ident)
 		}
 	case *parse.VariableNode:
 		// $ is always the root data, whatever dot is.
 		if len(n.Ident) > 1 && n.Ident[0] == "$" {
-			return check(n.Ident[1:])
+			return field(n.Ident[1:])
 		}
 	case *parse.ChainNode:
-		return checkFields(n.Node, rootDot)
+		return c.check(n.Node, rootDot)
 	case *parse.IfNode:
-		return checkBranch(&n.BranchNode, rootDot, rootDot)
+		return c.branch(&n.BranchNode, rootDot, rootDot)
 	case *parse.RangeNode:
-		return checkBranch(&n.BranchNode, rootDot, false)
+		return c.branch(&n.BranchNode, rootDot, false)
 	case *parse.WithNode:
-		return checkBranch(&n.BranchNode, rootDot, false)
+		return c.branch(&n.BranchNode, rootDot, false)
 	case *parse.TemplateNode:
-		return checkFields(n.Pipe, rootDot)
+		return c.check(n.Pipe, rootDot)
 	}
 	return nil
 }
 
-func checkBranch(b *parse.BranchNode, rootDot, bodyDot bool) error {
-	if err := checkFields(b.Pipe, rootDot); err != nil {
+func (c nameCheck) branch(b *parse.BranchNode, rootDot, bodyDot bool) error {
+	if err := c.check(b.Pipe, rootDot); err != nil {
 		return err
 	}
-	if err := checkFields(b.List, bodyDot); err != nil {
+	if err := c.check(b.List, bodyDot); err != nil {
 		return err
 	}
-	return checkFields(b.ElseList, rootDot)
+	return c.check(b.ElseList, rootDot)
 }
 
-func knownFields() string {
-	names := make([]string, 0, len(templateFields))
-	for k := range templateFields {
-		names = append(names, "."+k)
+// position is "name:line:col" of n, as the parser places its errors (it
+// gives only the line).
+func (c nameCheck) position(n parse.Node) string {
+	pos := min(int(n.Position()), len(c.src))
+	line := 1 + strings.Count(c.src[:pos], "\n")
+	col := pos - strings.LastIndexByte(c.src[:pos], '\n')
+	return fmt.Sprintf("%s:%d:%d", c.name, line, col)
+}
+
+func knownFields() string { return sortedKeys(templateFields, ".") }
+
+func knownFuncs() string { return sortedKeys(templateFuncs, "") }
+
+func sortedKeys[V any](m map[string]V, prefix string) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, prefix+k)
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
