@@ -1,19 +1,74 @@
-// Package deputy runs managed subagents from Go: open a Runtime on a
-// database, start an instance with a task, and its model delegates parts
-// of it to child agents (spawn_subagent, fan_out) that work in their own
-// context windows and relay back bounded reports. Every instance is
-// persisted and runs durably: a process that dies picks its instances up
-// where they stopped when it opens the runtime again.
+// Package deputy runs managed subagents from Go. Open a Runtime on a
+// database with a model and the tools its agents may use, start a root
+// instance with a task, and its model hands parts of the task to child
+// agents (spawn_subagent, fan_out) that work in their own context windows
+// and relay back bounded reports. Every instance is persisted and runs
+// durably: a process that dies picks its instances up where they stopped
+// when it opens the runtime again.
 //
-//	rt, err := deputy.Open(ctx, deputy.Options{Model: "anthropic:claude-sonnet-4-5"})
-//	...
+//	rt, err := deputy.Open(ctx, deputy.Options{
+//		ModelSpec: "anthropic:claude-sonnet-4-5",
+//		Provider:  deputy.ProviderOptions{APIKey: key, HTTPClient: client},
+//		Tools:     tools, // what roots hold, exactly
+//	})
+//	if err != nil { ... }
 //	defer rt.Close()
 //	in, err := rt.Run(ctx, deputy.Task{Text: "Compare the two config loaders"})
 //	fmt.Println(in.Report)
 //
-// The CLI (cmd/deputy) is this runtime with flags; a program that needs
-// more than this package offers uses the packages under it (agent,
-// durable, store) directly.
+// ModelSpec "fake" is deputy's scripted model (Options.Scenario), which
+// needs no network: every example here runs on it.
+//
+// # What Open reads
+//
+// Only what Options name. No environment variable: the database is
+// Options.DB (default .deputy/deputy.db under Workspace), a provider's key
+// and endpoint are Options.Provider's (ProviderOptions.Getenv reads
+// ANTHROPIC_API_KEY and the rest only when the program sets it), there are
+// no traces without Options.Telemetry. No directory of definitions or
+// skills but Options.Sources', no deputy.yaml but Options.Config
+// (FindConfig and LoadConfig read one for a program that wants it). The
+// command deputy (cmd/deputy) is this runtime with flags: reading its
+// environment ($DEPUTY_DB, $DEPUTY_MODEL, ~/.deputy, the workspace's
+// .deputy/ and .claude/, deputy.yaml, OTEL_*, $DEPUTY_LOG) is one step of
+// its own that builds Options with the helpers exported here, as a program
+// would.
+//
+// # Tools
+//
+// A root holds exactly Options.Tools (and Options.RunTools'), and its
+// model is offered all of them with deputy's own coordination tools
+// (spawn_subagent and fan_out while its depth allows, ask_parent, the
+// subagent_* tools), unless Task.Offer (or Options.Offer) names what it is
+// offered: a parent can hold tools for its children that its own model
+// never sees. A child gets the held tools its definition allows. The
+// built-in tools (files, bash, web) are not given unless asked for:
+// BuiltinTools returns them. A fenced child (isolation: sandbox or
+// container, worktree: true) always gets the built-ins rebuilt inside its
+// fence; the program's own tools keep running in the program.
+//
+// Tools are code, not data, so a root's later run (after an answer, a
+// resume, a crash) rebuilds them: Options.Tools as the runtime running it
+// has them (register them before Open, since runs recovered at Open start
+// at once), and Options.RunTools from the Site the root recorded (its
+// workspace, search URL and bash grants), for a process such as deputy
+// worker that carries runs of many workspaces. What the model is offered,
+// its system prompt, limits, model and deputy.yaml are recorded with the
+// root, so a resumed run offers and does the same.
+//
+// # One process, or a fleet
+//
+// A runtime holds its database alone (LockEngine; another Open of it fails
+// with ErrBusy) unless it is a worker of a fleet: Options.Fleet on
+// Postgres. A worker works under Options.ExecutorID, or, when that is
+// empty, this machine's id kept in Options.ExecutorIDFile (so a restarted
+// worker recovers its own runs at once; a fresh id when a live process on
+// this machine has it); it holds a lease and takes over the runs of workers
+// that die. SQLite is always held by one process. The CLI makes every
+// process on Postgres a worker; a program decides.
+//
+// A program that needs more than this package offers uses the packages
+// under it (agent, durable, store) directly.
 package deputy
 
 import (
@@ -21,6 +76,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,9 +86,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
-	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/llm"
-	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool"
 )
@@ -69,57 +123,153 @@ const DefaultSystem = "You are deputy, an agent that completes the user's task b
 	"directory with tools. Read before you change anything; make the smallest change that does the job; " +
 	"check your work. When you are done, answer with a short report of what you did and what you found."
 
-// Options configure a Runtime. Only Model is required.
+// Options configure a Runtime. The zero value is a runtime with no model
+// of its own, no tools and no files read: one that carries runs others
+// started (a worker). A program sets ModelSpec (or Model), and the Tools
+// its roots hold.
 type Options struct {
-	// DB is a SQLite file or a postgres:// URL. Default: $DEPUTY_DB, else
+	// ModelSpec is the roots' model: provider:model (anthropic:claude-sonnet-4-5,
+	// openai:gpt-4.1, ollama:llama3.1), reached through Provider, or
+	// "fake", deputy's built-in scripted model, which needs no network.
+	// With Model set, it is only the name Model is recorded and priced
+	// under (default ProgramModel). Empty, with no Model: Start needs a
+	// Task.Model.
+	ModelSpec string
+	// Model is the roots' model already opened, any llm.Model; a root on
+	// it resumes only in a runtime opened with it. Children of a type that
+	// inherits its parent's model run on it too.
+	Model llm.Model
+	// Provider is how every model the runtime opens by spec is reached
+	// (the roots', and the tiers and models definitions name for
+	// children): one HTTP client, endpoints and keys in code. The
+	// environment is read only through Provider.Getenv.
+	Provider ProviderOptions
+	// Stream asks for streamed model calls, their deltas reaching OnEvent
+	// and Subscribe as model_delta events: only for a program that shows
+	// text as it comes. Off (the default), providers make the plain call,
+	// which costs less to read.
+	Stream bool
+	// Scenario is the fake model's script (YAML, see docs/scenarios.md);
+	// nil: the built-in demo. ScenarioName names it in errors (a file's
+	// path; default "Options.Scenario"). Given a Scenario, a model other
+	// than the fake one is refused (ErrScenarioNotFake). FakeLatency keeps
+	// the scenario's simulated latency (default off: as fast as it goes).
+	Scenario     []byte
+	ScenarioName string
+	FakeLatency  bool
+
+	// Workspace is the roots' directory, recorded with each (Site): where
+	// RunTools and the built-in tools work and fenced children's worktrees
+	// and sandboxes are made. Default: the current directory. A workspace
+	// where a fenced child's tripwire fired (.deputy/untrusted) is refused
+	// until its user has reviewed the files it names.
+	Workspace string
+	// DB is a SQLite file (made when new) or a postgres:// URL. Default:
 	// .deputy/deputy.db under Workspace.
 	DB string
-	// Model is the roots' model: provider:model (anthropic:claude-sonnet-4-5,
-	// openai:gpt-4.1, ollama:llama3.1) or "fake", deputy's built-in
-	// scripted model, which needs no network.
-	Model string
-	// Scenario is the fake model's script (YAML, see llm/fake); nil: the
-	// built-in demo. FakeLatency keeps the fake's simulated latency.
-	Scenario    []byte
-	FakeLatency bool
-	// Workspace is the directory the built-in tools work in and where
-	// .deputy/agents, .claude/agents, skills and deputy.yaml are read.
-	// Default: the current directory.
-	Workspace string
-	// Config is deputy.yaml's content; nil: Workspace's deputy.yaml, if any.
-	Config *Config
-	// Tools are given to every root beside the built-ins; a child gets
-	// those its definition allows. Register them here, before Open, so a
-	// run recovered at Open finds them.
+
+	// Tools are what every root of this runtime holds, exactly; a child
+	// gets those its definition allows. Register them here, before Open,
+	// so a run recovered at Open finds them. Default: none (BuiltinTools
+	// gives deputy's own).
 	Tools []Tool
-	// Definitions are subagent types of the program's own, above the
-	// workspace's files of the same name.
-	Definitions []*Definition
+	// RunTools, when set, gives each run of a root more tools, before
+	// Tools: built from the Site the root recorded when it started, so a
+	// runtime carrying runs of many workspaces (deputy worker) builds each
+	// its own. BuiltinTools is one (the CLI's).
+	RunTools func(Site) ([]Tool, error)
+	// SearchURL is recorded as every root's Site.SearchURL: the
+	// SearXNG-compatible search API that RunTools' web_search asks.
+	SearchURL string
+	// Offer is the default of Task.Offer: the names of the tools a root's
+	// model is offered, out of those it holds and deputy's own. nil:
+	// everything held, and deputy's coordination tools.
+	Offer []string
 	// System is the roots' system prompt; default DefaultSystem.
 	System string
-	// MaxRuns caps the runs this process carries at once (durable.DefaultMaxRuns
-	// when 0).
+
+	// Definitions are subagent types of the program's own, above every
+	// file of the same name (project level); one that does not check is
+	// Open's error.
+	Definitions []*Definition
+	// Sources are the directories definitions and skills are read from
+	// (Problems names a file that does not parse). Default: none; the
+	// built-in types, the database's definitions and Definitions only.
+	Sources Sources
+	// Config is deputy.yaml's content (tiers to models, prices, isolation
+	// limits, bash grants, MCP variables), recorded with every root it
+	// starts; nil: an empty one (every tier inherits its parent's model,
+	// costs unknown). Its telemetry section is not read: Telemetry asks
+	// for traces.
+	Config *Config
+
+	// MaxTurns, MaxDepth, MaxParallel and Budget are the defaults of every
+	// Task that sets none (see Task): MaxTurns 30 (loop.DefaultMaxTurns),
+	// MaxDepth 1 (agent.DefaultMaxDepth: only the root spawns; negative:
+	// no spawning), MaxParallel 8 (agent.DefaultMaxParallel: children of
+	// one parent at once), Budget none.
+	MaxTurns, MaxDepth, MaxParallel int
+	Budget                          Budget
+	// MaxRuns caps the runs this process carries at once, roots' and
+	// children's over every tree (default durable.DefaultMaxRuns, 64); a
+	// run waiting for its children gives its place up meanwhile.
 	MaxRuns int
-	// ExecutorID, on Postgres, makes this process one of the database's
-	// workers (several processes, on several machines): it works under
-	// this id, which must be its own, holds a lease, and takes over the
-	// runs of workers that die (setup.ExecutorID picks one). Empty: the
-	// process holds the database alone, and another Open of it is refused
-	// while it runs. SQLite is held by one process at a time.
+
+	// OnEvent, when set, hears every event of every instance this runtime
+	// runs from Open on, those of the runs Open resumes included (Subscribe
+	// adds listeners later); as Subscribe's, it must be quick and safe for
+	// concurrent use.
+	OnEvent func(Event)
+	// Telemetry, when set, traces every instance (OpenTelemetry, OTLP/HTTP).
+	// Default: no traces, whatever the environment says.
+	Telemetry *Telemetry
+	// Logger hears the durable engine's own log (DBOS's recovery, queues,
+	// workflow errors, drains); nil: discarded.
+	Logger *slog.Logger
+
+	// Fleet, on Postgres, makes this process one of the database's
+	// workers: it works under ExecutorID, or when that is empty under this
+	// machine's id (kept in ExecutorIDFile; a fresh one when a live process
+	// on this machine works under it), holds a lease and takes over the
+	// runs of workers that die. Without it (and on SQLite, which is held
+	// by one process at a time) the runtime holds the database alone, and
+	// another Open of it fails with ErrBusy.
+	Fleet bool
+	// ExecutorID is this worker's id among the database's workers
+	// (letters, digits, '.', '_', '-'), which must be its own; it makes the
+	// runtime a worker of a fleet, and is refused on SQLite.
 	ExecutorID string
-	// Lease is a worker's lease (durable.DefaultLease when 0).
+	// ExecutorIDFile keeps this machine's executor id; default
+	// UserDir()/executor-id.
+	ExecutorIDFile string
+	// Lease is a worker's lease (default durable.DefaultLease, 15 s): once
+	// it has not renewed it for this long, another worker takes its runs
+	// over.
 	Lease time.Duration
+	// FleetMaxRuns caps the queued runs all the workers carry at once
+	// (give every worker the same); 0: only each worker's MaxRuns.
+	FleetMaxRuns int
+	// OnLeaseLost is called once if the worker is cut off from the
+	// database long enough to lose its lease, after its runs here were
+	// stopped: nothing it runs may write again. nil: durable's default,
+	// which says why on stderr and exits the process with status
+	// durable.ExitLeaseLost (5).
+	OnLeaseLost func(error)
+
+	// Failpoint is for deputy's crash tests only: it makes the process
+	// kill itself at a step boundary (durable.Options.Failpoint).
+	Failpoint string
 }
 
-// Task is a root instance's work and limits. Zero limits take deputy's
-// defaults.
+// Task is a root instance's work and limits. Zero limits take the
+// runtime's (Options), then deputy's defaults.
 type Task struct {
 	Text   string
 	System string // default: Options.System
 	// Model is what the root runs on: provider:model, fake, or a tier
-	// (haiku, sonnet, opus: through deputy.yaml; Options.Model when it
+	// (haiku, sonnet, opus: through deputy.yaml; Options' model when it
 	// maps none). Default: its type's model when it has a Type that names
-	// one, else Options.Model.
+	// one, else Options.ModelSpec (or Model).
 	Model string
 	// Type, when set, names the subagent type (Definitions) the root runs
 	// as, exactly as an agent's spawn of it would: the type's system
@@ -130,51 +280,92 @@ type Task struct {
 	// recorded. The instance's type is the definition's name and its
 	// report is capped like a child's.
 	Type string
-	// MaxTurns bounds the root's model calls (default 30); MaxDepth how
-	// deep its tree may grow (default 1: only the root spawns; negative:
-	// no spawning); MaxParallel how many children of one parent run at
-	// once (default 8).
+	// Offer names the tools the root's model is offered, out of those it
+	// holds (Options.Tools, RunTools') and deputy's own (spawn_subagent,
+	// fan_out, ask_parent, subagent_*); the rest it holds stay for its
+	// children. A name that is neither fails the run at its start. nil:
+	// Options.Offer; both nil: everything it holds, with deputy's tools
+	// while its depth allows.
+	Offer []string
+	// MaxTurns bounds the root's model calls (default Options.MaxTurns,
+	// else 30); MaxDepth how deep its tree may grow (default
+	// Options.MaxDepth, else 1: only the root spawns; negative: no
+	// spawning); MaxParallel how many children of one parent run at once
+	// (default Options.MaxParallel, else 8).
 	MaxTurns, MaxDepth, MaxParallel int
-	Budget                          Budget
+	// Budget bounds the whole tree (default Options.Budget, else none).
+	Budget Budget
 	// WallTime bounds the time the root spends running, over all its runs.
 	WallTime time.Duration
 }
 
 // Runtime runs instances on one database. It is safe for concurrent use.
 // One process at a time runs instances on a database, unless each is a
-// worker under its own Options.ExecutorID (Postgres).
+// worker of a fleet (Options.Fleet, Postgres).
 type Runtime struct {
-	eng     *durable.Engine
-	st      *store.Store
-	control durable.Control
-	opts    Options
-	ws      string
-	cfg     *Config
-	unlock  func()
-	// closeTel ends the spans still open and flushes them (package
-	// telemetry; a no-op when traces are off).
+	*prepared
+	eng      *durable.Engine
+	st       *store.Store
+	control  durable.Control
+	unlock   func()
+	executor string
+	fresh    bool
+	// closeTel ends the spans still open and flushes them (a no-op when
+	// traces are off).
 	closeTel func() error
-
-	// problems are what Open skipped or could not do without failing:
-	// a definition or skill file that does not parse, a failed clean-up.
+	// problems are what Open skipped or could not do without failing;
+	// cleaned the instances whose worktrees it removed.
 	problems []error
+	cleaned  []string
+
+	closeOnce sync.Once
+	drained   bool
+	closeErr  error
 
 	mu   sync.Mutex
 	subs map[int]func(Event)
 	next int
 }
 
+// ErrSkipped is in each of Problems' errors about a definition or skill
+// file left out because it does not parse (file:line).
+var ErrSkipped = errors.New("skipped")
+
 // Problems returns what Open skipped or could not do without failing: a
-// definition or skill file of the workspace that does not parse (file:line),
-// a failed clean-up after a dead process.
+// definition or skill file of Sources that does not parse (ErrSkipped,
+// with its file:line), a failed clean-up after a dead process, roots
+// recorded but never started that could not be started.
 func (rt *Runtime) Problems() []error { return slices.Clone(rt.problems) }
 
-// Open opens the database (creating it when it is a new SQLite file),
-// starts the engine and resumes the instances a previous process left
-// running.
-func Open(ctx context.Context, o Options) (*Runtime, error) {
-	if o.Model == "" {
-		return nil, errors.New("deputy: Options.Model is empty (a provider:model, or fake)")
+// CleanedUp returns the instances whose worktrees Open removed: a process
+// that died left them, and they have ended (their branches stay, for
+// deputy merge).
+func (rt *Runtime) CleanedUp() []string { return slices.Clone(rt.cleaned) }
+
+// ExecutorID is the id this runtime works under among the database's
+// workers ("" when it holds the database alone). fresh: this machine's id
+// was in use by a live process, so it works under a fresh one, not kept.
+func (rt *Runtime) ExecutorID() (id string, fresh bool) { return rt.executor, rt.fresh }
+
+// prepared is what Open and Enqueue make of Options before a database is
+// touched: the workspace, the model opener (the roots' model checked), the
+// configuration and the catalog of files.
+type prepared struct {
+	o      Options
+	ws     string
+	cfg    *Config
+	ms     *models
+	cat    *agentdef.Catalog
+	skills map[string]*agentdef.Skill
+	issues []agentdef.Issue
+	db     string
+}
+
+func prepare(o Options) (*prepared, error) {
+	if o.ExecutorID != "" {
+		if err := checkExecutorID(o.ExecutorID); err != nil {
+			return nil, fmt.Errorf("deputy: Options.ExecutorID: %w", err)
+		}
 	}
 	ws, err := filepath.Abs(cmp.Or(o.Workspace, "."))
 	if err != nil {
@@ -183,75 +374,82 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("deputy: workspace %s is not a directory", ws)
 	}
-	ms := &setup.Models{NoLatency: !o.FakeLatency}
-	if o.Scenario != nil {
-		if ms.Script, err = fake.ParseScenario(o.Scenario, "Options.Scenario"); err != nil {
-			return nil, fmt.Errorf("deputy: %w", err)
-		}
+	if err := checkTrusted(ws, o.Sources.Project); err != nil {
+		return nil, fmt.Errorf("deputy: %w", err)
 	}
-	if _, _, err := ms.Open(o.Model); err != nil {
-		return nil, fmt.Errorf("deputy: model %s: %w", o.Model, err)
-	}
-	cfg := o.Config
-	if cfg == nil {
-		if cfg, err = setup.LoadConfig(ws, "", o.Model); err != nil {
-			return nil, fmt.Errorf("deputy: %w", err)
-		}
-	}
-	runner, issues, err := setup.Runner(ws, cfg, ms, o.Definitions)
+	ms, err := newModels(&o)
 	if err != nil {
+		return nil, fmt.Errorf("deputy: %w", err)
+	}
+	// The roots' model is opened now, so a bad spec or a missing key is
+	// one error before anything is recorded.
+	if spec := ms.ownSpec; spec != "" && o.Model == nil {
+		if _, _, err := ms.open(spec); err != nil {
+			return nil, fmt.Errorf("deputy: model %s: %w", spec, err)
+		}
+	}
+	p := &prepared{o: o, ws: ws, cfg: cmp.Or(o.Config, &Config{}), ms: ms,
+		db: cmp.Or(o.DB, filepath.Join(ws, ".deputy", "deputy.db"))}
+	if p.cat, p.skills, p.issues, err = loadCatalog(o.Sources, o.Definitions); err != nil {
 		return nil, fmt.Errorf("deputy: definitions: %w", err)
 	}
-	url := o.DB
-	if url == "" {
-		url = cmp.Or(os.Getenv("DEPUTY_DB"), filepath.Join(ws, ".deputy", "deputy.db"))
+	return p, nil
+}
+
+// Open opens the database (creating it when it is a new SQLite file),
+// starts the engine, resumes the instances a previous process left
+// running, and starts roots recorded but never started (a process died in
+// between, or they were queued with Enqueue).
+func Open(ctx context.Context, o Options) (*Runtime, error) {
+	p, err := prepare(o)
+	if err != nil {
+		return nil, err
 	}
-	st, err := store.Open(ctx, url, store.Options{})
+	st, err := store.Open(ctx, p.db, store.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("deputy: %w", err)
 	}
-	unlock := func() {}
-	switch {
-	case o.ExecutorID != "" && st.Dialect() != store.Postgres:
+	rt := &Runtime{prepared: p, st: st, unlock: func() {}, subs: map[int]func(Event){}}
+	if err := rt.hold(ctx); err != nil {
 		st.Close()
-		return nil, errors.New("deputy: Options.ExecutorID needs a Postgres database: SQLite is held by one process at a time")
-	case o.ExecutorID == "":
-		if unlock, err = setup.LockEngine(ctx, st, url); err != nil {
-			st.Close()
-			return nil, fmt.Errorf("deputy: %w", err)
-		}
+		return nil, err
 	}
-	// Traces, when an OTLP endpoint variable or deputy.yaml asks for them.
-	tel, closeTel, err := setup.Telemetry(ctx, cfg, st, nil)
+	tel, closeTel, err := startTelemetry(ctx, o.Telemetry, st)
 	if err != nil {
-		unlock()
+		rt.unlock()
 		st.Close()
 		return nil, fmt.Errorf("deputy: %w", err)
 	}
-	rt := &Runtime{st: st, opts: o, ws: ws, cfg: cfg, unlock: unlock, subs: map[int]func(Event){}}
-	for _, is := range issues {
-		rt.problems = append(rt.problems, is)
+	for _, is := range p.issues {
+		rt.problems = append(rt.problems, fmt.Errorf("%w: %w", ErrSkipped, is))
 	}
 	pgURL := ""
 	if st.Dialect() == store.Postgres {
-		pgURL = url
+		pgURL = p.db
 	}
-	rt.eng, err = durable.Open(ctx, durable.Options{
-		Store:   st,
-		URL:     pgURL,
-		Models:  ms.Open,
-		Tools:   setup.Tools(o.Tools...),
-		Fence:   setup.Fence(),
-		Runner:  *runner,
-		OnEvent: tel.Hook(rt.publish),
-		MaxRuns: o.MaxRuns,
-		// A worker of a fleet; alone on the database, "local".
-		ExecutorID: o.ExecutorID,
-		Lease:      leaseOf(o),
-	})
-	if err != nil {
+	opts := durable.Options{
+		Store:  st,
+		URL:    pgURL,
+		Logger: o.Logger,
+		Models: p.ms.open,
+		Tools:  toolsOf(&p.o),
+		Fence:  fenceOf,
+		// MaxDepth and MaxParallel come with each run's spec.
+		Runner: agent.Runner{Catalog: p.cat, Skills: p.skills, Config: p.cfg, Models: p.ms.runnerModels, Stream: o.Stream},
+		// Every event of the runs Open resumes too: the engine starts
+		// them as it opens.
+		OnEvent:      tel.Hook(rt.publish),
+		MaxRuns:      o.MaxRuns,
+		FleetMaxRuns: o.FleetMaxRuns,
+		OnLeaseLost:  o.OnLeaseLost,
+		Failpoint:    o.Failpoint,
+	}
+	if rt.executor != "" {
+		opts.ExecutorID, opts.Lease = rt.executor, cmp.Or(o.Lease, durable.DefaultLease)
+	}
+	if rt.eng, err = durable.Open(ctx, opts); err != nil {
 		_ = closeTel()
-		unlock()
+		rt.unlock()
 		st.Close()
 		return nil, fmt.Errorf("deputy: %w", err)
 	}
@@ -259,24 +457,51 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	rt.control = durable.Control{Store: st, URL: pgURL, Engine: rt.eng}
 	// What a process that died left in the workspace's repository; a
 	// failure to clean up is no reason not to run, but it is said.
-	if _, err := setup.Recover(ctx, st, ws); err != nil {
+	if rt.cleaned, err = recoverFences(ctx, st, p.ws); err != nil {
 		rt.problems = append(rt.problems, fmt.Errorf("cleaning up after a dead process: %w", err))
 	}
-	// Roots recorded but never started (a process died in between, or
-	// `deputy run --detach` queued them) start now. Failing that leaves
-	// them recorded, for the next Open or a worker: the runtime is still
-	// good for everything else, so it is a problem, not a failed Open.
+	// Failing to start the roots recorded but never started leaves them
+	// recorded, for the next Open or a worker: the runtime is still good
+	// for everything else, so it is a problem, not a failed Open.
 	if _, err := rt.eng.Adopt(ctx); err != nil {
 		rt.problems = append(rt.problems, fmt.Errorf("starting roots recorded but never started: %w", err))
 	}
 	return rt, nil
 }
 
-func leaseOf(o Options) time.Duration {
-	if o.ExecutorID == "" {
-		return 0
+// hold takes the database for this runtime: as a worker of a fleet under
+// its executor id (Postgres, Options.Fleet or ExecutorID), else alone,
+// under the engine lock.
+func (rt *Runtime) hold(ctx context.Context) error {
+	o := rt.o
+	pg := rt.st.Dialect() == store.Postgres
+	switch {
+	case o.ExecutorID != "" && !pg:
+		return errors.New("deputy: Options.ExecutorID needs a Postgres database: SQLite is held by one process at a time")
+	case o.ExecutorID != "":
+		rt.executor = o.ExecutorID
+		return nil
+	case o.Fleet && pg:
+		file := o.ExecutorIDFile
+		if file == "" {
+			dir, err := UserDir()
+			if err != nil {
+				return fmt.Errorf("deputy: executor id: %w", err)
+			}
+			file = filepath.Join(dir, "executor-id")
+		}
+		var err error
+		if rt.executor, rt.fresh, err = machineExecutorID(ctx, rt.st, file); err != nil {
+			return fmt.Errorf("deputy: %w", err)
+		}
+		return nil
 	}
-	return cmp.Or(o.Lease, durable.DefaultLease)
+	unlock, err := LockEngine(ctx, rt.st, rt.db)
+	if err != nil {
+		return fmt.Errorf("deputy: %w", err)
+	}
+	rt.unlock = unlock
+	return nil
 }
 
 // Close stops the engine, letting running steps end for up to
@@ -286,56 +511,102 @@ func (rt *Runtime) Close() error {
 	return err
 }
 
-// CloseContext is Close with the drain's bound given: steps still running
-// after drain, or when ctx ends (a second signal), are cut off and
-// reported interrupted when their runs resume. drained reports whether
-// every running step finished within the drain (a cut drain is not an
-// error: nothing is lost, the runs resume); err is closing the store's
-// and the telemetry's. Later calls report the first's drained.
+// CloseContext is Close with the drain's bound given: no step starts any
+// more, and steps still running after drain, or when ctx ends (a second
+// signal), are cut off and reported interrupted when their runs resume.
+// drained reports whether every running step finished within the drain (a
+// cut drain is not an error: nothing is lost, the runs resume); err is
+// closing the store's and the telemetry's. Later calls do nothing and
+// report the first's.
 func (rt *Runtime) CloseContext(ctx context.Context, drain time.Duration) (drained bool, err error) {
-	drained = rt.eng.CloseContext(ctx, drain)
-	telErr := rt.closeTel() // after the engine: its last events are spans too
-	rt.unlock()
-	return drained, errors.Join(rt.st.Close(), telErr)
+	rt.closeOnce.Do(func() {
+		rt.drained = rt.eng.CloseContext(ctx, drain)
+		telErr := rt.closeTel() // after the engine: its last events are spans too
+		rt.unlock()
+		rt.closeErr = errors.Join(rt.st.Close(), telErr)
+	})
+	return rt.drained, rt.closeErr
 }
 
 // Start records a root instance and starts it in the background; its id
-// names it to Wait and the controls.
+// names it to Wait and the controls. A task the runtime cannot run (an
+// unknown type, a model that cannot be opened) is refused with ErrRefused
+// and nothing recorded.
 func (rt *Runtime) Start(ctx context.Context, t Task) (string, error) {
-	return rt.eng.Start(ctx, t.Text, rt.spec(t))
+	return rt.eng.Start(ctx, t.Text, rt.spec(t, rt.Definition))
 }
 
-func (rt *Runtime) spec(t Task) durable.Spec {
+// Enqueue records a root instance and queues its run for the workers of
+// the database (a Runtime opened on it, deputy worker), without an engine
+// here: it takes no lock, so it works while another process holds the
+// database. Its Options are those a Runtime would be opened with; the
+// roots' model is checked as Open checks it, and a Task's Type is looked up
+// by the worker that runs it.
+func Enqueue(ctx context.Context, o Options, t Task) (string, error) {
+	p, err := prepare(o)
+	if err != nil {
+		return "", err
+	}
+	st, err := store.Open(ctx, p.db, store.Options{})
+	if err != nil {
+		return "", fmt.Errorf("deputy: %w", err)
+	}
+	defer st.Close()
+	pgURL := ""
+	if st.Dialect() == store.Postgres {
+		pgURL = p.db
+	}
+	id, err := durable.Enqueue(ctx, st, pgURL, t.Text, p.spec(t, p.cat.Lookup))
+	if err != nil {
+		return "", fmt.Errorf("deputy: %w", err)
+	}
+	return id, nil
+}
+
+// spec is what a root of task t records: t's choices, the runtime's
+// defaults for what it leaves out. lookup finds its type.
+func (p *prepared) spec(t Task, lookup func(string) (*Definition, bool)) durable.Spec {
+	o := p.o
 	model := t.Model
 	if tier, _, ok := agentdef.ParseModel(model); ok && tier != "" && model != "" {
 		// A tier, as a spawn may name one: its model through deputy.yaml,
 		// the runtime's when it has none.
-		model, _ = rt.cfg.ResolveModel(model)
-		model = cmp.Or(model, rt.opts.Model)
+		model, _ = p.cfg.ResolveModel(model)
+		model = cmp.Or(model, p.ms.ownSpec)
 	}
 	var def *Definition
 	if t.Type != "" {
 		// Looked up once, here: the engine records this snapshot (an
 		// unknown type is left to its Start to refuse).
 		var ok bool
-		if def, ok = rt.Definition(t.Type); ok && model == "" {
-			if pm, inherit := rt.cfg.ResolveModel(def.Model); !inherit {
+		if def, ok = lookup(t.Type); ok && model == "" {
+			if pm, inherit := p.cfg.ResolveModel(def.Model); !inherit {
 				model = pm
 			}
 		}
 	}
+	offer := t.Offer
+	if offer == nil {
+		offer = o.Offer
+	}
+	budget := t.Budget
+	if budget == (Budget{}) {
+		budget = o.Budget
+	}
 	return durable.Spec{
 		Type:        t.Type,
 		Definition:  def,
-		System:      cmp.Or(t.System, rt.opts.System, DefaultSystem),
-		Model:       cmp.Or(model, rt.opts.Model),
-		Workspace:   rt.ws,
-		MaxTurns:    t.MaxTurns,
-		MaxDepth:    t.MaxDepth,
-		MaxParallel: t.MaxParallel,
-		Budget:      t.Budget,
+		System:      cmp.Or(t.System, o.System, DefaultSystem),
+		Model:       cmp.Or(model, p.ms.ownSpec),
+		Workspace:   p.ws,
+		SearchURL:   o.SearchURL,
+		Offer:       offer,
+		MaxTurns:    cmp.Or(t.MaxTurns, o.MaxTurns),
+		MaxDepth:    cmp.Or(t.MaxDepth, o.MaxDepth),
+		MaxParallel: cmp.Or(t.MaxParallel, o.MaxParallel),
+		Budget:      budget,
 		WallTime:    t.WallTime,
-		Config:      rt.cfg,
+		Config:      p.cfg,
 	}
 }
 
@@ -349,10 +620,33 @@ func (rt *Runtime) Run(ctx context.Context, t Task) (*Instance, error) {
 }
 
 // Wait blocks until instance id settles: it ended, or it waits for
-// someone (Asking: Question says what, Answer goes on; Paused: Resume).
+// someone (Asking: Question says what, Answer goes on; Paused: Resume). It
+// follows the instance over its runs: an answer or a resume starts the
+// next one, which Wait waits for too.
 func (rt *Runtime) Wait(ctx context.Context, id string) (*Instance, error) {
 	return rt.eng.Settle(ctx, id)
 }
+
+// WaitRun blocks until the current run of root instance id ends (it
+// ended, it asks, it was paused) and returns the instance as stored. Unlike
+// Wait it does not follow the instance into a later run; its error says
+// when the run itself failed (then Resumable tells whether a worker
+// carries it on).
+func (rt *Runtime) WaitRun(ctx context.Context, id string) (*Instance, error) {
+	return rt.eng.Wait(ctx, id)
+}
+
+// Resumable reports whether root instance id stopped without ending and a
+// worker will carry it on from its last finished step: this process
+// stopping (a drain) or dying leaves its runs so.
+func (rt *Runtime) Resumable(ctx context.Context, id string) (bool, error) {
+	return rt.eng.Resumable(ctx, id)
+}
+
+// Idle reports whether nothing is left for this runtime to do: no instance
+// created or running and no run queued or in progress. An instance asking
+// or paused waits for someone else, and does not count.
+func (rt *Runtime) Idle(ctx context.Context) (bool, error) { return rt.eng.Idle(ctx) }
 
 // Get returns instance id as stored now.
 func (rt *Runtime) Get(ctx context.Context, id string) (*Instance, error) {
@@ -445,6 +739,9 @@ func (rt *Runtime) Subscribe(fn func(Event)) (unsubscribe func()) {
 }
 
 func (rt *Runtime) publish(e Event) {
+	if rt.o.OnEvent != nil {
+		rt.o.OnEvent(e)
+	}
 	rt.mu.Lock()
 	fns := make([]func(Event), 0, len(rt.subs))
 	for _, fn := range rt.subs {

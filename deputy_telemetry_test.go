@@ -13,11 +13,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/deputy-run/deputy"
-	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/telemetry"
 )
 
-// A program's runtime traces when its config says so: a root that asks and
+// A program's runtime traces when its Options ask for it: a root that asks and
 // is answered runs twice, and both runs are invoke_agent spans of one
 // trace, the first ended as suspended; Close flushes them.
 func TestLibraryTracesAcrossRuns(t *testing.T) {
@@ -55,8 +54,8 @@ func TestLibraryTracesAcrossRuns(t *testing.T) {
 
 	dir := t.TempDir()
 	ctx := context.Background()
-	rt, err := deputy.Open(ctx, deputy.Options{Model: "fake", Scenario: []byte(askScenario), Workspace: dir,
-		DB: filepath.Join(dir, "deputy.db"), Config: &deputy.Config{Telemetry: agentdef.TelemetryConfig{Enabled: true, Endpoint: srv.URL}}})
+	rt, err := deputy.Open(ctx, deputy.Options{ModelSpec: "fake", Scenario: []byte(askScenario), Workspace: dir,
+		DB: filepath.Join(dir, "deputy.db"), Telemetry: &deputy.Telemetry{Endpoint: srv.URL}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func open(t *testing.T, scenario string, o deputy.Options) *deputy.Runtime {
 	t.Helper()
 	dir := t.TempDir()
-	o.Model, o.Scenario = "fake", []byte(scenario)
+	o.ModelSpec, o.Scenario = "fake", []byte(scenario)
 	o.DB, o.Workspace = filepath.Join(dir, "deputy.db"), dir
 	rt, err := deputy.Open(context.Background(), o)
 	if err != nil {
@@ -243,7 +243,7 @@ rules:
 	counter := &deputy.Definition{Name: "counter", Description: "Counts words.", SystemPrompt: "You count words.",
 		Tools: []string{"wordcount"}}
 	dir := t.TempDir()
-	o := deputy.Options{Model: "fake", Scenario: []byte(scenario), DB: filepath.Join(dir, "d.db"), Workspace: dir,
+	o := deputy.Options{ModelSpec: "fake", Scenario: []byte(scenario), DB: filepath.Join(dir, "d.db"), Workspace: dir,
 		Tools: []deputy.Tool{wordCount{}}, Definitions: []*deputy.Definition{counter}}
 	ctx := context.Background()
 	rt, err := deputy.Open(ctx, o)
@@ -272,9 +272,6 @@ rules:
 	if _, err := deputy.Open(ctx, bad); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("a missing workspace: %v", err)
 	}
-	if _, err := deputy.Open(ctx, deputy.Options{DB: o.DB}); err == nil || !strings.Contains(err.Error(), "Model is empty") {
-		t.Errorf("no model: %v", err)
-	}
 	if _, err := os.Stat(filepath.Join(dir, "other.db")); err == nil {
 		t.Errorf("a refused Open left a database behind")
 	}
@@ -295,7 +292,7 @@ func (wordCount) Run(_ context.Context, in json.RawMessage) (string, error) {
 	return strconv.Itoa(len(strings.Fields(v.Text))), nil
 }
 
-// A workspace definition file that does not parse is skipped, not fatal,
+// A definition file of Sources that does not parse is skipped, not fatal,
 // and Problems names it with its line.
 func TestOpenReportsSkippedFiles(t *testing.T) {
 	t.Parallel()
@@ -306,13 +303,14 @@ func TestOpenReportsSkippedFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".deputy", "agents", "bad.md"), []byte("---\nname: bad\n---\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := deputy.Open(context.Background(), deputy.Options{Model: "fake", Workspace: dir, DB: filepath.Join(dir, "d.db")})
+	rt, err := deputy.Open(context.Background(), deputy.Options{ModelSpec: "fake", Workspace: dir, DB: filepath.Join(dir, "d.db"),
+		Sources: deputy.Sources{Project: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
 	p := rt.Problems()
-	if len(p) != 1 || !strings.Contains(p[0].Error(), "bad.md") || !strings.Contains(p[0].Error(), "description") {
+	if len(p) != 1 || !errors.Is(p[0], deputy.ErrSkipped) || !strings.Contains(p[0].Error(), "bad.md") || !strings.Contains(p[0].Error(), "description") {
 		t.Fatalf("problems %v", p)
 	}
 }

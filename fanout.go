@@ -47,7 +47,7 @@ type FanOut struct {
 	// is what it returns.
 	MergeFunc func([]FanResult) (string, error)
 	// Model runs the subagents whose type inherits it; default
-	// Options.Model.
+	// Options.ModelSpec (or Model).
 	Model string
 }
 
@@ -110,8 +110,11 @@ func (rt *Runtime) StartFanOut(ctx context.Context, f FanOut) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	spec := rt.spec(Task{MaxParallel: f.MaxParallel})
-	spec.Model, spec.ChildModel = agent.PlannerModel, cmp.Or(f.Model, rt.opts.Model)
+	spec := rt.spec(Task{MaxParallel: f.MaxParallel}, rt.Definition)
+	spec.Model, spec.ChildModel = agent.PlannerModel, cmp.Or(f.Model, rt.ms.ownSpec)
+	// The planner's one call is fan_out, whatever the runtime's roots are
+	// offered by default.
+	spec.Offer = nil
 	return rt.eng.Start(ctx, string(plan), spec)
 }
 

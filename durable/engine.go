@@ -86,6 +86,11 @@ type Spec struct {
 	// worker in another directory runs it the same way; nil: the
 	// runner's.
 	Config *agentdef.Config `json:"config,omitempty"`
+	// Offer, when set, names the tools the root's model is offered, out of
+	// those it holds and deputy's own (agent.Task.Offer); recorded so that
+	// every later run of the root offers the same. nil: as agent.Task
+	// decides without it.
+	Offer []string `json:"offer,omitempty"`
 }
 
 // Options configure an Engine.

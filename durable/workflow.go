@@ -44,7 +44,7 @@ func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
 		// a step if the workflow still can, else straight in the store
 		// (Finish is idempotent), so no instance stays active with no run
 		// to carry it.
-		if _, ferr := e.fail(ctx, id, err); ferr == nil {
+		if _, ferr := e.fail(ctx, id, 0, err); ferr == nil {
 			return string(store.Failed), nil
 		} else if ownedElsewhere(ferr) {
 			return "", ferr
@@ -76,7 +76,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	// carries another execution's nonce had started before a crash.
 	runner, task, spec, err := e.setup(ctx, ld.Instance, rec, agent.NewID(), ld.Spent)
 	if err != nil {
-		return e.fail(ctx, id, err)
+		return e.fail(ctx, id, ld.Run.ID, err)
 	}
 	task.Limits = loop.Limits{WallTime: spec.WallTime, MaxOutputTokens: spec.MaxOutputTokens, MaxTurns: spec.MaxTurns}
 	if task.Definition != nil {
@@ -108,7 +108,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	defer e.register(ctx, id, cancel)()
 	out, runErr := runner.Run(runCtx, task)
 	if out == nil {
-		return e.fail(ctx, id, runErr)
+		return e.fail(ctx, id, ld.Run.ID, runErr)
 	}
 	if errors.Is(runErr, context.Canceled) && ctx.Err() != nil {
 		// Shut down or cancelled through DBOS: the run stops here and a
@@ -182,7 +182,7 @@ func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder,
 	runner.OnEvent = rec.event
 	rec.prices = runner.Prices()
 	task := agent.Task{ID: root.ID, Task: root.Task, System: spec.System, Model: model, ModelName: name,
-		ModelSpec: spec.Model, Tools: tools, Compaction: spec.Compaction, Budget: spec.Budget, Spent: spent}
+		ModelSpec: spec.Model, Tools: tools, Offer: spec.Offer, Compaction: spec.Compaction, Budget: spec.Budget, Spent: spent}
 	if spec.Type != "" || spec.Definition != nil {
 		def := spec.Definition
 		if def == nil {
@@ -383,13 +383,14 @@ func (e *Engine) finish(ctx dbos.Context, id string, run int64, res store.Result
 }
 
 // fail ends a run that could not go on, keeping the totals its record
-// holds.
-func (e *Engine) fail(ctx dbos.Context, id string, cause error) (string, error) {
+// holds. run is the run to end with it (0: none started): one left open
+// would keep Settle waiting for it for ever.
+func (e *Engine) fail(ctx dbos.Context, id string, run int64, cause error) (string, error) {
 	in, err := e.st.GetInstance(ctx, id)
 	if err != nil {
 		in = &store.Instance{} // the finish step fails too, or records what it can
 	}
-	return e.finish(ctx, id, 0, failedResult(in, loop.StopModelError, cause))
+	return e.finish(ctx, id, run, failedResult(in, loop.StopModelError, cause))
 }
 
 func artifacts(paths []string) json.RawMessage {

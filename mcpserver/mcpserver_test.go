@@ -79,8 +79,9 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	dir := t.TempDir()
-	rt, err := deputy.Open(context.Background(), deputy.Options{Model: "fake", Scenario: []byte(scenario),
-		DB: filepath.Join(dir, "deputy.db"), Workspace: dir, Tools: []deputy.Tool{gate{}}, Definitions: types()})
+	rt, err := deputy.Open(context.Background(), deputy.Options{ModelSpec: "fake", Scenario: []byte(scenario),
+		DB: filepath.Join(dir, "deputy.db"), Workspace: dir, Tools: []deputy.Tool{gate{}}, Definitions: types(),
+		Config: deputy.DemoConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,8 @@ import (
 func benchEnv(b *testing.B, scenario string) (*deputy.Runtime, *httptest.Server, func()) {
 	b.Helper()
 	dir := b.TempDir()
-	rt, err := deputy.Open(context.Background(), deputy.Options{Model: "fake", Scenario: []byte(scenario),
-		DB: filepath.Join(dir, "deputy.db"), Workspace: dir})
+	rt, err := deputy.Open(context.Background(), deputy.Options{ModelSpec: "fake", Scenario: []byte(scenario),
+		DB: filepath.Join(dir, "deputy.db"), Workspace: dir, RunTools: deputy.BuiltinTools})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -185,7 +185,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	researcher := &deputy.Definition{Name: "researcher", Description: "Researches one question and reports.",
 		SystemPrompt: "You are a field researcher. Gather notes with your tool, then report.", Tools: []string{"hold"}}
 	rt, err := deputy.Open(context.Background(), deputy.Options{
-		Model: "fake", Scenario: []byte(browserScenario), FakeLatency: true, DB: filepath.Join(dir, "deputy.db"), Workspace: dir,
+		ModelSpec: "fake", Scenario: []byte(browserScenario), FakeLatency: true, DB: filepath.Join(dir, "deputy.db"), Workspace: dir,
 		Tools: []deputy.Tool{hold{release}}, Definitions: []*deputy.Definition{researcher},
 		Config: &deputy.Config{Prices: cost.Table{"fake": {Input: 3, Output: 15}}},
 	})

@@ -33,7 +33,7 @@ type hardEnv struct {
 func newHardEnv(t *testing.T, l serve.Limits) *hardEnv {
 	t.Helper()
 	dir := t.TempDir()
-	rt, err := deputy.Open(context.Background(), deputy.Options{Model: "fake", Scenario: []byte(scenario),
+	rt, err := deputy.Open(context.Background(), deputy.Options{ModelSpec: "fake", Scenario: []byte(scenario),
 		DB: filepath.Join(dir, "deputy.db"), Workspace: dir})
 	if err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "deputy.db")
-	rt, err := deputy.Open(context.Background(), deputy.Options{Model: "fake", Scenario: []byte(scenario), DB: db, Workspace: dir})
+	rt, err := deputy.Open(context.Background(), deputy.Options{ModelSpec: "fake", Scenario: []byte(scenario), DB: db, Workspace: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,14 +36,12 @@ A client's configuration, for example:
 			stderr := cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			rt, _, err := c.open(ctx)
+			rt, _, err := c.open(ctx, stderr)
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
-			for _, p := range rt.Problems() {
-				fmt.Fprintln(stderr, "deputy mcp: warning:", p)
-			}
+			opened(rt, stderr, "deputy mcp: warning", false)
 			// stdout is the protocol: the SDK's logs, like everything
 			// else said, go to stderr.
 			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

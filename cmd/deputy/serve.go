@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -56,7 +55,7 @@ the next start.`,
 			drain := cmp.Or(drain, durable.DefaultDrain)
 			ctx, hurry, release := stopSignals(cmd.Context(), stderr, drain, false)
 			defer release()
-			rt, url, err := c.open(ctx)
+			rt, url, err := c.open(ctx, stderr)
 			if err != nil {
 				return err
 			}
@@ -71,9 +70,7 @@ the next start.`,
 					fmt.Fprintln(stderr, "deputy serve: closing:", err)
 				}
 			}()
-			for _, p := range rt.Problems() {
-				fmt.Fprintln(stderr, "deputy serve: warning:", p)
-			}
+			opened(rt, stderr, "deputy serve: warning", false)
 			if tokenFile == "" {
 				tokenFile = defaultTokenFile(url)
 			}
@@ -152,24 +149,7 @@ func defaultTokenFile(url string) string {
 	if path, ok := store.SQLitePath(url); ok {
 		return filepath.Join(filepath.Dir(path), "token")
 	}
-	if h := os.Getenv("DEPUTY_HOME"); h != "" {
-		return filepath.Join(h, "token")
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".deputy", "token")
-	}
-	return filepath.Join(".deputy", "token")
-}
-
-// worker picks the executor id of a Runtime on url (workerID), on a
-// store of its own that is closed again.
-func (c *runtimeFlags) worker(ctx context.Context, url string) (string, error) {
-	st, err := store.Open(ctx, url, store.Options{})
-	if err != nil {
-		return "", usageErr("%v", err)
-	}
-	defer st.Close()
-	return workerID(ctx, st, c.executorID, os.Stderr)
+	return filepath.Join(cliHome(), "token")
 }
 
 // runtimeFlags are the flags of the commands that serve a Runtime (serve,
@@ -189,30 +169,21 @@ func (c *runtimeFlags) register(f interface {
 	f.StringVar(&c.executorID, "executor-id", "", executorFlagHelp)
 }
 
-// open opens the runtime the flags describe, and returns the database URL.
-func (c *runtimeFlags) open(ctx context.Context) (*deputylib.Runtime, string, error) {
+// open opens the runtime the flags describe (cliOptions), and returns the
+// database URL.
+func (c *runtimeFlags) open(ctx context.Context, stderr io.Writer) (*deputylib.Runtime, string, error) {
 	model, err := rootSpec(c.model)
 	if err != nil {
 		return nil, "", err
 	}
-	o := deputylib.Options{Model: model, Workspace: c.workspace, DB: dbURL(c.db),
-		FakeLatency: os.Getenv("DEPUTY_FAKE_LATENCY") != "off"}
-	if c.scenario != "" {
-		if o.Scenario, err = os.ReadFile(c.scenario); err != nil {
-			return nil, "", usageErr("scenario: %v", err)
-		}
-	}
-	if path, ok := store.SQLitePath(o.DB); ok {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, "", usageErr("database directory: %v", err)
-		}
-	}
-	if o.ExecutorID, err = c.worker(ctx, o.DB); err != nil {
+	o, err := cliOptions(cliInputs{db: c.db, model: model, scenario: c.scenario, workspace: c.workspace,
+		executorID: c.executorID, stderr: stderr})
+	if err != nil {
 		return nil, "", err
 	}
 	rt, err := deputylib.Open(ctx, o)
 	if err != nil {
-		return nil, "", usageErr("%v", err)
+		return nil, "", openErr(err, o.DB)
 	}
 	return rt, o.DB, nil
 }

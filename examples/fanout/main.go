@@ -23,7 +23,7 @@ func main() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "deputy-fanout") // the database's; a real program keeps it
 	defer os.RemoveAll(dir)
-	rt, err := deputy.Open(ctx, deputy.Options{Model: "fake", Scenario: scenario, DB: filepath.Join(dir, "deputy.db")})
+	rt, err := deputy.Open(ctx, deputy.Options{ModelSpec: "fake", Scenario: scenario, DB: filepath.Join(dir, "deputy.db")})
 	if err != nil {
 		log.Fatal(err)
 	}

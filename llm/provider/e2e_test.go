@@ -3,7 +3,9 @@ package provider
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/deputy-run/deputy/clock"
@@ -56,5 +58,51 @@ func TestSpecsAgainstTheFakeServer(t *testing.T) {
 	var ae *llm.APIError
 	if !errors.As(err, &ae) || ae.StatusCode != 401 || strings.Contains(err.Error(), "sk-wrong-77") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("wrong key: %v", err)
+	}
+}
+
+// countingTransport counts the requests of the client it is given to.
+type countingTransport struct {
+	n    atomic.Int64
+	next http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// A program's client, endpoint and key reach the fake server over real
+// HTTP, with no variable read; NonStreaming makes the plain call when no
+// stream callback is given, and a callback still streams.
+func TestClientEndpointAndKeyInCode(t *testing.T) {
+	t.Parallel()
+	const key = "sk-in-code-7"
+	srv, root := providertest.StartServer(t, fake.Options{APIKey: key})
+	p := retry.Default()
+	p.BaseDelay, p.StallTimeout, p.Clock = 0, 0, clock.NewInstant()
+	ct := &countingTransport{next: http.DefaultTransport}
+	client := &http.Client{Transport: ct}
+	for _, c := range []struct{ spec, base string }{{"anthropic:fake", root}, {"openai:fake", root + "/v1"}} {
+		m, err := New(c.spec, Options{HTTPClient: client, BaseURL: c.base, APIKey: key, Retry: &p, NonStreaming: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		req := &llm.Request{Messages: []llm.Message{llm.UserText("hello")}, MaxTokens: 64}
+		if _, err := m.Generate(context.Background(), req, nil); err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		if _, err := m.Generate(context.Background(), req, func(llm.Delta) {}); err != nil {
+			t.Fatalf("%s streamed: %v", c.spec, err)
+		}
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 || ct.n.Load() != 4 {
+		t.Fatalf("%d requests logged, %d through the program's client; want 4 and 4", len(reqs), ct.n.Load())
+	}
+	for i, r := range reqs {
+		if want := i%2 == 1; r.Stream != want {
+			t.Errorf("request %d (%s): stream %v, want %v", i, r.Path, r.Stream, want)
+		}
 	}
 }

@@ -90,3 +90,28 @@ func TestNewPicksProviders(t *testing.T) {
 		t.Errorf("anthropic model = %#v", m)
 	}
 }
+
+// Options given in code win over the environment, and without Getenv no
+// variable is read at all: a key in the process's environment is not
+// found, and the error says where the key was looked for.
+func TestOptionsWinAndTheEnvironmentIsReadOnlyWhenAsked(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-from-the-environment")
+	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
+	for _, spec := range []string{"anthropic:claude-x", "openai:gpt-4.1"} {
+		_, err := New(spec, Options{})
+		if err == nil || !strings.Contains(err.Error(), "Options.APIKey is empty") || strings.Contains(err.Error(), "sk-from") {
+			t.Errorf("%s without Getenv: %v", spec, err)
+		}
+	}
+	env := envOf(map[string]string{"ANTHROPIC_API_KEY": "sk-env", "ANTHROPIC_BASE_URL": "ftp://not-a-base-url"})
+	// The environment's base URL would be refused: the one given wins.
+	if _, err := New("anthropic:claude-x", Options{Getenv: env, BaseURL: "http://127.0.0.1:1"}); err != nil {
+		t.Errorf("BaseURL over the environment's: %v", err)
+	}
+	if _, err := New("anthropic:claude-x", Options{Getenv: env}); err == nil || !strings.Contains(err.Error(), "base URL") {
+		t.Errorf("the environment's base URL was not read: %v", err)
+	}
+	if _, err := New("openai:gpt-4.1", Options{APIKey: "sk-code", BaseURL: "http://127.0.0.1:1/v1"}); err != nil {
+		t.Errorf("key and URL in code: %v", err)
+	}
+}
