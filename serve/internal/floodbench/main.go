@@ -240,6 +240,9 @@ func coordinate(o opts) error {
 	return nil
 }
 
+// oneRun is one measured run, each on its own server: the agent starts
+// calling tools, the latency is measured before the flood and under it,
+// and the agent's record is read back once the flood is over.
 func oneRun(o opts, self string, run int) (figure, error) {
 	f := figure{Mode: o.mode, NiceAttackers: o.niceAttackers, AttackConns: o.procs * o.conns}
 	dir, err := os.MkdirTemp("", "floodbench")
@@ -247,206 +250,321 @@ func oneRun(o opts, self string, run int) (figure, error) {
 		return f, err
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), []byte(scenario), 0o644); err != nil {
+	srv, err := startServer(o, dir)
+	if err != nil {
 		return f, err
 	}
+	defer srv.stop()
+	f.NofileServer = procNofile(srv.pid())
+	c := newClient(srv.addr, srv.token)
 
-	// The server, its own process.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ag := startAgent(ctx, c)
+
+	f.Baseline = measure(5*time.Second, 10*time.Millisecond, c.probe(c.keep))
+
+	fl, err := startFlood(self, o, srv.addr, run)
+	defer fl.stop()
+	if err != nil {
+		return f, err
+	}
+	fl.awaitRamp(int64(f.AttackConns), 60*time.Second)
+	fmt.Fprintf(os.Stderr, "run %d: flood up (%+v); measuring %v\n", run+1, fl.total(), o.duration)
+	measureFlood(ctx, &f, o.duration, srv.pid(), fl, c)
+	fl.stop()
+
+	cancel()
+	ids := ag.wait()
+	for _, id := range ids {
+		if err := tallyAgentRun(&f, c, id); err != nil {
+			return f, err
+		}
+	}
+	f.Instances = len(ids)
+	f.ServerEMFILE = int(srv.emfile.Load())
+	return f, nil
+}
+
+// server is the `deputy serve` process under test, with what its stderr
+// has told so far.
+type server struct {
+	cmd         *exec.Cmd
+	addr, token string
+	emfile      atomic.Int64 // log lines reporting descriptor exhaustion
+}
+
+// startServer starts `deputy serve` on a fresh database in dir, with the
+// agent's scenario and a token file, and waits until it listens. The
+// caller stops it; if it never gets that far, startServer does.
+func startServer(o opts, dir string) (*server, error) {
+	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), []byte(scenario), 0o644); err != nil {
+		return nil, err
+	}
 	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "deputy.db"), "--model", "fake",
 		"--scenario", filepath.Join(dir, "scenario.yaml"), "--workspace", dir, "--token-file", filepath.Join(dir, "token")}
 	if o.maxConns > 0 {
 		args = append(args, "--max-conns", fmt.Sprint(o.maxConns))
 	}
-	srv := exec.Command(o.deputy, args...)
-	srv.Env = append(os.Environ(), "DEPUTY_FAKE_LATENCY=off")
-	srv.Dir = dir
-	stderr, _ := srv.StderrPipe()
-	if err := srv.Start(); err != nil {
-		return f, err
+	s := &server{cmd: exec.Command(o.deputy, args...)}
+	s.cmd.Env = append(os.Environ(), "DEPUTY_FAKE_LATENCY=off")
+	s.cmd.Dir = dir
+	stderr, _ := s.cmd.StderrPipe()
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
 	}
-	defer func() {
-		srv.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { srv.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			srv.Process.Kill()
-			<-done
-		}
-	}()
 	addrc := make(chan string, 1)
-	var emfile atomic.Int64
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			if a, ok := strings.CutPrefix(line, "deputy serve: listening on http://"); ok {
-				addrc <- strings.Fields(a)[0]
-			}
-			if fdError.MatchString(line) {
-				if emfile.Add(1) <= 3 {
-					fmt.Fprintln(os.Stderr, "server:", line)
-				}
-			}
-		}
-	}()
-	var addr string
+	go s.watchLog(stderr, addrc)
 	select {
-	case addr = <-addrc:
+	case s.addr = <-addrc:
 	case <-time.After(60 * time.Second):
-		return f, errors.New("deputy serve did not start")
+		s.stop()
+		return nil, errors.New("deputy serve did not start")
 	}
 	tok, err := os.ReadFile(filepath.Join(dir, "token"))
 	if err != nil {
-		return f, err
+		s.stop()
+		return nil, err
 	}
-	f.NofileServer = procNofile(srv.Process.Pid)
-	c := &client{base: "http://" + addr, token: strings.TrimSpace(string(tok)),
-		keep:  &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
-		fresh: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
+	s.token = strings.TrimSpace(string(tok))
+	return s, nil
+}
 
-	// The agent: one run after another, each 40 bash calls, from before
-	// the flood until after it.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var agentWG sync.WaitGroup
-	var ids []string
-	var idsMu sync.Mutex
-	agentWG.Go(func() {
-		for ctx.Err() == nil {
-			var in struct{ ID string }
-			if err := c.post(`{"task": "run bash under the flood", "max_turns": 60}`, &in); err != nil {
-				fmt.Fprintln(os.Stderr, "start an agent:", err)
-				sleep(ctx, time.Second)
-				continue
-			}
-			idsMu.Lock()
-			ids = append(ids, in.ID)
-			idsMu.Unlock()
-			for ctx.Err() == nil {
-				var st struct{ State string }
-				if c.get(c.keep, "/api/instances/"+in.ID, &st) == nil && terminal(st.State) {
-					break
-				}
-				sleep(ctx, 200*time.Millisecond)
+// watchLog reads the server's stderr to its end: the address it listens
+// on goes to addrc, and descriptor exhaustion is counted (and the first
+// few lines shown) because the flood's whole point is to provoke it.
+func (s *server) watchLog(stderr io.Reader, addrc chan<- string) {
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		if a, ok := strings.CutPrefix(line, "deputy serve: listening on http://"); ok {
+			addrc <- strings.Fields(a)[0]
+		}
+		if fdError.MatchString(line) {
+			if s.emfile.Add(1) <= 3 {
+				fmt.Fprintln(os.Stderr, "server:", line)
 			}
 		}
+	}
+}
+
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+// stop asks the server to shut down and kills it if it has not within
+// 15 s, so a wedged server cannot hang the benchmark.
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// probePath is what the authenticated clients ask for: cheap, but
+// through the token check and the store.
+const probePath = "/api/instances?limit=1"
+
+func newClient(addr, token string) *client {
+	return &client{base: "http://" + addr, token: token,
+		keep:  &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
+		fresh: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
+}
+
+// probe is one authenticated request on h, for measure.
+func (c *client) probe(h *http.Client) func() error {
+	return func() error { return c.get(h, probePath, nil) }
+}
+
+// agentRuns is the agent under the flood: one run after another, each 40
+// bash calls, from before the flood until after it. Its runs' ids are
+// kept for the tally.
+type agentRuns struct {
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	ids []string
+}
+
+// startAgent starts agent runs, one after another, until ctx ends.
+func startAgent(ctx context.Context, c *client) *agentRuns {
+	a := &agentRuns{}
+	a.wg.Go(func() {
+		for ctx.Err() == nil {
+			a.runOne(ctx, c)
+		}
 	})
-	probe := "/api/instances?limit=1"
+	return a
+}
 
-	f.Baseline = measure(5*time.Second, 10*time.Millisecond, func() error { return c.get(c.keep, probe, nil) })
+// runOne starts one agent run and polls it until it ends (or ctx does).
+// A failed start is retried a second later: the flood may be what
+// refused it.
+func (a *agentRuns) runOne(ctx context.Context, c *client) {
+	var in struct{ ID string }
+	if err := c.post(`{"task": "run bash under the flood", "max_turns": 60}`, &in); err != nil {
+		fmt.Fprintln(os.Stderr, "start an agent:", err)
+		sleep(ctx, time.Second)
+		return
+	}
+	a.mu.Lock()
+	a.ids = append(a.ids, in.ID)
+	a.mu.Unlock()
+	for ctx.Err() == nil {
+		var st struct{ State string }
+		if c.get(c.keep, "/api/instances/"+in.ID, &st) == nil && terminal(st.State) {
+			return
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+}
 
-	// The flood.
-	var attackers []*attacker
+// wait waits for the agent (its context cancelled) and returns its runs.
+func (a *agentRuns) wait() []string {
+	a.wg.Wait()
+	return a.ids
+}
+
+// flood is one run's attacker processes.
+type flood []*attacker
+
+// startFlood starts o.procs attackers, each on its own source addresses
+// (distinct across runs, so one run's TIME_WAITs do not meet the next's).
+// On an error the attackers already started are returned, for stop.
+func startFlood(self string, o opts, addr string, run int) (flood, error) {
+	var fl flood
 	for p := range o.procs {
 		a, err := startAttacker(self, o, addr, 10+run*o.procs+p)
 		if err != nil {
-			return f, err
+			return fl, err
 		}
-		defer a.stop()
-		attackers = append(attackers, a)
+		fl = append(fl, a)
 	}
-	total := func() (st attackStats) {
-		for _, a := range attackers {
-			s := a.last()
-			st.Open += s.Open
-			st.Dials += s.Dials
-			st.DialErrors += s.DialErrors
-			st.Closed += s.Closed
-		}
-		return st
+	return fl, nil
+}
+
+// total is the attackers' latest status lines, added up.
+func (fl flood) total() (st attackStats) {
+	for _, a := range fl {
+		s := a.last()
+		st.Open += s.Open
+		st.Dials += s.Dials
+		st.DialErrors += s.DialErrors
+		st.Closed += s.Closed
 	}
-	// Ramp: every slot has connected once (or 60 s).
-	for deadline := time.Now().Add(60 * time.Second); total().Dials < int64(f.AttackConns) && time.Now().Before(deadline); {
+	return st
+}
+
+// awaitRamp waits until every slot has connected once (n dials), or for
+// limit: measuring a flood still ramping up would flatter the server.
+func (fl flood) awaitRamp(n int64, limit time.Duration) {
+	for deadline := time.Now().Add(limit); fl.total().Dials < n && time.Now().Before(deadline); {
 		time.Sleep(200 * time.Millisecond)
 	}
-	fmt.Fprintf(os.Stderr, "run %d: flood up (%+v); measuring %v\n", run+1, total(), o.duration)
+}
 
-	// Measure: the two clients, the server's descriptors and the
-	// attackers' open connections, side by side.
-	cpu0, acpu0, t0 := cpuSeconds(srv.Process.Pid), attackCPU(attackers), time.Now()
-	mctx, mcancel := context.WithTimeout(ctx, o.duration)
+func (fl flood) stop() {
+	for _, a := range fl {
+		a.stop()
+	}
+}
+
+// measureFlood measures under the flood for d: the two clients, the
+// server's descriptors and the attackers' open connections side by side,
+// then the CPU each side spent and the attackers' totals.
+func measureFlood(ctx context.Context, f *figure, d time.Duration, pid int, fl flood, c *client) {
+	cpu0, acpu0, t0 := cpuSeconds(pid), attackCPU(fl), time.Now()
+	mctx, mcancel := context.WithTimeout(ctx, d)
 	var wg sync.WaitGroup
-	var openSum, openN int64
+	wg.Go(func() { sampleFlood(mctx, f, pid, fl) })
 	wg.Go(func() {
-		for mctx.Err() == nil {
-			f.ServerFDsMax = max(f.ServerFDsMax, countFDs(srv.Process.Pid))
-			st := total()
-			f.AttackOpenMax = max(f.AttackOpenMax, st.Open)
-			openSum += st.Open
-			openN++
-			sleep(mctx, 250*time.Millisecond)
-		}
+		f.Fresh = measure(d, 100*time.Millisecond, c.probe(c.fresh))
 	})
-	wg.Go(func() {
-		f.Fresh = measure(o.duration, 100*time.Millisecond, func() error { return c.get(c.fresh, probe, nil) })
-	})
-	f.KeepAlive = measure(o.duration, 10*time.Millisecond, func() error { return c.get(c.keep, probe, nil) })
+	f.KeepAlive = measure(d, 10*time.Millisecond, c.probe(c.keep))
 	mcancel()
 	wg.Wait()
 	el := time.Since(t0).Seconds()
-	f.ServerCPU = (cpuSeconds(srv.Process.Pid) - cpu0) / el
-	f.AttackCPU = (attackCPU(attackers) - acpu0) / el
+	f.ServerCPU = (cpuSeconds(pid) - cpu0) / el
+	f.AttackCPU = (attackCPU(fl) - acpu0) / el
 	f.LoadAvg = loadAvg()
+	st := fl.total()
+	f.AttackDials, f.AttackClosed = st.Dials, st.Closed
+}
+
+// sampleFlood samples, every 250 ms until ctx ends, the server's open
+// descriptors and the attackers' open connections: their peaks and the
+// connections' mean go into f.
+func sampleFlood(ctx context.Context, f *figure, pid int, fl flood) {
+	var openSum, openN int64
+	for ctx.Err() == nil {
+		f.ServerFDsMax = max(f.ServerFDsMax, countFDs(pid))
+		st := fl.total()
+		f.AttackOpenMax = max(f.AttackOpenMax, st.Open)
+		openSum += st.Open
+		openN++
+		sleep(ctx, 250*time.Millisecond)
+	}
 	if openN > 0 {
 		f.AttackOpenMean = float64(openSum) / float64(openN)
 	}
-	st := total()
-	f.AttackDials, f.AttackClosed = st.Dials, st.Closed
-	for _, a := range attackers {
-		a.stop()
-	}
+}
 
-	// The agent's record: every tool call of every run during the flood.
-	cancel()
-	agentWG.Wait()
-	for _, id := range ids {
-		var in struct{ State string }
-		if err := c.get(c.keep, "/api/instances/"+id, &in); err != nil {
-			return f, err
-		}
-		// The run still going is cancelled, which can interrupt its last
-		// call: its errors are not the flood's (its descriptor errors
-		// still count).
-		cancelled := !terminal(in.State)
-		if cancelled {
-			c.postPath("/api/instances/"+id+"/cancel", "")
-		} else if in.State != "completed" {
-			f.AgentFailed++
-		}
-		var tr struct {
-			Messages []struct {
-				Content []struct {
-					Type    string `json:"type"`
-					Text    string `json:"text"`
-					IsError bool   `json:"is_error"`
-				} `json:"content"`
-			} `json:"messages"`
-		}
-		if err := c.get(c.keep, "/api/instances/"+id+"/transcript?limit=1000", &tr); err != nil {
-			return f, err
-		}
-		for _, m := range tr.Messages {
-			for _, b := range m.Content {
-				if b.Type != "tool_result" {
-					continue
-				}
-				f.ToolCalls++
-				if b.IsError && !cancelled {
-					if f.ToolErrors++; f.ToolErrors <= 3 {
-						fmt.Fprintf(os.Stderr, "tool error in %s: %.200s\n", id, b.Text)
-					}
-				}
-				if fdError.MatchString(b.Text) {
-					f.ToolFDErrors++
-				}
+// transcriptBlock is a transcript content block, as much of it as the
+// tally reads.
+type transcriptBlock struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	IsError bool   `json:"is_error"`
+}
+
+// tallyAgentRun adds one agent run's record to f: whether it completed,
+// and each of its tool calls, failed ones and descriptor errors.
+func tallyAgentRun(f *figure, c *client, id string) error {
+	var in struct{ State string }
+	if err := c.get(c.keep, "/api/instances/"+id, &in); err != nil {
+		return err
+	}
+	// The run still going is cancelled, which can interrupt its last
+	// call: its errors are not the flood's (its descriptor errors
+	// still count).
+	cancelled := !terminal(in.State)
+	if cancelled {
+		c.postPath("/api/instances/"+id+"/cancel", "")
+	} else if in.State != "completed" {
+		f.AgentFailed++
+	}
+	var tr struct {
+		Messages []struct {
+			Content []transcriptBlock `json:"content"`
+		} `json:"messages"`
+	}
+	if err := c.get(c.keep, "/api/instances/"+id+"/transcript?limit=1000", &tr); err != nil {
+		return err
+	}
+	for _, m := range tr.Messages {
+		for _, b := range m.Content {
+			if b.Type == "tool_result" {
+				f.countToolResult(id, b, cancelled)
 			}
 		}
 	}
-	f.Instances = len(ids)
-	f.ServerEMFILE = int(emfile.Load())
-	return f, nil
+	return nil
+}
+
+// countToolResult counts one tool result of agent run id; the first few
+// errors are shown, since a count alone does not say what failed.
+func (f *figure) countToolResult(id string, b transcriptBlock, cancelled bool) {
+	f.ToolCalls++
+	if b.IsError && !cancelled {
+		if f.ToolErrors++; f.ToolErrors <= 3 {
+			fmt.Fprintf(os.Stderr, "tool error in %s: %.200s\n", id, b.Text)
+		}
+	}
+	if fdError.MatchString(b.Text) {
+		f.ToolFDErrors++
+	}
 }
 
 func terminal(s string) bool {
