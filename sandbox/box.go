@@ -211,11 +211,8 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 	if len(cmd.Args) == 0 {
 		return nil, errors.New("sandbox: no program to run")
 	}
-	b.mu.Lock()
-	closed := b.closed
-	b.mu.Unlock()
-	if closed != nil {
-		return nil, closed
+	if err := b.closedErr(); err != nil {
+		return nil, err
 	}
 	dir, err := b.workdir(cmd.Dir)
 	if err != nil {
@@ -225,28 +222,70 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// In a root filesystem the program is looked up there, by the name it
-	// was given; on the host, the path exec already found is exact.
+	infoR, blockW, err := b.launch(cmd, prefix, dir)
+	if err != nil {
+		return nil, err
+	}
+	// Closed only on return: on every failure below, after bwrap was
+	// killed, so the blocked init never goes on.
+	defer blockW.Close()
+	s := &starting{b: b, cmd: cmd, prefix: prefix, dir: dir}
+	r, err := s.attach(infoR)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.confine(r); err != nil {
+		return nil, s.fail(r, err)
+	}
+	if err := b.register(r); err != nil {
+		return nil, s.fail(r, err)
+	}
+	if err := s.release(r, blockW); err != nil {
+		return nil, err
+	}
+	return r.end, nil
+}
+
+// closedErr is why the box refuses commands, nil while it takes them.
+func (b *Box) closedErr() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// argv is the program and its arguments as the sandbox runs them. In a
+// root filesystem the program is looked up there, by the name it was
+// given; on the host, the path exec already found is exact.
+func (b *Box) argv(cmd *exec.Cmd) []string {
 	argv := append([]string(nil), cmd.Args...)
 	if b.p.RootFS == "" && cmd.Err == nil && filepath.IsAbs(cmd.Path) {
 		argv[0] = cmd.Path
 	}
+	return argv
+}
+
+// launch rewrites cmd to run the program under bwrap (prefix) in dir, and
+// starts bwrap with two pipes after cmd's ExtraFiles: the info fd, on
+// which bwrap reports its init's pid, and the block fd, on which that init
+// waits before it forks the program, so Start can confine it first. It
+// returns the ends Start keeps; on error nothing started and nothing is
+// left open.
+func (b *Box) launch(cmd *exec.Cmd, prefix []string, dir string) (infoR, blockW *os.File, err error) {
+	argv := b.argv(cmd)
 	env := cmd.Env
 	if env == nil {
 		env = os.Environ()
 	}
-
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}
 	blockR, blockW, err := os.Pipe()
 	if err != nil {
 		infoR.Close()
 		infoW.Close()
-		return nil, fmt.Errorf("sandbox: %w", err)
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}
-	defer blockW.Close()
 	nExtra := len(cmd.ExtraFiles)
 	args := append([]string(nil), prefix...)
 	args = append(args, "--chdir", dir,
@@ -263,106 +302,146 @@ func (b *Box) Start(cmd *exec.Cmd) (end func() string, err error) {
 	blockR.Close()
 	if err != nil {
 		infoR.Close()
-		return nil, fmt.Errorf("sandbox: start bwrap: %w", err)
+		blockW.Close()
+		return nil, nil, fmt.Errorf("sandbox: start bwrap: %w", err)
 	}
-	// A failure to make the sandbox is the caller's error, not the
-	// command's exit: bwrap would exit 1 with its message on the
-	// command's stderr, and the model would take that for its command
-	// failing when the command never ran.
-	setupFailed := func() (func() string, error) {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, b.setupError(prefix, dir)
+	return infoR, blockW, nil
+}
+
+// starting is a command between bwrap's start and its init's release:
+// what undoing it, when a step fails, needs.
+type starting struct {
+	b      *Box
+	cmd    *exec.Cmd // bwrap, started
+	prefix []string
+	dir    string
+}
+
+// setupFailed ends a command whose sandbox bwrap could not make and
+// says why. That is the caller's error, not the command's exit: bwrap
+// would exit 1 with its message on the command's stderr, and the model
+// would take that for its command failing when the command never ran.
+func (s *starting) setupFailed() error {
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	return s.b.setupError(s.prefix, s.dir)
+}
+
+// abort ends a command for a failure of the host's, not bwrap's, and
+// returns that failure.
+func (s *starting) abort(err error) error {
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	return fmt.Errorf("sandbox: %w", err)
+}
+
+// fail ends a command whose init was attached but a step before its
+// release failed. An init that exited before it was released died making
+// the sandbox: setLimits or the cgroup then fail for want of it, and the
+// error to report is bwrap's.
+func (s *starting) fail(r *run, err error) error {
+	gone := r.fd.exited()
+	r.end()
+	if gone {
+		return s.setupFailed()
 	}
+	return s.abort(err)
+}
+
+// attach reads the pid of the sandbox's init from infoR (closing it) and
+// holds pidfds of that init and of bwrap, so neither pid can be reused
+// under the box. On error the command has been ended.
+func (s *starting) attach(infoR *os.File) (*run, error) {
 	pid, err := readChildPid(infoR)
 	infoR.Close()
 	if err != nil {
 		// bwrap stopped before it cloned the sandbox's init: an option it
 		// refused, namespaces it could not make.
-		return setupFailed()
+		return nil, s.setupFailed()
 	}
 
-	// The sandbox's init waits on the block fd until released below, so
-	// pid is still its pid, and nothing has run in the sandbox yet,
-	// unless init died making the sandbox (a mount that could not be
-	// made) and bwrap reaped it: then the pid is free for reuse, and a
-	// process holding it now is not bwrap's child.
+	// The sandbox's init waits on the block fd until released, so pid is
+	// still its pid, and nothing has run in the sandbox yet, unless init
+	// died making the sandbox (a mount that could not be made) and bwrap
+	// reaped it: then the pid is free for reuse, and a process holding
+	// it now is not bwrap's child.
 	fd, err := openPidfd(pid)
-	if err == nil && !childOf(fd, pid, cmd.Process.Pid) {
+	if err == nil && !childOf(fd, pid, s.cmd.Process.Pid) {
 		fd.close()
-		return setupFailed()
+		return nil, s.setupFailed()
 	}
 	if err != nil {
 		// Killing bwrap kills its init (--die-with-parent) before the
 		// deferred close of the block fd would let init go on.
 		if errors.Is(err, errGone) {
-			return setupFailed()
+			return nil, s.setupFailed()
 		}
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("sandbox: %w", err)
+		return nil, s.abort(err)
 	}
 	// bwrap itself is our unreaped child: its pid is stable too.
-	outer, err := openPidfd(cmd.Process.Pid)
+	outer, err := openPidfd(s.cmd.Process.Pid)
 	if err != nil {
 		fd.kill()
 		fd.wait(killWait)
 		fd.close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("sandbox: %w", err)
+		return nil, s.abort(err)
 	}
-	r := &run{b: b, pid: pid, fd: fd, outer: outer}
-	fail := func(err error) (func() string, error) {
-		// An init that exited before it was released died making the
-		// sandbox: setLimits or the cgroup then fail for want of it.
-		gone := fd.exited()
-		r.end()
-		if gone {
-			return setupFailed()
-		}
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
+	return &run{b: s.b, pid: pid, fd: fd, outer: outer}, nil
+}
+
+// confine puts the held init under the box's limits, before it is
+// released, so that nothing in the sandbox ever runs unconfined: the
+// rlimits (memory per process only without a memory cgroup) and the
+// cgroup, whose counters are noted first to tell this command's hits.
+func (b *Box) confine(r *run) error {
 	var data int64
 	if !b.cg.hasMemory() {
 		data = b.p.MemoryBytes
 	}
-	if err := setLimits(pid, b.p.CPUSeconds, data); err != nil {
-		return fail(err)
+	if err := setLimits(r.pid, b.p.CPUSeconds, data); err != nil {
+		return err
 	}
 	if b.cg != nil {
 		r.refused0, r.oom0 = b.cg.refused(), b.cg.oomKills()
-		if err := b.cg.add(pid); err != nil {
-			return fail(err)
+		if err := b.cg.add(r.pid); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// register adds r to the box's runs, which Kill, the hard timeout and
+// Close kill, and arms the watchdog when no pids cgroup counts the
+// processes; a box closed meanwhile refuses it with its reason.
+func (b *Box) register(r *run) error {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed != nil {
-		closed := b.closed
-		b.mu.Unlock()
-		return fail(closed)
+		return b.closed
 	}
 	b.runs[r] = struct{}{}
 	if !b.cg.hasPids() && b.watchdog == nil {
 		b.watchdog = b.p.Clock.AfterFunc(watchdogEvery, b.watch)
 	}
-	b.mu.Unlock()
-	// init reads the byte only once the sandbox is made (every namespace
-	// and mount), right before it forks the command; if it dies first,
-	// the byte stays in the pipe (or, init gone already, cannot be
-	// written). Waiting for the one or the other costs a context switch,
-	// and tells a setup failure from the command's own.
-	_, err = blockW.Write([]byte{1})
-	if errors.Is(err, syscall.EPIPE) || err == nil && !released(blockW, fd, killWait) {
+	return nil
+}
+
+// release lets the sandbox's init go on and fork the command. init reads
+// the byte only once the sandbox is made (every namespace and mount),
+// right before it forks the command; if it dies first, the byte stays in
+// the pipe (or, init gone already, cannot be written). Waiting for the
+// one or the other costs a context switch, and tells a setup failure from
+// the command's own. On error the command has been ended.
+func (s *starting) release(r *run, blockW *os.File) error {
+	_, err := blockW.Write([]byte{1})
+	if errors.Is(err, syscall.EPIPE) || err == nil && !released(blockW, r.fd, killWait) {
 		r.end()
-		return setupFailed()
+		return s.setupFailed()
 	}
 	if err != nil {
-		return fail(err)
+		return s.fail(r, err)
 	}
-	return r.end, nil
+	return nil
 }
 
 // setupError is the error of a command whose sandbox bwrap could not

@@ -62,32 +62,88 @@ var controllers = []string{"pids", "memory", "cpu"}
 // v1 is preferred where a controller is on both (hybrid hosts keep them
 // there). A controller found nowhere has an error saying why.
 func cgroupBase() (map[string]string, map[string]bool, map[string]error, error) {
+	pl, err := findCgroups()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bases, v2, why := map[string]string{}, map[string]bool{}, map[string]error{}
+	for _, c := range controllers {
+		base, isV2, err := pl.base(c)
+		if err != nil {
+			why[c] = err
+			continue
+		}
+		bases[c] = base
+		if isV2 {
+			v2[c] = true
+		}
+	}
+	return bases, v2, why, nil
+}
+
+// cgroupMount is a cgroup hierarchy's mount: its directory, and the
+// cgroup it shows there (not "/" inside a cgroup namespace).
+type cgroupMount struct{ dir, root string }
+
+// cgroupPlaces is where this process is in the cgroup hierarchies, as
+// /proc/self/cgroup and /proc/self/mountinfo tell it.
+type cgroupPlaces struct {
+	v1Path map[string]string      // this process's v1 cgroup, by controller
+	v1     map[string]cgroupMount // the v1 hierarchies, by mount option
+	own2   string                 // its v2 cgroup's directory, "" without v2
+	avail2 string                 // that cgroup's cgroup.controllers
+}
+
+// findCgroups reads where this process is in each cgroup hierarchy and
+// where those are mounted.
+func findCgroups() (cgroupPlaces, error) {
 	own, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("cgroups: %w", err)
+		return cgroupPlaces{}, fmt.Errorf("cgroups: %w", err)
 	}
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("cgroups: %w", err)
+		return cgroupPlaces{}, fmt.Errorf("cgroups: %w", err)
 	}
-	v1Path := map[string]string{}
+	var pl cgroupPlaces
 	var v2Path string
-	haveV2 := false
-	for _, line := range strings.Split(string(own), "\n") {
+	var haveV2 bool
+	pl.v1Path, v2Path, haveV2 = parseOwnCgroups(string(own))
+	var v2 cgroupMount
+	pl.v1, v2 = parseCgroupMounts(string(mounts))
+	if haveV2 && v2.dir != "" {
+		pl.own2 = filepath.Join(v2.dir, relTo(v2Path, v2.root))
+		b, _ := os.ReadFile(filepath.Join(pl.own2, "cgroup.controllers"))
+		pl.avail2 = string(b)
+	}
+	return pl, nil
+}
+
+// parseOwnCgroups reads /proc/self/cgroup: "ID:CONTROLLERS:PATH" lines,
+// one per v1 hierarchy, and "0::PATH" for v2.
+func parseOwnCgroups(s string) (v1 map[string]string, v2 string, haveV2 bool) {
+	v1 = map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) != 3 {
 			continue
 		}
 		if f[0] == "0" && f[1] == "" {
-			v2Path, haveV2 = f[2], true
+			v2, haveV2 = f[2], true
 		}
 		for _, c := range strings.Split(f[1], ",") {
-			v1Path[c] = f[2]
+			v1[c] = f[2]
 		}
 	}
-	v1Mnt, v1Root := map[string]string{}, map[string]string{}
-	var v2Mnt, v2Root string
-	for _, line := range strings.Split(string(mounts), "\n") {
+	return v1, v2, haveV2
+}
+
+// parseCgroupMounts reads /proc/self/mountinfo for the cgroup mounts:
+// each v1 hierarchy by its mount options (the controllers among them),
+// and the first v2 one.
+func parseCgroupMounts(s string) (v1 map[string]cgroupMount, v2 cgroupMount) {
+	v1 = map[string]cgroupMount{}
+	for _, line := range strings.Split(s, "\n") {
 		pre, post, ok := strings.Cut(line, " - ")
 		if !ok {
 			continue
@@ -99,55 +155,53 @@ func cgroupBase() (map[string]string, map[string]bool, map[string]error, error) 
 		switch qf[0] {
 		case "cgroup":
 			for _, o := range strings.Split(qf[2], ",") {
-				v1Mnt[o], v1Root[o] = pf[4], pf[3]
+				v1[o] = cgroupMount{dir: pf[4], root: pf[3]}
 			}
 		case "cgroup2":
-			if v2Mnt == "" {
-				v2Mnt, v2Root = pf[4], pf[3]
+			if v2.dir == "" {
+				v2 = cgroupMount{dir: pf[4], root: pf[3]}
 			}
 		}
 	}
-	bases, v2, why := map[string]string{}, map[string]bool{}, map[string]error{}
-	var own2 string
-	var avail2 string
-	if haveV2 && v2Mnt != "" {
-		own2 = filepath.Join(v2Mnt, relTo(v2Path, v2Root))
-		b, _ := os.ReadFile(filepath.Join(own2, "cgroup.controllers"))
-		avail2 = string(b)
+	return v1, v2
+}
+
+// base makes controller c's base directory: on v1 where c is mounted
+// there (hybrid hosts keep their controllers there), else on v2.
+func (pl cgroupPlaces) base(c string) (dir string, isV2 bool, err error) {
+	if p, ok := pl.v1Path[c]; ok && pl.v1[c].dir != "" {
+		base := filepath.Join(pl.v1[c].dir, relTo(p, pl.v1[c].root), cgroupParent)
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			return "", false, fmt.Errorf("cgroup v1 %s: %w", c, err)
+		}
+		return base, false, nil
 	}
-	for _, c := range controllers {
-		if p, ok := v1Path[c]; ok && v1Mnt[c] != "" {
-			base := filepath.Join(v1Mnt[c], relTo(p, v1Root[c]), cgroupParent)
-			if err := os.MkdirAll(base, 0o755); err != nil {
-				why[c] = fmt.Errorf("cgroup v1 %s: %w", c, err)
-				continue
-			}
-			bases[c] = base
-			continue
-		}
-		if own2 == "" {
-			why[c] = fmt.Errorf("no %s cgroup controller is mounted", c)
-			continue
-		}
-		if !hasWord(avail2, c) {
-			why[c] = fmt.Errorf("cgroup v2: the %s controller is not available in %s", c, own2)
-			continue
-		}
-		base := filepath.Join(own2, cgroupParent)
-		err := enable(own2, c)
-		if err == nil {
-			err = os.MkdirAll(base, 0o755)
-		}
-		if err == nil {
-			err = enable(base, c)
-		}
-		if err != nil {
-			why[c] = fmt.Errorf("cgroup v2: enable %s for %s's children: %w", c, own2, err)
-			continue
-		}
-		bases[c], v2[c] = base, true
+	base, err := pl.v2Base(c)
+	return base, true, err
+}
+
+// v2Base makes controller c's base directory on v2, below this process's
+// cgroup, with c enabled for the children of both: a box's cgroup can
+// only use a controller its parent hands down.
+func (pl cgroupPlaces) v2Base(c string) (string, error) {
+	if pl.own2 == "" {
+		return "", fmt.Errorf("no %s cgroup controller is mounted", c)
 	}
-	return bases, v2, why, nil
+	if !hasWord(pl.avail2, c) {
+		return "", fmt.Errorf("cgroup v2: the %s controller is not available in %s", c, pl.own2)
+	}
+	base := filepath.Join(pl.own2, cgroupParent)
+	err := enable(pl.own2, c)
+	if err == nil {
+		err = os.MkdirAll(base, 0o755)
+	}
+	if err == nil {
+		err = enable(base, c)
+	}
+	if err != nil {
+		return "", fmt.Errorf("cgroup v2: enable %s for %s's children: %w", c, pl.own2, err)
+	}
+	return base, nil
 }
 
 // relTo is a cgroup path relative to the mount's root (they differ inside
