@@ -74,157 +74,213 @@ var keyLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:`)
 // (readFrontMatter), with a warning, or refused with its line. It never
 // panics on any input.
 func ParseDefinition(file string, data []byte) Parsed {
-	p := Parsed{File: file}
 	fm, ok := splitFrontMatter(file, data)
-	p.Errors, p.Warnings = fm.errs, fm.warns
+	r := &defReader{p: Parsed{File: file, Errors: fm.errs, Warnings: fm.warns}, fm: fm}
 	if !ok {
-		return p
+		return r.p
 	}
-	fields, lineOf := fm.fields, fm.lineOf
-	errAt := func(line int, format string, args ...any) {
-		p.Errors = append(p.Errors, Issue{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	r.d = &Definition{Source: Source{File: file}, SystemPrompt: fm.body}
+	for _, k := range fm.keysInOrder() {
+		if err := r.field(k, fm.fields[k]); err != nil {
+			r.fieldErr(k, "%v", err)
+		}
 	}
-	warnAt := func(line int, format string, args ...any) {
-		p.Warnings = append(p.Warnings, Issue{File: file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	r.resolveTools()
+	r.check()
+	if len(r.p.Errors) > 0 {
+		return r.p
 	}
-	d := &Definition{Source: Source{File: file}, SystemPrompt: fm.body}
+	r.d.Source.Line = fm.lineOf["name"]
+	r.p.Def = r.d
+	return r.p
+}
 
-	fieldErr := func(key, format string, args ...any) { errAt(keyLineOr1(lineOf, key), key+": "+format, args...) }
-	fieldWarn := func(key, format string, args ...any) { warnAt(keyLineOr1(lineOf, key), key+": "+format, args...) }
+// defReader is ParseDefinition's state: the file's front matter, the
+// definition read from it so far, and the issues found, each at its line.
+type defReader struct {
+	p  Parsed
+	fm frontMatter
+	d  *Definition
+}
 
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
+func (r *defReader) errAt(line int, format string, args ...any) {
+	r.p.Errors = append(r.p.Errors, Issue{File: r.p.File, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (r *defReader) warnAt(line int, format string, args ...any) {
+	r.p.Warnings = append(r.p.Warnings, Issue{File: r.p.File, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+// fieldErr is an error about top-level key, at its line and naming it.
+func (r *defReader) fieldErr(key, format string, args ...any) {
+	r.errAt(keyLineOr1(r.fm.lineOf, key), key+": "+format, args...)
+}
+
+// fieldWarn is a warning about top-level key, at its line and naming it.
+func (r *defReader) fieldWarn(key, format string, args ...any) {
+	r.warnAt(keyLineOr1(r.fm.lineOf, key), key+": "+format, args...)
+}
+
+// keysInOrder is the front matter's top-level keys in document order, so
+// messages read top to bottom.
+func (fm frontMatter) keysInOrder() []string {
+	keys := make([]string, 0, len(fm.fields))
+	for k := range fm.fields {
 		keys = append(keys, k)
 	}
-	// Document order, so messages read top to bottom.
 	sort.Slice(keys, func(i, j int) bool {
-		li, lj := lineOf[keys[i]], lineOf[keys[j]]
+		li, lj := fm.lineOf[keys[i]], fm.lineOf[keys[j]]
 		if li != lj {
 			return li < lj
 		}
 		return keys[i] < keys[j]
 	})
-	for _, k := range keys {
-		v := fields[k]
-		var err error
-		switch k {
-		case "name":
-			d.Name, err = asString(v)
-		case "description":
-			d.Description, err = asString(v)
-		case "tools":
-			d.DeclaredTools, err = asList(v)
-		case "disallowedTools":
-			d.DisallowedTools, err = asList(v)
-		case "skills":
-			d.Skills, err = asList(v)
-		case "network":
-			d.Network, err = asList(v)
-		case "readPaths":
-			d.ReadPaths, err = asList(v)
-		case "writePaths":
-			d.WritePaths, err = asList(v)
-		case "model":
-			d.Model, err = asString(v)
-		case "toolChoice":
-			d.ToolChoice, err = asString(v)
-		case "maxTurns":
-			d.MaxTurns, err = asInt(v)
-		case "reportCap":
-			d.ReportCap, err = asInt(v)
-		case "background":
-			d.Background, err = asBool(v)
-		case "worktree":
-			var w bool
-			w, err = asBool(v)
-			d.Worktree = d.Worktree || w // isolation: worktree also sets it, whichever comes first
-		case "modePinned":
-			d.ModePinned, err = asBool(v)
-		case "mode":
-			var s string
-			s, err = asString(v)
-			d.Mode = Mode(s)
-		case "isolation":
-			var s string
-			s, err = asString(v)
-			// Claude Code writes isolation: worktree for "run in a git
-			// worktree"; deputy keeps that as its own flag.
-			if s == "worktree" {
-				d.Worktree = true
-				s = string(IsolationNone)
-			}
-			d.Isolation = Isolation(s)
-		case "budget":
-			err = decodeBudget(v, &d.Budgets)
-		case "mcpServers":
-			var issues []mcpIssue
-			d.MCPServers, issues = decodeMCPServers(v)
-			for _, is := range issues {
-				line := nestedLine(fm.lines, lineOf[k], is.server)
-				if is.warning {
-					warnAt(line, "%s: server %s: %s", k, is.server, is.msg)
-				} else if is.server != "" {
-					errAt(line, "%s: server %s: %s", k, is.server, is.msg)
-				} else {
-					errAt(line, "%s: %s", k, is.msg)
-				}
-			}
-		default:
-			if d.Extra == nil {
-				d.Extra = map[string]any{}
-			}
-			d.Extra[k] = v
-			if slices.Contains(claudeKeptKeys, k) {
-				fieldWarn(k, "kept but not used by deputy")
-			} else {
-				fieldWarn(k, "unknown field, kept but not used")
-			}
-		}
-		if err != nil {
-			fieldErr(k, "%v", err)
+	return keys
+}
+
+// field reads top-level key k into the definition: one case per key
+// ParseDefinition knows, the rest kept in Extra. The error is about v's
+// type or value; the caller puts it at k's line.
+func (r *defReader) field(k string, v any) (err error) {
+	d := r.d
+	switch k {
+	case "name":
+		d.Name, err = asString(v)
+	case "description":
+		d.Description, err = asString(v)
+	case "tools":
+		d.DeclaredTools, err = asList(v)
+	case "disallowedTools":
+		d.DisallowedTools, err = asList(v)
+	case "skills":
+		d.Skills, err = asList(v)
+	case "network":
+		d.Network, err = asList(v)
+	case "readPaths":
+		d.ReadPaths, err = asList(v)
+	case "writePaths":
+		d.WritePaths, err = asList(v)
+	case "model":
+		d.Model, err = asString(v)
+	case "toolChoice":
+		d.ToolChoice, err = asString(v)
+	case "maxTurns":
+		d.MaxTurns, err = asInt(v)
+	case "reportCap":
+		d.ReportCap, err = asInt(v)
+	case "background":
+		d.Background, err = asBool(v)
+	case "worktree":
+		var w bool
+		w, err = asBool(v)
+		d.Worktree = d.Worktree || w // isolation: worktree also sets it, whichever comes first
+	case "modePinned":
+		d.ModePinned, err = asBool(v)
+	case "mode":
+		d.Mode, err = asStringOf[Mode](v)
+	case "isolation":
+		err = r.isolation(v)
+	case "budget":
+		err = decodeBudget(v, &d.Budgets)
+	case "mcpServers":
+		r.mcpServers(k, v)
+	default:
+		r.extra(k, v)
+	}
+	return err
+}
+
+// asStringOf is asString for a string type of deputy's own (Mode).
+func asStringOf[T ~string](v any) (T, error) {
+	s, err := asString(v)
+	return T(s), err
+}
+
+// isolation reads the isolation key. Claude Code writes isolation:
+// worktree for "run in a git worktree"; deputy keeps that as its own
+// flag.
+func (r *defReader) isolation(v any) error {
+	s, err := asString(v)
+	if s == "worktree" {
+		r.d.Worktree = true
+		s = string(IsolationNone)
+	}
+	r.d.Isolation = Isolation(s)
+	return err
+}
+
+// mcpServers reads the mcpServers key (k), each issue at the line of the
+// server it concerns.
+func (r *defReader) mcpServers(k string, v any) {
+	var issues []mcpIssue
+	r.d.MCPServers, issues = decodeMCPServers(v)
+	for _, is := range issues {
+		line := nestedLine(r.fm.lines, r.fm.lineOf[k], is.server)
+		if is.warning {
+			r.warnAt(line, "%s: server %s: %s", k, is.server, is.msg)
+		} else if is.server != "" {
+			r.errAt(line, "%s: server %s: %s", k, is.server, is.msg)
+		} else {
+			r.errAt(line, "%s: %s", k, is.msg)
 		}
 	}
+}
 
+// extra keeps a key deputy does not read in Extra, so nothing the file
+// says is lost, with a warning, so a misspelt key does not go unseen.
+func (r *defReader) extra(k string, v any) {
+	if r.d.Extra == nil {
+		r.d.Extra = map[string]any{}
+	}
+	r.d.Extra[k] = v
+	if slices.Contains(claudeKeptKeys, k) {
+		r.fieldWarn(k, "kept but not used by deputy")
+	} else {
+		r.fieldWarn(k, "unknown field, kept but not used")
+	}
+}
+
+// resolveTools turns the declared tools and disallowedTools (Claude Code's
+// names among them) into deputy's, warning about those it drops.
+func (r *defReader) resolveTools() {
 	var dropped, notes []string
-	d.Tools, dropped, notes = mapTools(d.DeclaredTools, false)
+	r.d.Tools, dropped, notes = mapTools(r.d.DeclaredTools, false)
 	for _, n := range dropped {
-		fieldWarn("tools", "%q is not a tool deputy can serve; dropped", n)
+		r.fieldWarn("tools", "%q is not a tool deputy can serve; dropped", n)
 	}
 	for _, n := range notes {
-		fieldWarn("tools", "%s", n)
+		r.fieldWarn("tools", "%s", n)
 	}
 	var disallowed []string
-	disallowed, dropped, notes = mapTools(d.DisallowedTools, true)
+	disallowed, dropped, notes = mapTools(r.d.DisallowedTools, true)
 	for _, n := range dropped {
-		fieldWarn("disallowedTools", "%q is not a tool deputy serves; nothing to disallow", n)
+		r.fieldWarn("disallowedTools", "%q is not a tool deputy serves; nothing to disallow", n)
 	}
 	for _, n := range notes {
-		fieldWarn("disallowedTools", "%s", n)
+		r.fieldWarn("disallowedTools", "%s", n)
 	}
 	if len(disallowed) > 0 {
-		d.DisallowedTools = disallowed
+		r.d.DisallowedTools = disallowed
 	} else {
-		d.DisallowedTools = nil
+		r.d.DisallowedTools = nil
 	}
+}
 
-	for _, pr := range d.Check() {
+// check puts the definition's own checks (Definition.Check) at the lines
+// of the fields they concern.
+func (r *defReader) check() {
+	for _, pr := range r.d.Check() {
 		key := pr.Field
-		line := keyLineOr1(lineOf, key)
+		line := keyLineOr1(r.fm.lineOf, key)
 		if pr.Key != "" {
-			line = nestedLine(fm.lines, line, pr.Key)
+			line = nestedLine(r.fm.lines, line, pr.Key)
 		}
 		if pr.Warning {
-			warnAt(line, "%s: %s", key, pr.Msg)
+			r.warnAt(line, "%s: %s", key, pr.Msg)
 		} else {
-			errAt(line, "%s: %s", key, pr.Msg)
+			r.errAt(line, "%s: %s", key, pr.Msg)
 		}
 	}
-	if len(p.Errors) > 0 {
-		return p
-	}
-	d.Source.Line = lineOf["name"]
-	p.Def = d
-	return p
 }
 
 // frontMatter is a Markdown file split into its parsed front matter and

@@ -326,106 +326,147 @@ var (
 
 // checkMCP is Check's part for MCP servers.
 func (d *Definition) checkMCP() []Problem {
-	var ps []Problem
-	bad := func(server, format string, args ...any) {
-		ps = append(ps, Problem{Field: "mcpServers", Key: server, Msg: fmt.Sprintf("server %s: ", server) + fmt.Sprintf(format, args...)})
-	}
-	warn := func(server, format string, args ...any) {
-		ps = append(ps, Problem{Field: "mcpServers", Key: server, Warning: true, Msg: fmt.Sprintf("server %s: ", server) + fmt.Sprintf(format, args...)})
-	}
+	var ps mcpProblems
 	seen := map[string]bool{}
 	for _, s := range d.MCPServers {
-		switch {
-		case !mcpName.MatchString(s.Name) || strings.Contains(s.Name, "__"):
-			bad(s.Name, "%q is not a valid server name (letters, digits, _ and -, no __, at most 32): it becomes part of tool names, mcp__NAME__tool", s.Name)
-			continue
-		case seen[s.Name]:
-			bad(s.Name, "defined twice")
+		if !ps.checkName(s, seen) {
 			continue
 		}
-		seen[s.Name] = true
 		if s.Ref {
-			warn(s.Name, "names a server configured outside this file (Claude Code's settings or .mcp.json); deputy starts "+
+			ps.warn(s.Name, "names a server configured outside this file (Claude Code's settings or .mcp.json); deputy starts "+
 				"only servers defined here, so its tools (mcp__%s__...) are not offered. Define it here: command and args, or url", s.Name)
 			continue
 		}
-		switch s.Type {
-		case mcptool.Stdio:
-			if s.Command == "" {
-				bad(s.Name, "type stdio needs a command")
-			}
-			if s.URL != "" {
-				bad(s.Name, "has both a command and a url; a server is one or the other")
-			}
-			if len(s.Headers) > 0 {
-				bad(s.Name, "headers are for an HTTP server; a stdio server gets env")
-			}
-		case mcptool.HTTP, mcptool.SSE:
-			if s.URL == "" {
-				bad(s.Name, "type %s needs a url", s.Type)
-			} else if !strings.Contains(s.URL, "${") {
-				if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					bad(s.Name, "url %q is not an http or https URL", s.URL)
-				}
-			}
-			if s.Command != "" {
-				bad(s.Name, "has both a url and a command; a server is one or the other")
-			}
-			if len(s.Env) > 0 {
-				bad(s.Name, "env is for a stdio server; an HTTP server gets headers")
-			}
-		case "":
-			bad(s.Name, "neither a command (a stdio server) nor a url (an HTTP server)")
-		default:
-			bad(s.Name, "type %q does not exist (stdio, http, sse)", s.Type)
-		}
-		for _, f := range []struct{ what, v string }{{"command", s.Command}, {"url", s.URL}} {
-			if _, err := countRefs(f.v); err != nil {
-				bad(s.Name, "%s: %v", f.what, err)
-			}
-		}
-		if what := literalURLSecret(s.URL); what != "" {
-			bad(s.Name, "url: %s is a literal value; a definition is stored with every instance, so write a ${VAR} there", what)
-		}
-		for i, a := range s.Args {
-			if _, err := countRefs(a); err != nil {
-				bad(s.Name, "args: %v", err)
-			}
-			if flag := literalArgSecret(s.Args, i); flag != "" {
-				bad(s.Name, "args: the value of %s is a literal; a definition is stored with every instance, so write a ${VAR} there", flag)
-			}
-		}
-		for _, kv := range []struct {
-			what  string
-			m     map[string]string
-			valid *regexp.Regexp
-		}{{"env", s.Env, envName}, {"headers", s.Headers, headerName}} {
-			for _, k := range sortedKeys(kv.m) {
-				if !kv.valid.MatchString(k) {
-					bad(s.Name, "%s: %q is not a valid name", kv.what, k)
-					continue
-				}
-				n, err := countRefs(kv.m[k])
-				switch {
-				case err != nil:
-					bad(s.Name, "%s %s: %v", kv.what, k, err)
-				case n == 0 && kv.m[k] != "":
-					// The definition is stored with every instance of its
-					// type (and a file put in the database, whole): a token
-					// written here would be stored too.
-					bad(s.Name, "%s %s: a literal value is refused, since definitions are stored with every instance; write "+
-						"${%s} and set %s in deputy's environment (a non-secret default: ${%s:-value})", kv.what, k, envRef(k), envRef(k), envRef(k))
-				}
-			}
-		}
+		ps.checkTransport(s)
+		ps.checkCommandLine(s)
+		ps.checkVariables(s)
 		if s.StartTimeout < 0 {
-			bad(s.Name, "startTimeout is negative")
+			ps.bad(s.Name, "startTimeout is negative")
 		}
 		if !d.MayUseServer(s.Name) {
-			warn(s.Name, "is not started: the allowlist names none of its tools (add mcp__%s, or mcp__%s__TOOL)", s.Name, s.Name)
+			ps.warn(s.Name, "is not started: the allowlist names none of its tools (add mcp__%s, or mcp__%s__TOOL)", s.Name, s.Name)
 		}
 	}
 	return ps
+}
+
+// mcpProblems is what checkMCP found, each problem about one server and
+// saying which.
+type mcpProblems []Problem
+
+func (ps *mcpProblems) add(server string, warning bool, format string, args ...any) {
+	*ps = append(*ps, Problem{Field: "mcpServers", Key: server, Warning: warning,
+		Msg: fmt.Sprintf("server %s: ", server) + fmt.Sprintf(format, args...)})
+}
+
+func (ps *mcpProblems) bad(server, format string, args ...any) {
+	ps.add(server, false, format, args...)
+}
+
+func (ps *mcpProblems) warn(server, format string, args ...any) {
+	ps.add(server, true, format, args...)
+}
+
+// checkName checks that s's name can be part of its tools' names and that
+// no other server has it. false: the name is unusable, and nothing more
+// about s is worth saying.
+func (ps *mcpProblems) checkName(s MCPServer, seen map[string]bool) bool {
+	switch {
+	case !mcpName.MatchString(s.Name) || strings.Contains(s.Name, "__"):
+		ps.bad(s.Name, "%q is not a valid server name (letters, digits, _ and -, no __, at most 32): it becomes part of tool names, mcp__NAME__tool", s.Name)
+		return false
+	case seen[s.Name]:
+		ps.bad(s.Name, "defined twice")
+		return false
+	}
+	seen[s.Name] = true
+	return true
+}
+
+// checkTransport checks that s is a stdio server or an HTTP one, with
+// what its transport needs and nothing that belongs to the other.
+func (ps *mcpProblems) checkTransport(s MCPServer) {
+	switch s.Type {
+	case mcptool.Stdio:
+		if s.Command == "" {
+			ps.bad(s.Name, "type stdio needs a command")
+		}
+		if s.URL != "" {
+			ps.bad(s.Name, "has both a command and a url; a server is one or the other")
+		}
+		if len(s.Headers) > 0 {
+			ps.bad(s.Name, "headers are for an HTTP server; a stdio server gets env")
+		}
+	case mcptool.HTTP, mcptool.SSE:
+		if s.URL == "" {
+			ps.bad(s.Name, "type %s needs a url", s.Type)
+		} else if !strings.Contains(s.URL, "${") {
+			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				ps.bad(s.Name, "url %q is not an http or https URL", s.URL)
+			}
+		}
+		if s.Command != "" {
+			ps.bad(s.Name, "has both a url and a command; a server is one or the other")
+		}
+		if len(s.Env) > 0 {
+			ps.bad(s.Name, "env is for a stdio server; an HTTP server gets headers")
+		}
+	case "":
+		ps.bad(s.Name, "neither a command (a stdio server) nor a url (an HTTP server)")
+	default:
+		ps.bad(s.Name, "type %q does not exist (stdio, http, sse)", s.Type)
+	}
+}
+
+// checkCommandLine checks the ${VAR} references in s's command, url and
+// args, and refuses a credential written there literally: a definition is
+// stored with every instance.
+func (ps *mcpProblems) checkCommandLine(s MCPServer) {
+	for _, f := range []struct{ what, v string }{{"command", s.Command}, {"url", s.URL}} {
+		if _, err := countRefs(f.v); err != nil {
+			ps.bad(s.Name, "%s: %v", f.what, err)
+		}
+	}
+	if what := literalURLSecret(s.URL); what != "" {
+		ps.bad(s.Name, "url: %s is a literal value; a definition is stored with every instance, so write a ${VAR} there", what)
+	}
+	for i, a := range s.Args {
+		if _, err := countRefs(a); err != nil {
+			ps.bad(s.Name, "args: %v", err)
+		}
+		if flag := literalArgSecret(s.Args, i); flag != "" {
+			ps.bad(s.Name, "args: the value of %s is a literal; a definition is stored with every instance, so write a ${VAR} there", flag)
+		}
+	}
+}
+
+// checkVariables checks s's env (a stdio server's) and headers (an HTTP
+// server's): valid names, and values that are ${VAR} references, never
+// literals.
+func (ps *mcpProblems) checkVariables(s MCPServer) {
+	for _, kv := range []struct {
+		what  string
+		m     map[string]string
+		valid *regexp.Regexp
+	}{{"env", s.Env, envName}, {"headers", s.Headers, headerName}} {
+		for _, k := range sortedKeys(kv.m) {
+			if !kv.valid.MatchString(k) {
+				ps.bad(s.Name, "%s: %q is not a valid name", kv.what, k)
+				continue
+			}
+			n, err := countRefs(kv.m[k])
+			switch {
+			case err != nil:
+				ps.bad(s.Name, "%s %s: %v", kv.what, k, err)
+			case n == 0 && kv.m[k] != "":
+				// The definition is stored with every instance of its
+				// type (and a file put in the database, whole): a token
+				// written here would be stored too.
+				ps.bad(s.Name, "%s %s: a literal value is refused, since definitions are stored with every instance; write "+
+					"${%s} and set %s in deputy's environment (a non-secret default: ${%s:-value})", kv.what, k, envRef(k), envRef(k), envRef(k))
+			}
+		}
+	}
 }
 
 // secretName reports whether a flag, query parameter or header name says
