@@ -144,10 +144,7 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	timeout := b.cfg.DefaultTimeout
-	if in.TimeoutS > 0 {
-		timeout = min(time.Duration(in.TimeoutS)*time.Second, b.cfg.MaxTimeout)
-	}
+	timeout := b.timeout(in.TimeoutS)
 
 	// The timer is armed before the process starts: a test that sees the
 	// command running knows the timer is pending.
@@ -166,35 +163,7 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		return "", startErr("", err)
 	}
 	defer pr.Close()
-	env := b.environ()
-	build := func() *exec.Cmd {
-		// Not exec.CommandContext: its cancellation may kill after Wait
-		// has reaped the leader, and the kill must happen before (see
-		// below).
-		cmd := exec.Command(b.cfg.Shell, "-c", in.Command)
-		cmd.Dir = b.cfg.Dir
-		cmd.Env = env
-		cmd.Stdout, cmd.Stderr = pw, pw // stdin stays nil: /dev/null
-		ownProcessGroup(cmd)
-		return cmd
-	}
-	end := func() string { return "" }
-	var cmd *exec.Cmd
-	var release func()
-	if b.cfg.Sandbox != nil {
-		// The sandbox has its own PID namespace, whose init bwrap ties to
-		// this process with its own parent-death signal: forked from a
-		// locked thread, so that it fires only when deputy dies.
-		cmd = build()
-		release = tether.OnLockedThread(func() { end, err = b.cfg.Sandbox.Start(cmd) })
-	} else {
-		cmd, release, err = tether.Start(build, func(cmd *exec.Cmd) error {
-			if tether.Namespaced(cmd) {
-				cmd.Args[2] = pid1Traps + cmd.Args[2]
-			}
-			return cmd.Start()
-		})
-	}
+	cmd, end, release, err := b.start(in.Command, pw)
 	defer release() // after the reaping below: the thread holds the tether
 	pw.Close()      // the child has its copy; ours would keep the pipe from ending
 	if err != nil {
@@ -208,59 +177,124 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		copied <- err
 	}()
 
-	// A timeout or cancellation kills the whole group (at once, if ctx is
-	// already done).
+	stopped := killOnDone(ctx, cmd.Process)
+	note, killed := endCommand(cmd, end, stopped)
+	// Past WaitDelay, stop reading output held open by a process that left
+	// the group.
+	_ = pr.SetReadDeadline(time.Now().Add(b.cfg.WaitDelay))
+	copyErr := <-copied
+
+	res := report(out, copyErr, note, cmd.ProcessState)
+	if killed {
+		return res, b.stopErr(ctx, timeout)
+	}
+	return res, nil
+}
+
+// timeout is the call's timeout: the one it asked for, capped, or the
+// default.
+func (b *Bash) timeout(requestedS int64) time.Duration {
+	if requestedS > 0 {
+		return min(time.Duration(requestedS)*time.Second, b.cfg.MaxTimeout)
+	}
+	return b.cfg.DefaultTimeout
+}
+
+// start starts `bash -c command` writing to out, tethered to this process
+// (through the sandbox, when there is one). end is what the sandbox must
+// do once the command has exited (nothing without one); release, never
+// nil, must be called once the command has been reaped or failed to start.
+func (b *Bash) start(command string, out *os.File) (cmd *exec.Cmd, end func() string, release func(), err error) {
+	env := b.environ()
+	build := func() *exec.Cmd {
+		// Not exec.CommandContext: its cancellation may kill after Wait
+		// has reaped the leader, and the kill must happen before (see
+		// endCommand).
+		cmd := exec.Command(b.cfg.Shell, "-c", command)
+		cmd.Dir = b.cfg.Dir
+		cmd.Env = env
+		cmd.Stdout, cmd.Stderr = out, out // stdin stays nil: /dev/null
+		ownProcessGroup(cmd)
+		return cmd
+	}
+	end = func() string { return "" }
+	if b.cfg.Sandbox != nil {
+		// The sandbox has its own PID namespace, whose init bwrap ties to
+		// this process with its own parent-death signal: forked from a
+		// locked thread, so that it fires only when deputy dies.
+		cmd = build()
+		release = tether.OnLockedThread(func() { end, err = b.cfg.Sandbox.Start(cmd) })
+		return cmd, end, release, err
+	}
+	cmd, release, err = tether.Start(build, func(cmd *exec.Cmd) error {
+		if tether.Namespaced(cmd) {
+			cmd.Args[2] = pid1Traps + cmd.Args[2]
+		}
+		return cmd.Start()
+	})
+	return cmd, end, release, err
+}
+
+// killOnDone kills p's whole group when ctx is done (a timeout or
+// cancellation; at once, if ctx is already done). The function it returns
+// ends that: after it returns, the kill has either run to completion or
+// never will, and it reports whether it ran.
+func killOnDone(ctx context.Context, p *os.Process) (stopped func() bool) {
 	killDone := make(chan struct{})
-	stopKill := context.AfterFunc(ctx, func() { defer close(killDone); killGroup(cmd.Process) })
-	// stopped ends the cancellation kill: after it returns, that kill has
-	// either run to completion or never will. It reports whether it ran.
-	stopped := func() bool {
+	stopKill := context.AfterFunc(ctx, func() { defer close(killDone); killGroup(p) })
+	return func() bool {
 		if stopKill() {
 			return false
 		}
 		<-killDone
 		return true
 	}
+}
 
-	// The group id is the leader's pid, and once the leader is reaped the
-	// kernel may give that pid to a new process, which may lead a group of
-	// its own: a group kill after reaping could then hit unrelated
-	// processes. A zombie keeps its pid. So: wait for the leader to exit
-	// without reaping it, kill what is left of its group (jobs left in the
-	// background), make sure the cancellation kill is over and will not run,
-	// and only then reap.
-	//
-	// Unsandboxed on Linux, the leader is pid 1 of its own PID namespace:
-	// by the time waitid reports it exited, the kernel has killed and
-	// reaped every other process in the namespace, those that left the
-	// group included.
-	//
-	// With a sandbox, the leader is bwrap and the command's processes are
-	// in the sandbox's own session and PID namespace, out of the group's
-	// reach: killing bwrap kills the namespace's init (--die-with-parent),
-	// and end kills it too and waits until the kernel has torn the whole
-	// namespace down.
-	var killed bool
-	var note string
+// endCommand waits for the command, kills what it left running, and reaps
+// it, in the one order that never kills an unrelated process. It returns
+// the sandbox's note and whether the timeout or cancellation killed it.
+//
+// The group id is the leader's pid, and once the leader is reaped the
+// kernel may give that pid to a new process, which may lead a group of
+// its own: a group kill after reaping could then hit unrelated
+// processes. A zombie keeps its pid. So: wait for the leader to exit
+// without reaping it, kill what is left of its group (jobs left in the
+// background), make sure the cancellation kill is over and will not run,
+// and only then reap.
+//
+// Unsandboxed on Linux, the leader is pid 1 of its own PID namespace:
+// by the time waitid reports it exited, the kernel has killed and
+// reaped every other process in the namespace, those that left the
+// group included.
+//
+// With a sandbox, the leader is bwrap and the command's processes are
+// in the sandbox's own session and PID namespace, out of the group's
+// reach: killing bwrap kills the namespace's init (--die-with-parent),
+// and end kills it too and waits until the kernel has torn the whole
+// namespace down.
+func endCommand(cmd *exec.Cmd, end func() string, stopped func() bool) (note string, killed bool) {
 	if awaitExit(cmd.Process) {
 		killGroup(cmd.Process)
 		note = end()
 		killed = stopped()
-		_ = cmd.Wait() // reaps; the status is read from ProcessState below
-	} else {
-		// No waitid (not Linux): reap first and kill afterwards, as the
-		// only way left to end background jobs. The window is small: the
-		// group id is free only if the group has no member left.
-		_ = cmd.Wait()
-		killed = stopped()
-		killGroup(cmd.Process)
-		note = end()
+		_ = cmd.Wait() // reaps; the status is read from ProcessState later
+		return note, killed
 	}
-	// Past WaitDelay, stop reading output held open by a process that left
-	// the group.
-	_ = pr.SetReadDeadline(time.Now().Add(b.cfg.WaitDelay))
-	copyErr := <-copied
+	// No waitid (not Linux): reap first and kill afterwards, as the
+	// only way left to end background jobs. The window is small: the
+	// group id is free only if the group has no member left.
+	_ = cmd.Wait()
+	killed = stopped()
+	killGroup(cmd.Process)
+	note = end()
+	return note, killed
+}
 
+// report is what the model reads: the output (or that there was none),
+// then, each on its own line, why reading stopped early, the sandbox's
+// note, and the exit status.
+func report(out *capture, copyErr error, note string, ps *os.ProcessState) string {
 	var res strings.Builder
 	res.WriteString(out.String())
 	if out.total == 0 {
@@ -275,11 +309,8 @@ func (b *Bash) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	if note != "" {
 		fmt.Fprintf(&res, "[sandbox: %s]\n", note)
 	}
-	res.WriteString(exitText(cmd.ProcessState))
-	if killed {
-		return res.String(), b.stopErr(ctx, timeout)
-	}
-	return res.String(), nil
+	res.WriteString(exitText(ps))
+	return res.String()
 }
 
 // errTimeout is the cause the command's own timeout cancels its context
