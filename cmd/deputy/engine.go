@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,10 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deputy-run/deputy/agent"
-	"github.com/deputy-run/deputy/agentdef"
-	"github.com/deputy-run/deputy/durable"
-	"github.com/deputy-run/deputy/internal/setup"
+	deputylib "github.com/deputy-run/deputy"
 	"github.com/deputy-run/deputy/store"
 )
 
@@ -61,149 +57,27 @@ func openStoreMode(ctx context.Context, flag string, create bool) (*store.Store,
 	return st, url, nil
 }
 
-// engineConfig is what commands that run instances share.
-type engineConfig struct {
-	db        string
-	scenario  string
-	workspace string // for the catalog, skills and deputy.yaml
-	config    string
-	// loaded is deputy.yaml when the caller has read it already; nil:
-	// read it from config or the workspace.
-	loaded    *agentdef.Config
-	quiet     bool
-	failpoint string
-	// executorID is --executor-id: on Postgres, the id this process
-	// works under among the database's workers (default: the machine's);
-	// lease is --lease (durable.DefaultLease when 0).
-	executorID string
-	lease      time.Duration
-	maxRuns    int // durable.Options.MaxRuns
-	fleetRuns  int // durable.Options.FleetMaxRuns
-	// drain is --drain-timeout: how long closing waits for the running
-	// steps (durable.DefaultDrain when 0); hurry, when it ends, cuts that
-	// wait short (a second signal: stopSignals).
-	drain time.Duration
-	hurry context.Context
-}
-
 // drainFlagHelp is the --drain-timeout flag's help.
 const drainFlagHelp = "on SIGINT or SIGTERM, how long running steps (a tool call, a model call) may take to finish " +
 	"before they are cut off; nothing new starts meanwhile, and a second signal stops at once"
 
 // executorFlagHelp is the --executor-id flag's help.
 const executorFlagHelp = "on Postgres, the executor id this process works under among the database's workers " +
-	"(default: $" + setup.ExecutorEnv + ", else this machine's, kept in ~/.deputy/executor-id)"
+	"(default: $" + executorEnv + ", else this machine's, kept in ~/.deputy/executor-id)"
 
-// workerID is the executor id a process opening st works under: on
-// Postgres one of its own (setup.ExecutorID), said on stderr when fresh;
-// on SQLite none (the engine lock holds the database for one process).
-func workerID(ctx context.Context, st *store.Store, flag string, stderr io.Writer) (string, error) {
-	if st.Dialect() != store.Postgres {
-		if flag != "" {
-			return "", usageErr("--executor-id needs a Postgres database: SQLite is held by one process at a time")
-		}
-		return "", nil
+// closeRuntime closes a runtime after its drain (a run stopped by a
+// signal may have drained already: it closes once), bounded by drain and
+// cut short when hurry ends (a second signal), and says what the user
+// should know: that steps were cut off (unless quiet), that closing failed.
+func closeRuntime(rt *deputylib.Runtime, hurry context.Context, drain time.Duration, quiet bool, stderr io.Writer, prefix string) {
+	drained, err := rt.CloseContext(hurry, drain)
+	if !drained && !quiet {
+		fmt.Fprintln(stderr, "deputy: steps still running when the drain ended were cut off; "+
+			"a side-effecting call among them is reported to the model as interrupted when its run resumes")
 	}
-	id, fresh, err := setup.ExecutorID(ctx, st, flag)
-	if err != nil {
-		return "", usageErr("%v", err)
+	if err != nil { // the spans of the run, flushed once it stopped, or the store's close
+		fmt.Fprintf(stderr, "%s: closing: %v\n", prefix, err)
 	}
-	if fresh {
-		fmt.Fprintf(stderr, "deputy: this machine's executor id is in use by a live process; working as %s\n", id)
-	}
-	return id, nil
-}
-
-// openEngine opens the store and the durable engine over it, with the
-// catalog, skills and models of the workspace. The returned close stops
-// both.
-func openEngine(ctx context.Context, c engineConfig, rootSpec string, onEvent func(agent.Event), stderr io.Writer) (*durable.Engine, *store.Store, func(), error) {
-	st, url, err := openStore(ctx, c.db)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	executor, err := workerID(ctx, st, c.executorID, stderr)
-	if err != nil {
-		st.Close()
-		return nil, nil, nil, err
-	}
-	unlock := func() {}
-	if executor == "" {
-		if unlock, err = lockEngine(ctx, st, url); err != nil {
-			st.Close()
-			return nil, nil, nil, err
-		}
-	}
-	fail := func(err error) (*durable.Engine, *store.Store, func(), error) {
-		unlock()
-		st.Close()
-		return nil, nil, nil, err
-	}
-	logger, err := setup.Logger(stderr)
-	if err != nil {
-		return fail(usageErr("%v", err))
-	}
-	ms := &setup.Models{Scenario: c.scenario}
-	runner, err := newRunner(c.workspace, runOptions{config: c.config, quiet: c.quiet}, rootSpec, ms, c.loaded, stderr)
-	if err != nil {
-		return fail(err)
-	}
-	// Traces, when an OTLP endpoint or deputy.yaml asks for them; export
-	// failures go to the process's stderr.
-	tel, closeTel, err := setup.Telemetry(ctx, runner.Config, st, nil)
-	if err != nil {
-		return fail(usageErr("%v", err))
-	}
-	pgURL := ""
-	if st.Dialect() == store.Postgres {
-		pgURL = url
-	}
-	opts := durable.Options{
-		Logger:    logger,
-		Store:     st,
-		URL:       pgURL,
-		Models:    ms.Open,
-		Tools:     setup.Tools(),
-		Fence:     setup.Fence(),
-		Runner:    *runner,
-		OnEvent:   tel.Hook(onEvent),
-		Failpoint: c.failpoint,
-		MaxRuns:   c.maxRuns,
-		// Every worker should say the same: DBOS keeps the queue's
-		// global cap as the workers declare it.
-		FleetMaxRuns: c.fleetRuns,
-	}
-	if executor != "" {
-		opts.ExecutorID, opts.Lease = executor, cmp.Or(c.lease, durable.DefaultLease)
-	}
-	eng, err := durable.Open(ctx, opts)
-	if err != nil {
-		_ = closeTel()
-		return fail(usageErr("%v", err))
-	}
-	// What a process that died left in the workspace's repository.
-	if gone, err := setup.Recover(ctx, st, c.workspace); err != nil {
-		fmt.Fprintf(stderr, "deputy: cleaning up after a dead process: %v\n", err)
-	} else if len(gone) > 0 && !c.quiet {
-		fmt.Fprintf(stderr, "deputy: removed %d worktrees of instances no longer at work\n", len(gone))
-	}
-	drain, hurry := cmp.Or(c.drain, durable.DefaultDrain), c.hurry
-	if hurry == nil {
-		hurry = context.Background()
-	}
-	return eng, st, func() {
-		// A drain, on SQLite as on Postgres (a run stopped by a signal
-		// may have drained already: the engine closes once).
-		if !eng.CloseContext(hurry, drain) && !c.quiet {
-			fmt.Fprintln(stderr, "deputy: steps still running when the drain ended were cut off; "+
-				"a side-effecting call among them is reported to the model as interrupted when its run resumes")
-		}
-		if err := closeTel(); err != nil { // the spans of the run, flushed once it stopped
-			fmt.Fprintf(stderr, "deputy: %v\n", err)
-		}
-		unlock()
-		st.Close()
-	}, nil
 }
 
 // openInstance opens an existing database and reads instance id from it;

@@ -4,19 +4,17 @@ import (
 	"context"
 	"errors"
 
-	"github.com/deputy-run/deputy/internal/setup"
+	deputylib "github.com/deputy-run/deputy"
 	"github.com/deputy-run/deputy/store"
 )
 
-// lockEngine is setup.LockEngine with the CLI's messages: `deputy run
-// --detach` needs no engine, so it never waits on this, and is the way
-// out when the database is busy.
+// lockEngine is deputy.LockEngine in the CLI's words (busyErr): the
+// controls probe with it whether a run or a worker holds the database.
 func lockEngine(ctx context.Context, st *store.Store, url string) (release func(), err error) {
-	release, err = setup.LockEngine(ctx, st, url)
+	release, err = deputylib.LockEngine(ctx, st, url)
 	switch {
-	case errors.Is(err, setup.ErrBusy):
-		return nil, usageErr("another deputy process (a run or a worker) is running instances on %s; wait for it to end, "+
-			"or queue this run with --detach for the worker", dbName(url))
+	case errors.Is(err, deputylib.ErrBusy):
+		return nil, busyErr(url)
 	case err != nil:
 		return nil, usageErr("database %s: %v", dbName(url), err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/serve"
 )
@@ -31,7 +30,7 @@ scenario it answers every request with a short text.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := fake.Options{APIKey: apiKey}
 			if scenario != "" {
-				s, err := setup.LoadScenario(scenario)
+				s, err := loadScenario(scenario)
 				if err != nil {
 					return usageErr("%v", err)
 				}

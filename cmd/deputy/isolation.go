@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deputy-run/deputy/fence"
-	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/sandbox"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool/shell/tether"
@@ -33,9 +32,9 @@ func newDoctorCmd() *cobra.Command {
 			if err != nil {
 				return usageErr("workspace: %v", err)
 			}
-			cfg, err := setup.LoadConfig(ws, config, "")
+			cfg, err := cliConfig(ws, config, "")
 			if err != nil {
-				return usageErr("%v", err)
+				return err
 			}
 			rep := sandbox.Check("", cfg.Isolation.RootFS)
 			git := sandbox.Item{Name: "git", Needed: "worktree"}

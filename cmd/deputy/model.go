@@ -1,13 +1,6 @@
 package main
 
-import (
-	"errors"
-	"os"
-
-	"github.com/deputy-run/deputy/internal/setup"
-	"github.com/deputy-run/deputy/llm"
-	"github.com/deputy-run/deputy/llm/provider"
-)
+import "os"
 
 // modelFlagHelp documents --model for every command that runs agents.
 const modelFlagHelp = `model to run: "fake" (offline demo), anthropic:MODEL, openai:MODEL or ollama:MODEL (default $DEPUTY_MODEL)`
@@ -25,21 +18,6 @@ const noModelHelp = `no model configured.
       (Ollama on localhost:11434)    then  --model ollama:llama3.1
   ANTHROPIC_BASE_URL / OPENAI_BASE_URL point the clients at another server,
   such as one started with "deputy fakellm".`
-
-// openModel opens a spec's model with setup.Models, in the CLI's words:
-// every failure is a usage error (exit 2).
-func openModel(ms *setup.Models, spec string) (llm.Model, string, error) {
-	m, name, err := ms.Open(spec)
-	switch {
-	case err == nil:
-		return m, name, nil
-	case errors.Is(err, setup.ErrScenarioNotFake):
-		return nil, "", usageErr("--scenario applies only to --model fake")
-	case errors.Is(err, provider.ErrBadSpec):
-		return nil, "", usageErr("%v; or fake, for the offline scripted model", err)
-	}
-	return nil, "", usageErr("%v", err)
-}
 
 // rootSpec is the --model value, or $DEPUTY_MODEL.
 func rootSpec(flag string) (string, error) {

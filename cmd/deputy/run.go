@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,10 +17,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	deputylib "github.com/deputy-run/deputy"
 	"github.com/deputy-run/deputy/agent"
-	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
-	"github.com/deputy-run/deputy/internal/setup"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
@@ -124,88 +122,85 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	// Open the root's model now, so a bad spec or a missing key is one
-	// line before anything is recorded.
-	if _, _, err := openModel(&setup.Models{Scenario: o.scenario}, spec); err != nil {
-		return err
-	}
-	ws, err := filepath.Abs(o.workspace)
-	if err != nil {
-		return usageErr("workspace: %v", err)
-	}
-	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
-		return usageErr("workspace %s is not a directory", ws)
-	}
-	cfg, err := setup.LoadConfig(ws, o.config, spec)
-	if err != nil {
-		return usageErr("%v", err)
-	}
 	maxDepth := o.maxDepth
 	if maxDepth == 0 {
 		maxDepth = -1 // the flag's 0 means none; the runner's 0 means its default
 	}
-	rs := durable.Spec{System: fmt.Sprintf(rootSystemPrompt, ws), Model: spec, Workspace: ws, SearchURL: o.searchURL,
-		MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel, Budget: o.budget, Config: cfg, WallTime: o.timeout}
 	drain := cmp.Or(o.drain, durable.DefaultDrain)
 	ctx, hurry, release := stopSignals(ctx, stderr, drain, o.quiet)
 	defer release()
-	if o.detach {
-		return detach(ctx, o.db, task, rs, stdout)
-	}
-	var onEvent func(agent.Event)
+	in := cliInputs{db: o.db, model: spec, scenario: o.scenario, workspace: o.workspace, config: o.config,
+		searchURL: o.searchURL, stderr: stderr}
 	if !o.quiet {
-		onEvent = progress(stderr)
+		in.onEvent = progress(stderr)
 	}
-	eng, st, closeEng, err := openEngine(ctx, engineConfig{db: o.db, scenario: o.scenario, workspace: ws,
-		config: o.config, loaded: cfg, quiet: o.quiet, failpoint: os.Getenv("DEPUTY_FAILPOINT"), drain: drain, hurry: hurry},
-		spec, onEvent, stderr)
+	opts, err := cliOptions(in)
 	if err != nil {
 		return err
 	}
-	defer closeEng()
+	opts.System = fmt.Sprintf(rootSystemPrompt, opts.Workspace)
+	t := deputylib.Task{Text: task, MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel,
+		Budget: o.budget, WallTime: o.timeout}
+	if o.detach {
+		// Recorded and queued without an engine here: it needs no lock
+		// and works while a worker runs.
+		id, err := deputylib.Enqueue(ctx, opts, t)
+		if err != nil {
+			return openErr(err, opts.DB)
+		}
+		fmt.Fprintln(stdout, id)
+		return nil
+	}
+	rt, err := deputylib.Open(ctx, opts)
+	if err != nil {
+		return openErr(err, opts.DB)
+	}
+	defer closeRuntime(rt, hurry, drain, o.quiet, stderr, "deputy")
+	opened(rt, stderr, "deputy", o.quiet)
 
-	id, err := eng.Start(ctx, task, rs)
+	id, err := rt.Start(ctx, t)
 	if err != nil {
 		return err
 	}
-	root, err := eng.Wait(ctx, id)
+	var records runRecords = rt
+	root, err := rt.WaitRun(ctx, id)
 	if err != nil {
 		// Stopped by a signal, or the wait failed with the run still
 		// pending (the database out of reach for a while, say): the
-		// engine drains, and what is said below is how the run stands
+		// runtime drains, and what is said below is how the run stands
 		// after it. A run that cannot resume (its workflow failed) is a
 		// failure.
 		if ctx.Err() == nil {
-			if ok, rerr := eng.Resumable(context.WithoutCancel(ctx), id); rerr != nil || !ok {
+			if ok, rerr := rt.Resumable(context.WithoutCancel(ctx), id); rerr != nil || !ok {
 				return &exitError{code: exitFailed, err: err}
 			}
 		}
-		eng.CloseContext(hurry, drain)
-		// On SQLite DBOS's shutdown closed the store's handle (it is
-		// DBOS's too): the run's record is read through one of its own.
+		// The drain; the deferred closeRuntime, closing nothing more, says
+		// how it went.
+		_, _ = rt.CloseContext(hurry, drain)
+		// The runtime's store is closed with it: the run's record is read
+		// through one of the CLI's own.
 		rd, _, err := openStore(context.WithoutCancel(ctx), o.db)
 		if err != nil {
 			return err
 		}
 		defer rd.Close()
-		st = rd
-		if root, err = st.GetInstance(context.WithoutCancel(ctx), id); err != nil {
+		records = storeRecords{rd}
+		if root, err = rd.GetInstance(context.WithoutCancel(ctx), id); err != nil {
 			return &exitError{code: exitFailed, err: fmt.Errorf("stopped; instance %s: %w", id, err)}
 		}
 	}
 	// A signal cut the wait short: what is left to print is still owed.
 	ctx = context.WithoutCancel(ctx)
 	interrupted := root.State == store.Created || root.State == store.Running
-	tree, err := st.ListInstances(ctx, store.Filter{Root: id})
+	tree, err := records.List(ctx, store.Filter{Root: id})
 	if err != nil {
 		return err
 	}
 	rows, usage, cost := instanceRows(tree)
 	question := ""
 	if root.State == store.Asking {
-		if q, err := (durable.Control{Store: st}).Question(ctx, id); err == nil && q != nil {
-			question = q.Body
-		}
+		question, _ = records.Question(ctx, id) // without it, the exit still says it asks
 	}
 
 	state := string(root.State)
@@ -261,24 +256,26 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	return nil
 }
 
-// detach records the run and queues it for a worker, without an engine of
-// its own: it needs no lock and works while a worker runs.
-func detach(ctx context.Context, db, task string, rs durable.Spec, stdout io.Writer) error {
-	st, url, err := openStore(ctx, db)
-	if err != nil {
-		return err
+// runRecords is where the records of a run that stopped are read: the
+// runtime, or, once it has closed (a drain), a store of the CLI's own.
+type runRecords interface {
+	List(ctx context.Context, f deputylib.Filter) ([]*deputylib.Instance, error)
+	Question(ctx context.Context, id string) (string, error)
+}
+
+// storeRecords reads a run's records from a store.
+type storeRecords struct{ st *store.Store }
+
+func (s storeRecords) List(ctx context.Context, f deputylib.Filter) ([]*deputylib.Instance, error) {
+	return s.st.ListInstances(ctx, f)
+}
+
+func (s storeRecords) Question(ctx context.Context, id string) (string, error) {
+	q, err := durable.Control{Store: s.st}.Question(ctx, id)
+	if err != nil || q == nil {
+		return "", err
 	}
-	defer st.Close()
-	pgURL := ""
-	if st.Dialect() == store.Postgres {
-		pgURL = url
-	}
-	id, err := durable.Enqueue(ctx, st, pgURL, task, rs)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, id)
-	return nil
+	return q.Body, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -293,27 +290,6 @@ func writeJSONLine(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
-}
-
-// newRunner is setup.Runner with its problems printed as warnings: a bad
-// definition or skill file never stops the run.
-func newRunner(ws string, o runOptions, rootSpec string, ms *setup.Models, cfg *agentdef.Config, stderr io.Writer) (*agent.Runner, error) {
-	if cfg == nil {
-		var err error
-		if cfg, err = setup.LoadConfig(ws, o.config, rootSpec); err != nil {
-			return nil, usageErr("%v", err)
-		}
-	}
-	r, issues, err := setup.Runner(ws, cfg, ms, nil)
-	if err != nil {
-		return nil, usageErr("%v", err)
-	}
-	if !o.quiet {
-		for _, e := range issues {
-			fmt.Fprintf(stderr, "deputy: skipped: %v\n", e)
-		}
-	}
-	return r, nil
 }
 
 // isConfigMessage tells, from a run's recorded error, a failure of the

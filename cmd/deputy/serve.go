@@ -59,17 +59,7 @@ the next start.`,
 			if err != nil {
 				return err
 			}
-			defer func() {
-				drained, err := rt.CloseContext(hurry, drain)
-				if !drained {
-					// The line "deputy run" and "deputy worker" print (engine.go).
-					fmt.Fprintln(stderr, "deputy: steps still running when the drain ended were cut off; "+
-						"a side-effecting call among them is reported to the model as interrupted when its run resumes")
-				}
-				if err != nil {
-					fmt.Fprintln(stderr, "deputy serve: closing:", err)
-				}
-			}()
+			defer closeRuntime(rt, hurry, drain, false, stderr, "deputy serve")
 			opened(rt, stderr, "deputy serve: warning", false)
 			if tokenFile == "" {
 				tokenFile = defaultTokenFile(url)

@@ -4,19 +4,18 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	deputylib "github.com/deputy-run/deputy"
 	"github.com/deputy-run/deputy/durable"
 )
 
 func newWorkerCmd() *cobra.Command {
-	var c engineConfig
-	var untilIdle bool
-	var poll time.Duration
+	var in cliInputs
+	var quiet, untilIdle bool
+	var poll, drain time.Duration
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run queued instances and resume interrupted ones, until stopped",
@@ -34,60 +33,59 @@ once). A second signal stops at once, cutting off what still runs. With
 resumable).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, hurry, release := stopSignals(cmd.Context(), cmd.ErrOrStderr(), cmp.Or(c.drain, durable.DefaultDrain), c.quiet)
+			stderr := cmd.ErrOrStderr()
+			drain := cmp.Or(drain, durable.DefaultDrain)
+			ctx, hurry, release := stopSignals(cmd.Context(), stderr, drain, quiet)
 			defer release()
-			c.hurry = hurry
-			ws, err := filepath.Abs(c.workspace)
-			if err != nil {
-				return usageErr("workspace: %v", err)
+			if !quiet {
+				in.onEvent = progress(stderr)
 			}
-			c.workspace = ws
-			c.failpoint = os.Getenv("DEPUTY_FAILPOINT")
-			var onEvent = progress(cmd.ErrOrStderr())
-			if c.quiet {
-				onEvent = nil
-			}
-			eng, _, closeEng, err := openEngine(ctx, c, "", onEvent, cmd.ErrOrStderr())
+			in.stderr = stderr
+			o, err := cliOptions(in)
 			if err != nil {
 				return err
 			}
-			defer closeEng()
-			if _, err := eng.Adopt(ctx); err != nil && ctx.Err() == nil {
-				return err // a look cut short by a signal is a stop like any other
+			// Open resumes this executor's pending runs and starts the
+			// roots recorded but never started; the queue brings the rest.
+			rt, err := deputylib.Open(ctx, o)
+			if err != nil {
+				return openErr(err, o.DB)
 			}
+			defer closeRuntime(rt, hurry, drain, quiet, stderr, "deputy")
+			opened(rt, stderr, "deputy", quiet)
 			if !untilIdle {
 				<-ctx.Done()
 				return nil
 			}
-			return waitIdle(ctx, eng, poll)
+			return waitIdle(ctx, rt, poll)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&c.db, "db", "", dbFlagHelp)
-	f.StringVar(&c.scenario, "scenario", "", "scenario file for instances on --model fake")
-	f.StringVar(&c.workspace, "workspace", ".", "directory whose agents, skills and deputy.yaml the runs use")
-	f.StringVar(&c.config, "config", "", "deputy.yaml (default: WORKSPACE/deputy.yaml, then ~/.deputy/deputy.yaml)")
+	f.StringVar(&in.db, "db", "", dbFlagHelp)
+	f.StringVar(&in.scenario, "scenario", "", "scenario file for instances on --model fake")
+	f.StringVar(&in.workspace, "workspace", ".", "directory whose agents, skills and deputy.yaml the runs use")
+	f.StringVar(&in.config, "config", "", "deputy.yaml (default: WORKSPACE/deputy.yaml, then ~/.deputy/deputy.yaml)")
 	f.BoolVar(&untilIdle, "until-idle", false, "exit once no instance is active (for scripts and tests)")
 	f.DurationVar(&poll, "poll", 100*time.Millisecond, "with --until-idle, how often to look")
-	f.BoolVarP(&c.quiet, "quiet", "q", false, "no progress on stderr")
-	f.IntVar(&c.maxRuns, "max-runs", durable.DefaultMaxRuns, "runs this worker carries at once (on Postgres also the most it takes from the queue at once)")
-	f.IntVar(&c.fleetRuns, "fleet-max-runs", 0, "on Postgres, the most queued runs all the workers carry at once (give every worker the same); 0: only each worker's --max-runs")
-	f.StringVar(&c.executorID, "executor-id", "", executorFlagHelp)
-	f.DurationVar(&c.drain, "drain-timeout", durable.DefaultDrain, drainFlagHelp)
-	f.DurationVar(&c.lease, "lease", durable.DefaultLease, "on Postgres, this worker's lease: another takes its runs over once it has not renewed it for this long")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+	f.IntVar(&in.maxRuns, "max-runs", durable.DefaultMaxRuns, "runs this worker carries at once (on Postgres also the most it takes from the queue at once)")
+	f.IntVar(&in.fleetRuns, "fleet-max-runs", 0, "on Postgres, the most queued runs all the workers carry at once (give every worker the same); 0: only each worker's --max-runs")
+	f.StringVar(&in.executorID, "executor-id", "", executorFlagHelp)
+	f.DurationVar(&drain, "drain-timeout", durable.DefaultDrain, drainFlagHelp)
+	f.DurationVar(&in.lease, "lease", durable.DefaultLease, "on Postgres, this worker's lease: another takes its runs over once it has not renewed it for this long")
 	return cmd
 }
 
-// waitIdle returns once the engine has nothing left to do (Engine.Idle).
-func waitIdle(ctx context.Context, eng *durable.Engine, poll time.Duration) error {
+// waitIdle returns once the runtime has nothing left to do (Runtime.Idle).
+func waitIdle(ctx context.Context, rt *deputylib.Runtime, poll time.Duration) error {
 	t := time.NewTicker(poll)
 	defer t.Stop()
-	// The engine drains as the command returns; what is left is saved for
+	// The runtime drains as the command returns; what is left is saved for
 	// the next worker.
 	stopped := &exitError{code: exitInterrupted, err: errors.New("stopped before the work was done; " +
 		"what is left is saved as of its last finished step: deputy worker resumes it")}
 	for {
-		idle, err := eng.Idle(ctx)
+		idle, err := rt.Idle(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return stopped // a look cut short by the signal
