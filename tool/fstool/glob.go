@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -64,21 +65,13 @@ func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	}
 	base, pat := doublestar.SplitPattern(pattern)
 	base = unescape(base) // the base has no unescaped meta characters left
-	r, err := t.ws.open()
+	r, start, hide, err := t.ws.openPath(base)
 	if err != nil {
 		return "", err
 	}
 	defer r.Close()
 	shownBase, err := t.ws.lexical(base)
 	if err != nil {
-		return "", err
-	}
-	start, err := t.ws.resolve(r, base)
-	if err != nil {
-		return "", err
-	}
-	hide := t.ws.hider(r)
-	if err := hide.check(r, start, base); err != nil {
 		return "", err
 	}
 	start = display(start)
@@ -88,13 +81,27 @@ func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		}
 		return "", t.ws.pathErr(base, err)
 	}
+	matches, truncated, err := t.match(ctx, r, hide, start, display(shownBase), pat)
+	if err != nil {
+		return "", t.ws.pathErr(base, err)
+	}
+	if len(matches) == 0 && !truncated {
+		return fmt.Sprintf("no paths match %s", in.Pattern), nil
+	}
+	return t.list(matches, truncated), nil
+}
+
+// match walks the directory start for the paths below it that match pat
+// (the pattern after its literal base), each named as shownBase/path,
+// directories with a trailing /. truncated: the walk stopped at its entry
+// limit.
+func (t *Glob) match(ctx context.Context, r *os.Root, hide *hider, start, shownBase, pat string) (matches []string, truncated bool, err error) {
 	// Without **, nothing deeper than the pattern's own depth can match.
 	depth := -1
 	if !strings.Contains(pat, "**") {
 		depth = strings.Count(pat, "/") + 1
 	}
-	var matches []string
-	truncated, err := walk(ctx, r, start, t.lim.WalkEntries, hide, func(p string, d fs.DirEntry) error {
+	truncated, err = walk(ctx, r, start, t.lim.WalkEntries, hide, func(p string, d fs.DirEntry) error {
 		if p == start {
 			return nil
 		}
@@ -103,7 +110,7 @@ func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 			sub = strings.TrimPrefix(p, start+"/")
 		}
 		if doublestar.MatchUnvalidated(pat, sub) {
-			shown := path.Join(display(shownBase), sub)
+			shown := path.Join(shownBase, sub)
 			if d.IsDir() {
 				shown += "/"
 			}
@@ -114,12 +121,13 @@ func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return "", t.ws.pathErr(base, err)
-	}
-	if len(matches) == 0 && !truncated {
-		return fmt.Sprintf("no paths match %s", in.Pattern), nil
-	}
+	return matches, truncated, err
+}
+
+// list is the sorted matches, at most GlobResults of them, with notes
+// when some are not shown or the walk stopped early, each saying what to
+// do about it.
+func (t *Glob) list(matches []string, truncated bool) string {
 	slices.Sort(matches)
 	var out strings.Builder
 	for i, m := range matches {
@@ -133,7 +141,7 @@ func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	if truncated {
 		fmt.Fprintf(&out, "[stopped after visiting %d entries, so the list may be incomplete; use a more specific pattern]\n", t.lim.WalkEntries)
 	}
-	return out.String(), nil
+	return out.String()
 }
 
 // unescape removes glob escapes (\* for a literal *) from a pattern's

@@ -81,19 +81,11 @@ func (t *Grep) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	if where == "" {
 		where = "."
 	}
-	r, err := t.ws.open()
+	r, start, hide, err := t.ws.openPath(where)
 	if err != nil {
 		return "", err
 	}
 	defer r.Close()
-	start, err := t.ws.resolve(r, where)
-	if err != nil {
-		return "", err
-	}
-	hide := t.ws.hider(r)
-	if err := hide.check(r, start, where); err != nil {
-		return "", err
-	}
 	start = display(start)
 	fi, err := r.Stat(start)
 	if err != nil {
@@ -101,77 +93,116 @@ func (t *Grep) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	}
 	// Results name files as the model would: through the path it gave.
 	shownBase, _ := t.ws.lexical(where)
-	shownBase = display(shownBase)
-	shown := func(p string) string {
-		if p == start {
-			return shownBase
-		}
-		sub := p
-		if start != "." {
-			sub = strings.TrimPrefix(p, start+"/")
-		}
-		if shownBase == "." {
-			return sub
-		}
-		return shownBase + "/" + sub
+	g := &grepRun{t: t, r: r, hide: hide, re: re, where: where, start: start, shownBase: display(shownBase)}
+	truncated := false
+	if fi.IsDir() {
+		truncated, err = g.searchTree(ctx)
+	} else {
+		err = g.searchFile(ctx, fi)
 	}
+	if err != nil {
+		return "", err
+	}
+	return t.report(&g.st, in.Pattern, where, truncated), nil
+}
 
-	st := &grepState{}
-	if !fi.IsDir() {
-		if !fi.Mode().IsRegular() {
-			return "", fmt.Errorf("%s is not a regular file (%s)", where, fi.Mode().Type())
-		}
-		if fi.Size() > t.lim.MaxFileBytes {
-			return "", fmt.Errorf("%s is %d bytes, more than grep searches (%d)", where, fi.Size(), t.lim.MaxFileBytes)
-		}
-		bin, err := t.grepFile(ctx, r, hide, start, shownBase, re, st)
-		var he *HiddenError
-		if errors.As(err, &he) {
-			he.Path = where
-			return "", he
-		}
-		if err != nil {
-			return "", t.ws.pathErr(where, err)
-		}
-		if bin {
-			return "", fmt.Errorf("%s is a binary file; grep searches text only", where)
-		}
-		return t.report(st, in.Pattern, where, false), nil
+// grepRun is one grep call's search: where it starts, how its results
+// name files, and what it found so far.
+type grepRun struct {
+	t         *Grep
+	r         *os.Root
+	hide      *hider
+	re        *regexp.Regexp
+	where     string // the path as the model gave it
+	start     string // resolved, relative to r
+	shownBase string // where, cleaned: the start of every name shown
+	st        grepState
+}
+
+// shown is how the results name p, a path under start: through the path
+// the model gave.
+func (g *grepRun) shown(p string) string {
+	if p == g.start {
+		return g.shownBase
 	}
-	truncated, err := walk(ctx, r, start, t.lim.WalkEntries, hide, func(p string, d fs.DirEntry) error {
-		if !d.Type().IsRegular() {
-			return nil // directories, and symlinks, which are not followed
-		}
-		info, err := d.Info()
-		if err != nil {
-			st.unreadable++
-			return nil
-		}
-		if info.Size() > t.lim.MaxFileBytes {
-			st.large++
-			return nil
-		}
-		bin, err := t.grepFile(ctx, r, hide, p, shown(p), re, st)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var he *HiddenError
-		switch {
-		case errors.As(err, &he):
-			// Reached by a directory swapped for a symlink during the
-			// walk: as absent as the rest of the hidden path, so not
-			// even counted as unreadable.
-		case err != nil:
-			st.unreadable++
-		case bin:
-			st.binary++
-		}
-		return nil
+	sub := p
+	if g.start != "." {
+		sub = strings.TrimPrefix(p, g.start+"/")
+	}
+	if g.shownBase == "." {
+		return sub
+	}
+	return g.shownBase + "/" + sub
+}
+
+// searchFile searches the one file the model named. Unlike a file met in
+// a walk, one that cannot be searched is an error that says why.
+func (g *grepRun) searchFile(ctx context.Context, fi fs.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s)", g.where, fi.Mode().Type())
+	}
+	if fi.Size() > g.t.lim.MaxFileBytes {
+		return fmt.Errorf("%s is %d bytes, more than grep searches (%d)", g.where, fi.Size(), g.t.lim.MaxFileBytes)
+	}
+	bin, err := g.t.grepFile(ctx, g.r, g.hide, g.start, g.shownBase, g.re, &g.st)
+	var he *HiddenError
+	if errors.As(err, &he) {
+		he.Path = g.where
+		return he
+	}
+	if err != nil {
+		return g.t.ws.pathErr(g.where, err)
+	}
+	if bin {
+		return fmt.Errorf("%s is a binary file; grep searches text only", g.where)
+	}
+	return nil
+}
+
+// searchTree searches every regular file under the directory start.
+// truncated: the walk stopped at its entry limit.
+func (g *grepRun) searchTree(ctx context.Context) (truncated bool, err error) {
+	truncated, err = walk(ctx, g.r, g.start, g.t.lim.WalkEntries, g.hide, func(p string, d fs.DirEntry) error {
+		return g.visit(ctx, p, d)
 	})
 	if err != nil {
-		return "", t.ws.pathErr(where, err)
+		return false, g.t.ws.pathErr(g.where, err)
 	}
-	return t.report(st, in.Pattern, where, truncated), nil
+	return truncated, nil
+}
+
+// visit searches one entry of the walk. A file that cannot be searched
+// is counted, by why, for the report, not an error: the rest of the tree
+// still is searched.
+func (g *grepRun) visit(ctx context.Context, p string, d fs.DirEntry) error {
+	if !d.Type().IsRegular() {
+		return nil // directories, and symlinks, which are not followed
+	}
+	info, err := d.Info()
+	if err != nil {
+		g.st.unreadable++
+		return nil
+	}
+	if info.Size() > g.t.lim.MaxFileBytes {
+		g.st.large++
+		return nil
+	}
+	bin, err := g.t.grepFile(ctx, g.r, g.hide, p, g.shown(p), g.re, &g.st)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var he *HiddenError
+	switch {
+	case errors.As(err, &he):
+		// Reached by a directory swapped for a symlink during the
+		// walk: as absent as the rest of the hidden path, so not
+		// even counted as unreadable.
+	case err != nil:
+		g.st.unreadable++
+	case bin:
+		g.st.binary++
+	}
+	return nil
 }
 
 // grepFile adds the matching lines of one file to st. It reports a binary

@@ -1,0 +1,24 @@
+package fstool
+
+import "os"
+
+// openPath is how a file tool call starts: it opens the workspace for the
+// call and resolves p, the path the model gave, inside it, refusing a
+// hidden path. hide is the call's view of the hidden paths, for the files
+// it goes on to open. The caller closes r; on error it is closed already.
+func (w *Workspace) openPath(p string) (r *os.Root, rel string, hide *hider, err error) {
+	r, err = w.open()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	rel, err = w.resolve(r, p)
+	if err == nil {
+		hide = w.hider(r)
+		err = hide.check(r, rel, p)
+	}
+	if err != nil {
+		r.Close()
+		return nil, "", nil, err
+	}
+	return r, rel, hide, nil
+}
