@@ -176,77 +176,113 @@ func (f *Fetch) Run(ctx context.Context, input json.RawMessage) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	u, err := url.Parse(strings.TrimSpace(in.URL))
+	u, err := parseFetchURL(in.URL)
 	if err != nil {
-		return "", fmt.Errorf("invalid URL %q: %v", in.URL, err)
-	}
-	if err := checkURL(u); err != nil {
-		return "", fmt.Errorf("cannot fetch %s: %v", u.Redacted(), err)
+		return "", err
 	}
 
 	ctx, cancel := clock.WithTimeout(ctx, f.cfg.Clock, f.cfg.Timeout, errTimeout)
 	defer cancel()
-	fail := func(err error) error {
-		if errors.Is(context.Cause(ctx), errTimeout) {
-			return fmt.Errorf("fetch %s: timed out after %s", u.Redacted(), f.cfg.Timeout)
-		}
-		if ctx.Err() != nil { // not our timeout, so the caller's context
-			return fmt.Errorf("fetch %s: cancelled", u.Redacted())
-		}
-		var re *refusedError
-		if errors.As(err, &re) {
-			return fmt.Errorf("fetch %s: %s", u.Redacted(), re.msg)
-		}
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the method and URL
-		}
-		return fmt.Errorf("fetch %s: %v", u.Redacted(), err)
+	resp, body, cutBody, err := f.get(ctx, u)
+	if err != nil {
+		return "", f.fetchErr(ctx, u, err)
 	}
+	final := resp.Request.URL
+	title, text, err := pageText(resp, body, u, final)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode >= 400 {
+		return "", fmt.Errorf("fetch %s: HTTP %s\n%s", u.Redacted(), resp.Status, cutRunes(text, 500))
+	}
+	return f.render(final, title, text, cutBody), nil
+}
 
+// parseFetchURL is the URL the model gave, if web_fetch may fetch it.
+func parseFetchURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil, fmt.Errorf("invalid URL %q: %v", raw, err)
+	}
+	if err := checkURL(u); err != nil {
+		return nil, fmt.Errorf("cannot fetch %s: %v", u.Redacted(), err)
+	}
+	return u, nil
+}
+
+// get fetches u, redirects followed, and reads at most MaxBytes of the
+// body; cut says there was more.
+func (f *Fetch) get(ctx context.Context, u *url.URL) (resp *http.Response, body []byte, cut bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return "", fail(err)
+		return nil, nil, false, err
 	}
 	req.Header.Set("User-Agent", f.cfg.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5")
-	resp, err := f.client.Do(req)
+	resp, err = f.client.Do(req)
 	if err != nil {
-		return "", fail(err)
+		return nil, nil, false, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, f.cfg.MaxBytes+1))
+	body, err = io.ReadAll(io.LimitReader(resp.Body, f.cfg.MaxBytes+1))
 	if err != nil {
-		return "", fail(err)
+		return nil, nil, false, err
 	}
-	cutBody := int64(len(body)) > f.cfg.MaxBytes
-	if cutBody {
+	cut = int64(len(body)) > f.cfg.MaxBytes
+	if cut {
 		body = body[:f.cfg.MaxBytes]
 	}
+	return resp, body, cut, nil
+}
 
-	final := resp.Request.URL
+// fetchErr is the error for a fetch of u that failed: a timeout or a
+// cancellation says so rather than what it interrupted, a refusal of the
+// policy is given as it is, and the rest without url.Error's repetition.
+func (f *Fetch) fetchErr(ctx context.Context, u *url.URL, err error) error {
+	if errors.Is(context.Cause(ctx), errTimeout) {
+		return fmt.Errorf("fetch %s: timed out after %s", u.Redacted(), f.cfg.Timeout)
+	}
+	if ctx.Err() != nil { // not our timeout, so the caller's context
+		return fmt.Errorf("fetch %s: cancelled", u.Redacted())
+	}
+	var re *refusedError
+	if errors.As(err, &re) {
+		return fmt.Errorf("fetch %s: %s", u.Redacted(), re.msg)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // url.Error repeats the method and URL
+	}
+	return fmt.Errorf("fetch %s: %v", u.Redacted(), err)
+}
+
+// pageText is the text of the response's body: HTML reduced to readable
+// text (and its title; links resolved against final, the URL after
+// redirects), other text as it is, in UTF-8. Anything else is refused,
+// or reported as the HTTP error it is.
+func pageText(resp *http.Response, body []byte, u, final *url.URL) (title, text string, err error) {
 	ctype := resp.Header.Get("Content-Type")
 	if ctype == "" {
 		ctype = http.DetectContentType(body)
 	}
 	mediaType, _, _ := mime.ParseMediaType(ctype)
-	var title, text string
 	switch {
 	case mediaType == "text/html" || mediaType == "application/xhtml+xml":
 		title, text = extractText(decoded(body, ctype), final)
+		return title, text, nil
 	case isText(mediaType):
 		b, _ := io.ReadAll(decoded(body, ctype))
-		text = strings.ToValidUTF8(string(b), "\uFFFD")
-	default:
-		if resp.StatusCode >= 400 {
-			return "", fmt.Errorf("fetch %s: HTTP %s", u.Redacted(), resp.Status)
-		}
-		return "", fmt.Errorf("fetch %s: content type %q is not text; web_fetch returns text only", u.Redacted(), mediaType)
+		return "", strings.ToValidUTF8(string(b), "\uFFFD"), nil
 	}
-
 	if resp.StatusCode >= 400 {
-		return "", fmt.Errorf("fetch %s: HTTP %s\n%s", u.Redacted(), resp.Status, cutRunes(text, 500))
+		return "", "", fmt.Errorf("fetch %s: HTTP %s", u.Redacted(), resp.Status)
 	}
+	return "", "", fmt.Errorf("fetch %s: content type %q is not text; web_fetch returns text only", u.Redacted(), mediaType)
+}
+
+// render is web_fetch's result: the final URL, the title, the text cut
+// at MaxOutput characters, and notes saying what was cut.
+func (f *Fetch) render(final *url.URL, title, text string, cutBody bool) string {
 	var out strings.Builder
 	fmt.Fprintf(&out, "URL: %s\n", final.Redacted())
 	if title != "" {
@@ -261,7 +297,7 @@ func (f *Fetch) Run(ctx context.Context, input json.RawMessage) (string, error) 
 	if cutBody {
 		fmt.Fprintf(&out, "\n[only the first %d bytes of the response were read]", f.cfg.MaxBytes)
 	}
-	return out.String(), nil
+	return out.String()
 }
 
 // decoded converts the body to UTF-8 from the charset the Content-Type
