@@ -65,83 +65,123 @@ func compileFast(raw json.RawMessage) (*fastSchema, bool) {
 	s := &fastSchema{minLen: -1, maxLen: -1}
 	var required []string
 	for k, v := range kw {
-		switch {
-		case annotations[k]:
-		case k == "type":
-			var name string
-			if json.Unmarshal(v, &name) != nil || typeNames[name] == 0 {
-				return nil, false
-			}
-			s.types = typeNames[name]
-		case k == "properties":
-			var props map[string]json.RawMessage
-			if json.Unmarshal(v, &props) != nil || len(props) > 64 {
-				return nil, false
-			}
-			for name, ps := range props {
-				sub, ok := compileFast(ps)
-				if !ok {
-					return nil, false
-				}
-				s.props = append(s.props, fastProp{name: name, s: sub})
-			}
-		case k == "required":
-			if json.Unmarshal(v, &required) != nil {
-				return nil, false
-			}
-		case k == "additionalProperties":
-			var b bool
-			if json.Unmarshal(v, &b) != nil {
-				return nil, false
-			}
-			s.closed = !b
-		case k == "items":
-			sub, ok := compileFast(v)
-			if !ok {
-				return nil, false
-			}
-			s.items = sub
-		case k == "enum":
-			var vals []string
-			if json.Unmarshal(v, &vals) != nil {
-				return nil, false
-			}
-			for _, e := range vals {
-				b, _ := json.Marshal(e)
-				s.enum = append(s.enum, b[1:len(b)-1])
-			}
-		case k == "minLength" || k == "maxLength":
-			var n int
-			if json.Unmarshal(v, &n) != nil || n < 0 {
-				return nil, false
-			}
-			if k == "minLength" {
-				s.minLen = n
-			} else {
-				s.maxLen = n
-			}
-		case k == "minimum" || k == "maximum":
-			var f float64
-			if json.Unmarshal(v, &f) != nil {
-				return nil, false
-			}
-			if k == "minimum" {
-				s.min = &f
-			} else {
-				s.max = &f
-			}
-		default:
+		if !s.keyword(k, v, &required) {
 			return nil, false
 		}
 	}
+	if !s.require(required) {
+		return nil, false
+	}
+	return s, true
+}
+
+// keyword compiles one keyword of a schema into s, one case per keyword
+// of the subset; false: the keyword, or its value, is outside it.
+// required is only collected: it names properties, which need all of
+// them compiled first.
+func (s *fastSchema) keyword(k string, v json.RawMessage, required *[]string) bool {
+	var ok bool
+	switch k {
+	case "type":
+		return s.compileType(v)
+	case "properties":
+		return s.compileProps(v)
+	case "required":
+		return json.Unmarshal(v, required) == nil
+	case "additionalProperties":
+		var b bool
+		ok = json.Unmarshal(v, &b) == nil
+		s.closed = !b
+		return ok
+	case "items":
+		s.items, ok = compileFast(v)
+		return ok
+	case "enum":
+		return s.compileEnum(v)
+	case "minLength":
+		return decodeLength(v, &s.minLen)
+	case "maxLength":
+		return decodeLength(v, &s.maxLen)
+	case "minimum":
+		s.min, ok = decodeNumber(v)
+		return ok
+	case "maximum":
+		s.max, ok = decodeNumber(v)
+		return ok
+	}
+	return annotations[k]
+}
+
+// compileType compiles "type", when it names one type.
+func (s *fastSchema) compileType(v json.RawMessage) bool {
+	var name string
+	if json.Unmarshal(v, &name) != nil || typeNames[name] == 0 {
+		return false
+	}
+	s.types = typeNames[name]
+	return true
+}
+
+// compileProps compiles "properties", each property's schema in the
+// subset too. At most 64: required is a bit set.
+func (s *fastSchema) compileProps(v json.RawMessage) bool {
+	var props map[string]json.RawMessage
+	if json.Unmarshal(v, &props) != nil || len(props) > 64 {
+		return false
+	}
+	for name, ps := range props {
+		sub, ok := compileFast(ps)
+		if !ok {
+			return false
+		}
+		s.props = append(s.props, fastProp{name: name, s: sub})
+	}
+	return true
+}
+
+// compileEnum compiles an enum of strings, each kept as its JSON
+// string's contents, as accepts meets them in the input.
+func (s *fastSchema) compileEnum(v json.RawMessage) bool {
+	var vals []string
+	if json.Unmarshal(v, &vals) != nil {
+		return false
+	}
+	for _, e := range vals {
+		b, _ := json.Marshal(e)
+		s.enum = append(s.enum, b[1:len(b)-1])
+	}
+	return true
+}
+
+// decodeLength reads minLength or maxLength into *dst.
+func decodeLength(v json.RawMessage, dst *int) bool {
+	var n int
+	if json.Unmarshal(v, &n) != nil || n < 0 {
+		return false
+	}
+	*dst = n
+	return true
+}
+
+// decodeNumber reads minimum or maximum.
+func decodeNumber(v json.RawMessage) (*float64, bool) {
+	var f float64
+	if json.Unmarshal(v, &f) != nil {
+		return nil, false
+	}
+	return &f, true
+}
+
+// require marks the required properties, once all are compiled.
+func (s *fastSchema) require(required []string) bool {
 	for _, r := range required {
 		i := s.prop(r)
 		if i < 0 {
-			return nil, false // required but undeclared: leave it to the full validator
+			return false // required but undeclared: leave it to the full validator
 		}
 		s.required |= 1 << i
 	}
-	return s, true
+	return true
 }
 
 // fastTopLevel compiles a tool's input schema for the fast path, which
