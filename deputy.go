@@ -109,12 +109,12 @@ type (
 
 // States an instance settles in (Wait returns at these).
 const (
-	Completed = store.Completed
-	Failed    = store.Failed
-	TimedOut  = store.TimedOut
-	Cancelled = store.Cancelled
-	Asking    = store.Asking
-	Paused    = store.Paused
+	Completed = store.Completed // it answered: Report is its answer
+	Failed    = store.Failed    // its model or a step of deputy's failed: Error says why
+	TimedOut  = store.TimedOut  // its wall time ran out: Report is partial
+	Cancelled = store.Cancelled // Cancel ended it, or its parent's end did
+	Asking    = store.Asking    // it waits for an answer (Question, Answer)
+	Paused    = store.Paused    // it waits for Resume
 )
 
 // DefaultSystem is a root's system prompt when neither Options nor Task
@@ -264,8 +264,10 @@ type Options struct {
 // Task is a root instance's work and limits. Zero limits take the
 // runtime's (Options), then deputy's defaults.
 type Task struct {
-	Text   string
-	System string // default: Options.System
+	// Text is the task, the root's first message.
+	Text string
+	// System is the root's system prompt; default Options.System.
+	System string
 	// Model is what the root runs on: provider:model, fake, or a tier
 	// (haiku, sonnet, opus: through deputy.yaml; Options' model when it
 	// maps none). Default: its type's model when it has a Type that names

@@ -26,20 +26,24 @@ type (
 
 // Merge strategies.
 const (
-	MergeConcat    = agent.MergeConcatName
-	MergeSummarize = agent.MergeSummarizeName
-	MergeVote      = agent.MergeVoteName
+	MergeConcat    = agent.MergeConcatName    // every report, under its task's id, in the tasks' order
+	MergeSummarize = agent.MergeSummarizeName // one more model call (a child) writes a summary
+	MergeVote      = agent.MergeVoteName      // the majority answer, or a judge's pick
 )
 
 // FanOut is a planned batch of subagents: tasks run at most MaxParallel at
 // once, each after the tasks it depends on (with their reports), and
 // their reports merged.
 type FanOut struct {
-	Tasks       []FanTask
-	MaxParallel int // default 8
+	// Tasks are the batch's tasks; a cycle or a dependency on no task is
+	// refused before anything starts.
+	Tasks []FanTask
+	// MaxParallel is how many tasks run at once (default Options.MaxParallel,
+	// else 8).
+	MaxParallel int
 	// Merge is MergeConcat (the default), MergeSummarize (one model call
-	// within Limit characters) or MergeVote (majority; with Judge, a
-	// subagent of that type picks).
+	// within Limit characters, at least 200) or MergeVote (majority; with
+	// Judge, a subagent of that type picks).
 	Merge string
 	Limit int
 	Judge string
@@ -54,10 +58,14 @@ type FanOut struct {
 // FanOutResult is a fan-out's outcome.
 type FanOutResult struct {
 	// ID is the instance that ran the fan-out: its tasks are its children.
-	ID      string
-	Merged  string
-	Vote    *Vote
-	Merger  *FanResult // the subagent that summarized or judged, if any
+	ID string
+	// Merged is the merge's text (MergeFunc's, when given).
+	Merged string
+	// Vote is the vote's outcome, for MergeVote.
+	Vote *Vote
+	// Merger is the subagent that summarized or judged, if any.
+	Merger *FanResult
+	// Results are the tasks' outcomes, in the tasks' order.
 	Results []FanResult
 	// Usage is the whole fan-out's, merge included.
 	Usage llm.Usage

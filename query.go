@@ -20,7 +20,8 @@ func (rt *Runtime) List(ctx context.Context, f Filter) ([]*Instance, error) {
 }
 
 // Definitions returns the subagent types the runtime spawns from (built-ins,
-// the workspace's files, the database table, the program's own), by name.
+// Options.Sources' files, the database table, Options.Definitions), by
+// name.
 func (rt *Runtime) Definitions() []*Definition { return rt.eng.Catalog().List() }
 
 // Definition returns the subagent type called name.
@@ -111,6 +112,7 @@ func (rt *Runtime) PutDefinition(ctx context.Context, file string, data []byte) 
 // with its file:line.
 type DefinitionError struct{ Problems []agentdef.Issue }
 
+// Error lists the problems, each with its file:line.
 func (e *DefinitionError) Error() string {
 	msgs := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
