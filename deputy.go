@@ -535,7 +535,20 @@ func (rt *Runtime) CloseContext(ctx context.Context, drain time.Duration) (drain
 // unknown type, a model that cannot be opened) is refused with ErrRefused
 // and nothing recorded.
 func (rt *Runtime) Start(ctx context.Context, t Task) (string, error) {
-	return rt.eng.Start(ctx, t.Text, rt.spec(t, rt.Definition))
+	spec := rt.spec(t, rt.Definition)
+	if err := hasModel(spec); err != nil {
+		return "", err
+	}
+	return rt.eng.Start(ctx, t.Text, spec)
+}
+
+// hasModel refuses a root that would run on no model: the runtime has none
+// of its own and the task names none.
+func hasModel(s durable.Spec) error {
+	if s.Model == "" {
+		return fmt.Errorf("deputy: %w: no model: the runtime has none (Options.ModelSpec, Options.Model) and the task names none (Task.Model)", ErrRefused)
+	}
+	return nil
 }
 
 // Enqueue records a root instance and queues its run for the workers of
@@ -549,6 +562,10 @@ func Enqueue(ctx context.Context, o Options, t Task) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	spec := p.spec(t, p.cat.Lookup)
+	if err := hasModel(spec); err != nil {
+		return "", err
+	}
 	st, err := store.Open(ctx, p.db, store.Options{})
 	if err != nil {
 		return "", fmt.Errorf("deputy: %w", err)
@@ -558,7 +575,7 @@ func Enqueue(ctx context.Context, o Options, t Task) (string, error) {
 	if st.Dialect() == store.Postgres {
 		pgURL = p.db
 	}
-	id, err := durable.Enqueue(ctx, st, pgURL, t.Text, p.spec(t, p.cat.Lookup))
+	id, err := durable.Enqueue(ctx, st, pgURL, t.Text, spec)
 	if err != nil {
 		return "", fmt.Errorf("deputy: %w", err)
 	}

@@ -290,3 +290,34 @@ func TestOpenRefusesUntrustedWorkspace(t *testing.T) {
 		t.Fatalf("after the review: %v", err)
 	}
 }
+
+// Enqueue records a root and queues it without an engine, so it works
+// while another runtime holds the database; that runtime's queue runs it.
+// A task with no model to run on is refused before anything is recorded.
+func TestEnqueueLeavesTheRunToARuntime(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := deputy.Options{ModelSpec: "fake", Scenario: []byte("rules:\n  - text: \"queued and done\"\n"),
+		Workspace: dir, DB: filepath.Join(dir, "d.db")}
+	rt, err := deputy.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	id, err := deputy.Enqueue(ctx, o, deputy.Task{Text: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := rt.Wait(ctx, id); err != nil || in.State != deputy.Completed || in.Report != "queued and done" {
+		t.Fatalf("%v %+v", err, in)
+	}
+	noModel := o
+	noModel.ModelSpec = ""
+	if _, err := deputy.Enqueue(ctx, noModel, deputy.Task{Text: "go"}); !errors.Is(err, deputy.ErrRefused) {
+		t.Errorf("no model: %v", err)
+	}
+	if all, _ := rt.List(ctx, deputy.Filter{}); len(all) != 1 {
+		t.Errorf("%d instances recorded, want the queued one", len(all))
+	}
+}
