@@ -114,119 +114,147 @@ func oneLine(t testing.TB, tg Target, err error, key string, wants ...string) {
 	}
 }
 
+// testFatalErrors checks the failures no retry mends: each ends the call
+// with a one-line error naming the provider and never its key, at once
+// or, when retrying is worth it, once the attempts are spent.
 func testFatalErrors(t *testing.T, tg Target) {
-	m := mode{name: "buffered"}
-	req := func() *llm.Request {
-		return &llm.Request{Model: "fake-model", Messages: []llm.Message{llm.UserText("hi")}}
+	for _, c := range []struct {
+		name string
+		test func(t *testing.T, tg Target, m mode)
+	}{
+		{"bad key", testBadKey},
+		{"bad request", testBadRequest},
+		{"not found", testNotFound},
+		{"unreachable", testUnreachable},
+		{"persistent overload", testPersistentOverload},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.test(t, tg, mode{name: "buffered"})
+		})
 	}
-	t.Run("bad key", func(t *testing.T) {
-		t.Parallel()
-		_, root := StartServer(t, fake.Options{APIKey: Key})
-		const wrong = "sk-wrong-SECRET-987654321"
-		model, err := tg.New(Config{RootURL: root, APIKey: wrong, Policy: fastPolicy(clock.NewInstant())})
-		if err != nil {
-			t.Fatal(err)
+}
+
+// hiRequest is the one-message request the fatal error tests send.
+func hiRequest() *llm.Request {
+	return &llm.Request{Model: "fake-model", Messages: []llm.Message{llm.UserText("hi")}}
+}
+
+// testBadKey: a wrong key is a 401, not retried, and neither the error
+// nor the attempt shows the key.
+func testBadKey(t *testing.T, tg Target, m mode) {
+	_, root := StartServer(t, fake.Options{APIKey: Key})
+	const wrong = "sk-wrong-SECRET-987654321"
+	model, err := tg.New(Config{RootURL: root, APIKey: wrong, Policy: fastPolicy(clock.NewInstant())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var atts Attempts
+	_, err = call(t, context.Background(), model, m, hiRequest(), &atts)
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 401 {
+		t.Fatalf("err = %v, want a 401 APIError", err)
+	}
+	oneLine(t, tg, err, wrong, "401")
+	got := atts.All()
+	if len(got) != 1 || got[0].Retry || got[0].Status != 401 {
+		t.Errorf("attempts %+v", got)
+	}
+	for _, a := range got {
+		if strings.Contains(a.Error, wrong) || strings.Contains(fmt.Sprintf("%+v", a), wrong) {
+			t.Errorf("attempt leaks the key: %+v", a)
 		}
-		var atts Attempts
-		_, err = call(t, context.Background(), model, m, req(), &atts)
-		var ae *llm.APIError
-		if !errors.As(err, &ae) || ae.StatusCode != 401 {
-			t.Fatalf("err = %v, want a 401 APIError", err)
+	}
+	t.Logf("401: %v", err)
+}
+
+// testBadRequest: a transcript the API refuses is a 400 carrying the
+// provider's message, not retried.
+func testBadRequest(t *testing.T, tg Target, m mode) {
+	_, root := StartServer(t, fake.Options{APIKey: Key})
+	model := build(t, tg, m, root, fastPolicy(clock.NewInstant()))
+	// A tool call never answered: both APIs refuse the transcript.
+	r := hiRequest()
+	r.Tools = testTools
+	r.Messages = append(r.Messages,
+		llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.ToolUse("toolu_X", "now", inputD)}},
+		llm.UserText("and?"))
+	var atts Attempts
+	_, err := call(t, context.Background(), model, m, r, &atts)
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 400 || ae.Message == "" {
+		t.Fatalf("err = %v, want a 400 APIError with the provider's message", err)
+	}
+	oneLine(t, tg, err, Key, "400")
+	if n := len(atts.All()); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
+	t.Logf("400: %v", err)
+}
+
+// testNotFound: a wrong base URL is a 404, not retried.
+func testNotFound(t *testing.T, tg Target, m mode) {
+	_, root := StartServer(t, fake.Options{APIKey: Key})
+	model := build(t, tg, m, root+"/missing", fastPolicy(clock.NewInstant()))
+	var atts Attempts
+	_, err := call(t, context.Background(), model, m, hiRequest(), &atts)
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 404 {
+		t.Fatalf("err = %v, want a 404 APIError", err)
+	}
+	oneLine(t, tg, err, Key, "404")
+	if n := len(atts.All()); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
+}
+
+// testUnreachable: a closed port is retried as a connection failure until
+// the attempts are spent, and the error says so.
+func testUnreachable(t *testing.T, tg Target, m mode) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := "http://" + ln.Addr().String()
+	ln.Close()
+	p := fastPolicy(clock.NewInstant())
+	p.MaxAttempts = 3
+	model := build(t, tg, m, root, p)
+	var atts Attempts
+	_, err = call(t, context.Background(), model, m, hiRequest(), &atts)
+	if err == nil {
+		t.Fatal("no error from a closed port")
+	}
+	oneLine(t, tg, err, Key, "connection refused", "gave up after 3 attempts")
+	got := atts.All()
+	if len(got) != 3 {
+		t.Fatalf("%d attempts, want 3", len(got))
+	}
+	for _, a := range got {
+		if a.Status != 0 || a.Reason != retry.ReasonConnection {
+			t.Errorf("attempt %+v", a)
 		}
-		oneLine(t, tg, err, wrong, "401")
-		got := atts.All()
-		if len(got) != 1 || got[0].Retry || got[0].Status != 401 {
-			t.Errorf("attempts %+v", got)
-		}
-		for _, a := range got {
-			if strings.Contains(a.Error, wrong) || strings.Contains(fmt.Sprintf("%+v", a), wrong) {
-				t.Errorf("attempt leaks the key: %+v", a)
-			}
-		}
-		t.Logf("401: %v", err)
-	})
-	t.Run("bad request", func(t *testing.T) {
-		t.Parallel()
-		_, root := StartServer(t, fake.Options{APIKey: Key})
-		model := build(t, tg, m, root, fastPolicy(clock.NewInstant()))
-		// A tool call never answered: both APIs refuse the transcript.
-		r := req()
-		r.Tools = testTools
-		r.Messages = append(r.Messages,
-			llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.ToolUse("toolu_X", "now", inputD)}},
-			llm.UserText("and?"))
-		var atts Attempts
-		_, err := call(t, context.Background(), model, m, r, &atts)
-		var ae *llm.APIError
-		if !errors.As(err, &ae) || ae.StatusCode != 400 || ae.Message == "" {
-			t.Fatalf("err = %v, want a 400 APIError with the provider's message", err)
-		}
-		oneLine(t, tg, err, Key, "400")
-		if n := len(atts.All()); n != 1 {
-			t.Errorf("%d attempts, want 1", n)
-		}
-		t.Logf("400: %v", err)
-	})
-	t.Run("not found", func(t *testing.T) {
-		t.Parallel()
-		_, root := StartServer(t, fake.Options{APIKey: Key})
-		model := build(t, tg, m, root+"/missing", fastPolicy(clock.NewInstant()))
-		var atts Attempts
-		_, err := call(t, context.Background(), model, m, req(), &atts)
-		var ae *llm.APIError
-		if !errors.As(err, &ae) || ae.StatusCode != 404 {
-			t.Fatalf("err = %v, want a 404 APIError", err)
-		}
-		oneLine(t, tg, err, Key, "404")
-		if n := len(atts.All()); n != 1 {
-			t.Errorf("%d attempts, want 1", n)
-		}
-	})
-	t.Run("unreachable", func(t *testing.T) {
-		t.Parallel()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		root := "http://" + ln.Addr().String()
-		ln.Close()
-		p := fastPolicy(clock.NewInstant())
-		p.MaxAttempts = 3
-		model := build(t, tg, m, root, p)
-		var atts Attempts
-		_, err = call(t, context.Background(), model, m, req(), &atts)
-		if err == nil {
-			t.Fatal("no error from a closed port")
-		}
-		oneLine(t, tg, err, Key, "connection refused", "gave up after 3 attempts")
-		got := atts.All()
-		if len(got) != 3 {
-			t.Fatalf("%d attempts, want 3", len(got))
-		}
-		for _, a := range got {
-			if a.Status != 0 || a.Reason != retry.ReasonConnection {
-				t.Errorf("attempt %+v", a)
-			}
-		}
-		t.Logf("unreachable: %v", err)
-	})
-	t.Run("persistent overload", func(t *testing.T) {
-		t.Parallel()
-		_, root := StartServer(t, fake.Options{APIKey: Key, FaultRate: 1, RandomFault: fake.Fault{Kind: fake.FaultOverloaded}})
-		p := fastPolicy(clock.NewInstant())
-		p.MaxAttempts = 4
-		model := build(t, tg, m, root, p)
-		var atts Attempts
-		_, err := call(t, context.Background(), model, m, req(), &atts)
-		var ae *llm.APIError
-		if !errors.As(err, &ae) || ae.StatusCode != tg.OverloadedStatus {
-			t.Fatalf("err = %v", err)
-		}
-		oneLine(t, tg, err, Key, "gave up after 4 attempts")
-		if n := len(atts.All()); n != 4 {
-			t.Errorf("%d attempts, want 4", n)
-		}
-	})
+	}
+	t.Logf("unreachable: %v", err)
+}
+
+// testPersistentOverload: an API overloaded on every attempt ends the call
+// with its overloaded status once the attempts are spent.
+func testPersistentOverload(t *testing.T, tg Target, m mode) {
+	_, root := StartServer(t, fake.Options{APIKey: Key, FaultRate: 1, RandomFault: fake.Fault{Kind: fake.FaultOverloaded}})
+	p := fastPolicy(clock.NewInstant())
+	p.MaxAttempts = 4
+	model := build(t, tg, m, root, p)
+	var atts Attempts
+	_, err := call(t, context.Background(), model, m, hiRequest(), &atts)
+	var ae *llm.APIError
+	if !errors.As(err, &ae) || ae.StatusCode != tg.OverloadedStatus {
+		t.Fatalf("err = %v", err)
+	}
+	oneLine(t, tg, err, Key, "gave up after 4 attempts")
+	if n := len(atts.All()); n != 4 {
+		t.Errorf("%d attempts, want 4", n)
+	}
 }
 
 func testStopReasons(t *testing.T, tg Target, m mode) {
@@ -324,43 +352,14 @@ func testSlowFirstByte(t *testing.T, tg Target) {
 // complete with the right content and usage counted once.
 func testRandomFaults(t *testing.T, tg Target, m mode) {
 	const runs, workers = 200, 4
-	kinds := []fake.FaultKind{fake.FaultRateLimit, fake.FaultOverloaded, fake.FaultServerError, fake.FaultCutStream, fake.FaultErrorEvent, fake.FaultMalformedJSON}
-	var mu sync.Mutex
-	rng := rand.New(rand.NewPCG(7, uint64(len(m.name))))
-	injected := map[fake.FaultKind]int{}
-	usageFor := func(run, turn int) llm.Usage {
-		return llm.Usage{InputTokens: int64(100 + run), OutputTokens: int64(10 + run%7 + turn), CacheReadTokens: int64(run * turn), CacheWriteTokens: int64(2 * run)}
-	}
-	replyFor := func(run, turn int) fake.Reply {
-		u := usageFor(run, turn)
-		if turn == 0 {
-			return fake.Reply{Usage: &u, Content: []llm.Block{
-				llm.Text(fmt.Sprintf("run %d: checking the clock, which takes a few words to say.", run)),
-				llm.ToolUse(fmt.Sprintf("toolu_%03d", run), "now", json.RawMessage(fmt.Sprintf(`{"run": %d}`, run)))}}
-		}
-		return fake.Reply{Usage: &u, Content: []llm.Block{llm.Text(fmt.Sprintf("run %d done.", run))}}
-	}
-	responder := Respond(func(req *llm.Request, info fake.RequestInfo) fake.Reply {
-		var run int
-		fmt.Sscanf(req.Messages[0].Text(), "run %d", &run)
-		r := replyFor(run, (len(req.Messages)-1)/2)
-		mu.Lock()
-		if rng.Float64() < 0.2 {
-			f := fake.Fault{Kind: kinds[rng.IntN(len(kinds))], AfterBytes: rng.IntN(600), RetryAfter: time.Duration(rng.IntN(3)) * time.Second}
-			r.Fault = &f
-			injected[f.Kind]++
-		}
-		mu.Unlock()
-		return r
-	})
-	_, root := StartServer(t, fake.Options{APIKey: Key, Responder: responder, Seed: 11})
+	inj := &faultInjector{rng: rand.New(rand.NewPCG(7, uint64(len(m.name)))), injected: map[fake.FaultKind]int{}}
+	_, root := StartServer(t, fake.Options{APIKey: Key, Responder: inj, Seed: 11})
 	p := fastPolicy(clock.NewInstant())
 	p.MaxAttempts = 12
 	p.Budget = 0
 	model := build(t, tg, m, root, p)
 
-	var failedAttempts, calls int
-	var amu sync.Mutex
+	var tally callTally
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range workers {
@@ -368,27 +367,8 @@ func testRandomFaults(t *testing.T, tg Target, m mode) {
 		go func() {
 			defer wg.Done()
 			for run := range jobs {
-				msgs := []llm.Message{llm.UserText(fmt.Sprintf("run %d", run))}
-				for turn := 0; turn < 2; turn++ {
-					var atts Attempts
-					resp, err := call(t, context.Background(), model, m, &llm.Request{Model: "fake-model", Messages: msgs, Tools: testTools}, &atts)
-					if err != nil {
-						t.Errorf("run %d turn %d: %v", run, turn, err)
-						return
-					}
-					want := replyFor(run, turn)
-					checkContent(t, tg, m, resp.Content, want.Content)
-					if u := tg.UsageOf(*want.Usage); resp.Usage != u {
-						t.Errorf("run %d turn %d: usage %+v, want %+v", run, turn, resp.Usage, u)
-					}
-					amu.Lock()
-					calls++
-					failedAttempts += len(atts.All()) - 1
-					amu.Unlock()
-					msgs = append(msgs, resp.Message())
-					if res, ok := toolResults(resp); ok {
-						msgs = append(msgs, res)
-					}
+				if !converse(t, tg, m, model, run, &tally) {
+					return
 				}
 			}
 		}()
@@ -398,18 +378,104 @@ func testRandomFaults(t *testing.T, tg Target, m mode) {
 	}
 	close(jobs)
 	wg.Wait()
+	checkFaultMix(t, runs, inj.injected, &tally)
+}
+
+// randomFaultKinds are the faults testRandomFaults injects.
+var randomFaultKinds = []fake.FaultKind{fake.FaultRateLimit, fake.FaultOverloaded, fake.FaultServerError, fake.FaultCutStream, fake.FaultErrorEvent, fake.FaultMalformedJSON}
+
+// randomFaultUsage is the usage of a run's turn, distinct per run and
+// turn, so usage counted twice, or another call's, shows.
+func randomFaultUsage(run, turn int) llm.Usage {
+	return llm.Usage{InputTokens: int64(100 + run), OutputTokens: int64(10 + run%7 + turn), CacheReadTokens: int64(run * turn), CacheWriteTokens: int64(2 * run)}
+}
+
+// randomFaultReply is a run's reply for its turn: a text and a tool call,
+// then a final text.
+func randomFaultReply(run, turn int) fake.Reply {
+	u := randomFaultUsage(run, turn)
+	if turn == 0 {
+		return fake.Reply{Usage: &u, Content: []llm.Block{
+			llm.Text(fmt.Sprintf("run %d: checking the clock, which takes a few words to say.", run)),
+			llm.ToolUse(fmt.Sprintf("toolu_%03d", run), "now", json.RawMessage(fmt.Sprintf(`{"run": %d}`, run)))}}
+	}
+	return fake.Reply{Usage: &u, Content: []llm.Block{llm.Text(fmt.Sprintf("run %d done.", run))}}
+}
+
+// faultInjector answers testRandomFaults' requests: each run's reply for
+// its turn, one in five with a random fault, counted by kind.
+type faultInjector struct {
+	mu       sync.Mutex
+	rng      *rand.Rand
+	injected map[fake.FaultKind]int
+}
+
+// Respond implements fake.Responder.
+func (f *faultInjector) Respond(req *llm.Request, _ fake.RequestInfo) fake.Reply {
+	var run int
+	fmt.Sscanf(req.Messages[0].Text(), "run %d", &run)
+	r := randomFaultReply(run, (len(req.Messages)-1)/2)
+	f.mu.Lock()
+	if f.rng.Float64() < 0.2 {
+		fault := fake.Fault{Kind: randomFaultKinds[f.rng.IntN(len(randomFaultKinds))], AfterBytes: f.rng.IntN(600), RetryAfter: time.Duration(f.rng.IntN(3)) * time.Second}
+		r.Fault = &fault
+		f.injected[fault.Kind]++
+	}
+	f.mu.Unlock()
+	return r
+}
+
+// callTally counts testRandomFaults' completed calls and the failed
+// attempts they retried, across its workers.
+type callTally struct {
+	mu                    sync.Mutex
+	calls, failedAttempts int
+}
+
+// converse runs conversation run, its two turns, checking each turn's
+// content and usage; false: a call failed (reported).
+func converse(t *testing.T, tg Target, m mode, model llm.Model, run int, tally *callTally) bool {
+	msgs := []llm.Message{llm.UserText(fmt.Sprintf("run %d", run))}
+	for turn := 0; turn < 2; turn++ {
+		var atts Attempts
+		resp, err := call(t, context.Background(), model, m, &llm.Request{Model: "fake-model", Messages: msgs, Tools: testTools}, &atts)
+		if err != nil {
+			t.Errorf("run %d turn %d: %v", run, turn, err)
+			return false
+		}
+		want := randomFaultReply(run, turn)
+		checkContent(t, tg, m, resp.Content, want.Content)
+		if u := tg.UsageOf(*want.Usage); resp.Usage != u {
+			t.Errorf("run %d turn %d: usage %+v, want %+v", run, turn, resp.Usage, u)
+		}
+		tally.mu.Lock()
+		tally.calls++
+		tally.failedAttempts += len(atts.All()) - 1
+		tally.mu.Unlock()
+		msgs = append(msgs, resp.Message())
+		if res, ok := toolResults(resp); ok {
+			msgs = append(msgs, res)
+		}
+	}
+	return true
+}
+
+// checkFaultMix checks that every call completed, that each injected
+// fault cost exactly one retried attempt, and that the faults were the
+// mix asked for: about 20% of the requests, every kind.
+func checkFaultMix(t *testing.T, runs int, injected map[fake.FaultKind]int, tally *callTally) {
 	total := 0
 	for _, n := range injected {
 		total += n
 	}
-	t.Logf("%d calls, %d faults injected %v, %d failed attempts retried", calls, total, injected, failedAttempts)
-	if calls != 2*runs {
-		t.Errorf("%d calls completed, want %d", calls, 2*runs)
+	t.Logf("%d calls, %d faults injected %v, %d failed attempts retried", tally.calls, total, injected, tally.failedAttempts)
+	if tally.calls != 2*runs {
+		t.Errorf("%d calls completed, want %d", tally.calls, 2*runs)
 	}
-	if failedAttempts != total {
-		t.Errorf("%d failed attempts, but %d faults were injected", failedAttempts, total)
+	if tally.failedAttempts != total {
+		t.Errorf("%d failed attempts, but %d faults were injected", tally.failedAttempts, total)
 	}
-	if total < runs*2/10 || len(injected) != len(kinds) {
+	if total < runs*2/10 || len(injected) != len(randomFaultKinds) {
 		t.Errorf("fault mix %v: want about 20%% of %d requests, every kind", injected, 2*runs+total)
 	}
 }

@@ -147,13 +147,31 @@ func checkOneAttempt(t testing.TB, tg Target, atts []llm.Attempt) {
 	}
 }
 
+// testToolLoop runs a three-turn tool loop (loopReplies), checking each
+// response, then each request as the server received it.
 func testToolLoop(t *testing.T, tg Target, m mode) {
 	replies := loopReplies(true)
 	srv, root := StartServer(t, fake.Options{APIKey: Key, Responder: byTurn(replies)})
 	model := build(t, tg, m, root, fastPolicy(clock.NewInstant()))
+	stored := runToolLoop(t, tg, m, model, replies)
+
+	logged := srv.Requests()
+	if len(logged) != len(replies) {
+		t.Fatalf("%d requests logged, want %d", len(logged), len(replies))
+	}
+	for k, lr := range logged {
+		checkLoopRequest(t, tg, m, k, lr, stored)
+	}
+}
+
+// runToolLoop runs the loop's turns, each request carrying every
+// parameter the wire must pass on, and checks each response against its
+// reply. It returns the tool inputs as the transcript holds them, by
+// tool call id.
+func runToolLoop(t *testing.T, tg Target, m mode, model llm.Model, replies []fake.Reply) map[string]json.RawMessage {
 	msgs := []llm.Message{llm.UserText("What's the weather? Also read two files.")}
 	wantStop := []llm.StopReason{llm.StopToolUse, llm.StopToolUse, llm.StopEndTurn}
-	stored := map[string]json.RawMessage{} // tool inputs as the transcript holds them
+	stored := map[string]json.RawMessage{}
 	temperature := 0.5
 	for turn := range replies {
 		var atts Attempts
@@ -182,51 +200,59 @@ func testToolLoop(t *testing.T, tg Target, m mode) {
 			msgs = append(msgs, res)
 		}
 	}
+	return stored
+}
 
-	logged := srv.Requests()
-	if len(logged) != len(replies) {
-		t.Fatalf("%d requests logged, want %d", len(logged), len(replies))
+// checkLoopRequest checks request k of the loop as the server received
+// it: its parameters, streaming as the mode asks, its transcript's tool
+// calls and results, and (where the provider places them) its cache
+// breakpoints.
+func checkLoopRequest(t *testing.T, tg Target, m mode, k int, lr fake.LoggedRequest, stored map[string]json.RawMessage) {
+	if lr.Status != 200 || lr.Request == nil {
+		t.Fatalf("request %d: status %d", k, lr.Status)
 	}
-	for k, lr := range logged {
-		if lr.Status != 200 || lr.Request == nil {
-			t.Fatalf("request %d: status %d", k, lr.Status)
-		}
-		r := lr.Request
-		if r.Model != "fake-model" || r.MaxTokens != 1000 || r.Temperature == nil || *r.Temperature != 0.5 ||
-			len(r.StopSequences) != 1 || r.StopSequences[0] != "\n\nHuman:" || r.ToolChoice.Type != "auto" ||
-			r.System != "You are a test <assistant>." || len(r.Tools) != len(testTools) {
-			t.Errorf("request %d: model %q max %d temp %v stop %q choice %+v system %q tools %d", k, r.Model, r.MaxTokens, r.Temperature, r.StopSequences, r.ToolChoice, r.System, len(r.Tools))
-		}
-		if lr.Stream == m.nonStreaming {
-			t.Errorf("request %d: stream %v in mode %s", k, lr.Stream, m.name)
-		}
-		// Every tool call goes back with the exact bytes stored.
-		seen := 0
-		for _, msg := range lr.Request.Messages {
-			for _, b := range msg.Content {
-				switch b.Type {
-				case llm.TypeToolUse:
-					seen++
-					if !bytes.Equal(b.Input, stored[b.ID]) {
-						t.Errorf("request %d: tool_use %s input on the wire %s, stored %s", k, b.ID, b.Input, stored[b.ID])
-					}
-					if tg.RawInput && !bytes.Contains(lr.Body, stored[b.ID]) {
-						t.Errorf("request %d: body lacks the exact bytes %s", k, stored[b.ID])
-					}
-				case llm.TypeToolResult:
-					if !strings.HasPrefix(b.Text, "result of ") {
-						t.Errorf("request %d: tool_result %q", k, b.Text)
-					}
+	r := lr.Request
+	if r.Model != "fake-model" || r.MaxTokens != 1000 || r.Temperature == nil || *r.Temperature != 0.5 ||
+		len(r.StopSequences) != 1 || r.StopSequences[0] != "\n\nHuman:" || r.ToolChoice.Type != "auto" ||
+		r.System != "You are a test <assistant>." || len(r.Tools) != len(testTools) {
+		t.Errorf("request %d: model %q max %d temp %v stop %q choice %+v system %q tools %d", k, r.Model, r.MaxTokens, r.Temperature, r.StopSequences, r.ToolChoice, r.System, len(r.Tools))
+	}
+	if lr.Stream == m.nonStreaming {
+		t.Errorf("request %d: stream %v in mode %s", k, lr.Stream, m.name)
+	}
+	seen := checkWireTranscript(t, tg, k, lr, stored)
+	if want := []int{0, 1, 4}[k]; seen != want {
+		t.Errorf("request %d: %d tool calls in the transcript, want %d", k, seen, want)
+	}
+	if tg.Breakpoints {
+		checkBreakpoints(t, k, lr.Body)
+	}
+}
+
+// checkWireTranscript checks that every tool call in request k's
+// transcript goes back with the exact bytes stored (in the body itself,
+// where inputs travel raw), and every result is the one sent. It returns
+// the number of tool calls.
+func checkWireTranscript(t *testing.T, tg Target, k int, lr fake.LoggedRequest, stored map[string]json.RawMessage) (seen int) {
+	for _, msg := range lr.Request.Messages {
+		for _, b := range msg.Content {
+			switch b.Type {
+			case llm.TypeToolUse:
+				seen++
+				if !bytes.Equal(b.Input, stored[b.ID]) {
+					t.Errorf("request %d: tool_use %s input on the wire %s, stored %s", k, b.ID, b.Input, stored[b.ID])
+				}
+				if tg.RawInput && !bytes.Contains(lr.Body, stored[b.ID]) {
+					t.Errorf("request %d: body lacks the exact bytes %s", k, stored[b.ID])
+				}
+			case llm.TypeToolResult:
+				if !strings.HasPrefix(b.Text, "result of ") {
+					t.Errorf("request %d: tool_result %q", k, b.Text)
 				}
 			}
 		}
-		if want := []int{0, 1, 4}[k]; seen != want {
-			t.Errorf("request %d: %d tool calls in the transcript, want %d", k, seen, want)
-		}
-		if tg.Breakpoints {
-			checkBreakpoints(t, k, lr.Body)
-		}
 	}
+	return seen
 }
 
 // wireBody is the part of a Messages request the breakpoint check reads.
