@@ -33,70 +33,23 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	if p.Model == "" {
 		return p, fmt.Errorf("no model name")
 	}
-	switch {
-	case req.MaxTokens > 0:
-		p.MaxTokens = int64(req.MaxTokens)
-	case m.opts.MaxTokens > 0:
-		p.MaxTokens = int64(m.opts.MaxTokens)
-	default:
-		p.MaxTokens = DefaultMaxTokens
-	}
+	p.MaxTokens = m.maxTokens(req)
 	if req.System != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
 	if len(req.StopSequences) > 0 {
 		p.StopSequences = req.StopSequences
 	}
-	switch {
-	case m.opts.ThinkingBudget > 0:
-		p.Thinking = sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: m.opts.ThinkingBudget}}
-	case m.opts.AdaptiveThinking:
-		p.Thinking = sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}
-	}
-	if len(req.Tools) > 0 {
-		p.Tools = make([]sdk.ToolUnionParam, len(req.Tools))
-		for i := range req.Tools {
-			t := &req.Tools[i]
-			if t.Name == "" {
-				return p, fmt.Errorf("tool %d has no name", i)
-			}
-			schema := t.InputSchema
-			if len(schema) == 0 {
-				schema = json.RawMessage(`{"type":"object"}`)
-			} else if !json.Valid(schema) {
-				return p, fmt.Errorf("tool %s: input schema is not valid JSON", t.Name)
-			}
-			tp := &sdk.ToolParam{Name: t.Name, InputSchema: param.Override[sdk.ToolInputSchemaParam](schema)}
-			if t.Description != "" {
-				tp.Description = param.NewOpt(t.Description)
-			}
-			p.Tools[i] = sdk.ToolUnionParam{OfTool: tp}
-		}
-	}
-	if tc, err := toolChoice(req.ToolChoice); err != nil {
+	p.Thinking = m.thinking()
+	var err error
+	if p.Tools, err = toolParams(req.Tools); err != nil {
 		return p, err
-	} else {
-		p.ToolChoice = tc
 	}
-	p.Messages = make([]sdk.MessageParam, len(req.Messages))
-	for i := range req.Messages {
-		msg := &req.Messages[i]
-		blocks := make([]sdk.ContentBlockParamUnion, len(msg.Content))
-		for j := range msg.Content {
-			b, err := block(&msg.Content[j])
-			if err != nil {
-				return p, fmt.Errorf("message %d block %d: %w", i, j, err)
-			}
-			blocks[j] = b
-		}
-		switch msg.Role {
-		case llm.User:
-			p.Messages[i] = sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}}
-		case llm.Assistant:
-			p.Messages[i] = sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}}
-		default:
-			return p, fmt.Errorf("message %d: unknown role %q", i, msg.Role)
-		}
+	if p.ToolChoice, err = toolChoice(req.ToolChoice); err != nil {
+		return p, err
+	}
+	if p.Messages, err = messageParams(req.Messages); err != nil {
+		return p, err
 	}
 	if !m.opts.NoCache {
 		// The constructor sets type "ephemeral"; a bare struct literal is the
@@ -106,6 +59,82 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 		placeBreakpoints(&p, req, cc)
 	}
 	return p, nil
+}
+
+// maxTokens is the request's output cap: its own, else the model's
+// option, else DefaultMaxTokens (the API requires one).
+func (m *Model) maxTokens(req *llm.Request) int64 {
+	switch {
+	case req.MaxTokens > 0:
+		return int64(req.MaxTokens)
+	case m.opts.MaxTokens > 0:
+		return int64(m.opts.MaxTokens)
+	}
+	return DefaultMaxTokens
+}
+
+// thinking is the model's thinking option: a fixed budget, adaptive, or
+// none (the zero value, which the encoder omits).
+func (m *Model) thinking() sdk.ThinkingConfigParamUnion {
+	switch {
+	case m.opts.ThinkingBudget > 0:
+		return sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: m.opts.ThinkingBudget}}
+	case m.opts.AdaptiveThinking:
+		return sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}
+	}
+	return sdk.ThinkingConfigParamUnion{}
+}
+
+// toolParams translates the tool specs; nil for none. A tool without a schema
+// gets the empty object schema, which the API requires.
+func toolParams(specs []llm.ToolSpec) ([]sdk.ToolUnionParam, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	out := make([]sdk.ToolUnionParam, len(specs))
+	for i := range specs {
+		t := &specs[i]
+		if t.Name == "" {
+			return nil, fmt.Errorf("tool %d has no name", i)
+		}
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		} else if !json.Valid(schema) {
+			return nil, fmt.Errorf("tool %s: input schema is not valid JSON", t.Name)
+		}
+		tp := &sdk.ToolParam{Name: t.Name, InputSchema: param.Override[sdk.ToolInputSchemaParam](schema)}
+		if t.Description != "" {
+			tp.Description = param.NewOpt(t.Description)
+		}
+		out[i] = sdk.ToolUnionParam{OfTool: tp}
+	}
+	return out, nil
+}
+
+// messageParams translates the transcript, block by block.
+func messageParams(msgs []llm.Message) ([]sdk.MessageParam, error) {
+	out := make([]sdk.MessageParam, len(msgs))
+	for i := range msgs {
+		msg := &msgs[i]
+		blocks := make([]sdk.ContentBlockParamUnion, len(msg.Content))
+		for j := range msg.Content {
+			b, err := block(&msg.Content[j])
+			if err != nil {
+				return nil, fmt.Errorf("message %d block %d: %w", i, j, err)
+			}
+			blocks[j] = b
+		}
+		switch msg.Role {
+		case llm.User:
+			out[i] = sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}}
+		case llm.Assistant:
+			out[i] = sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}}
+		default:
+			return nil, fmt.Errorf("message %d: unknown role %q", i, msg.Role)
+		}
+	}
+	return out, nil
 }
 
 // block translates one transcript block.
