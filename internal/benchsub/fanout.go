@@ -285,91 +285,126 @@ func providerFan(ctx context.Context, srv *server, wire string, c FanOutConfig) 
 	return func() ([]time.Duration, int, error) { return fanLoops(c, worker) }, nil
 }
 
+// bareFan is the fan-out on the official SDK alone, as an SDK user would
+// write it: a loop per child of streamed calls, each tool call answered
+// as noop does.
 func bareFan(ctx context.Context, srv *server, wire string, c FanOutConfig) (func() ([]time.Duration, int, error), error) {
-	spec := noopSpec
 	var worker func(i int) error
+	var err error
 	switch wire {
 	case "anthropic":
-		client := asdk.NewClient(aopt.WithoutEnvironmentDefaults(), aopt.WithAPIKey("bench"), aopt.WithBaseURL(srv.url),
-			aopt.WithHTTPClient(srv.client), aopt.WithMaxRetries(0))
-		tools := []asdk.ToolUnionParam{{OfTool: &asdk.ToolParam{Name: spec.Name, Description: param.NewOpt(spec.Description),
-			InputSchema: param.Override[asdk.ToolInputSchemaParam](spec.InputSchema)}}}
-		worker = func(i int) error {
-			p := asdk.MessageNewParams{Model: ModelName, MaxTokens: 8192, System: []asdk.TextBlockParam{{Text: fanSystem}},
-				Tools: tools, Messages: []asdk.MessageParam{asdk.NewUserMessage(asdk.NewTextBlock(fmt.Sprintf("part %d", i)))}}
-			for turn := 1; turn <= c.Turns; turn++ {
-				s := client.Messages.NewStreaming(ctx, p)
-				var acc asdk.Message
-				for s.Next() {
-					if err := acc.Accumulate(s.Current()); err != nil {
-						s.Close()
-						return err
-					}
-				}
-				err := s.Err()
-				s.Close()
-				if err != nil {
-					return err
-				}
-				var results []asdk.ContentBlockParamUnion
-				for _, b := range acc.Content {
-					if b.Type == "tool_use" {
-						results = append(results, asdk.NewToolResultBlock(b.ID, noopResult, false))
-					}
-				}
-				if (turn < c.Turns) != (len(results) > 0) {
-					return fmt.Errorf("worker %d turn %d: %d tool calls", i, turn, len(results))
-				}
-				if len(results) == 0 {
-					return nil
-				}
-				p.Messages = append(p.Messages, acc.ToParam(), asdk.NewUserMessage(results...))
-			}
-			return nil
-		}
+		worker = bareAnthropicWorker(ctx, srv, c)
 	case "openai":
-		client := osdk.NewClient(oopt.WithAPIKey("bench"), oopt.WithBaseURL(srv.url+"/v1"),
-			oopt.WithHTTPClient(srv.client), oopt.WithMaxRetries(0))
-		var params shared.FunctionParameters
-		if err := json.Unmarshal(spec.InputSchema, &params); err != nil {
-			return nil, err
-		}
-		tools := []osdk.ChatCompletionToolUnionParam{osdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name: spec.Name, Description: osdk.String(spec.Description), Parameters: params})}
-		worker = func(i int) error {
-			p := osdk.ChatCompletionNewParams{Model: ModelName, MaxCompletionTokens: osdk.Int(8192), Tools: tools,
-				StreamOptions: osdk.ChatCompletionStreamOptionsParam{IncludeUsage: osdk.Bool(true)},
-				Messages:      []osdk.ChatCompletionMessageParamUnion{osdk.SystemMessage(fanSystem), osdk.UserMessage(fmt.Sprintf("part %d", i))}}
-			for turn := 1; turn <= c.Turns; turn++ {
-				s := client.Chat.Completions.NewStreaming(ctx, p)
-				var acc osdk.ChatCompletionAccumulator
-				for s.Next() {
-					acc.AddChunk(s.Current())
-				}
-				err := s.Err()
-				s.Close()
-				if err != nil {
-					return err
-				}
-				if len(acc.Choices) == 0 {
-					return fmt.Errorf("worker %d turn %d: no choice", i, turn)
-				}
-				msg := acc.Choices[0].Message
-				if (turn < c.Turns) != (len(msg.ToolCalls) > 0) {
-					return fmt.Errorf("worker %d turn %d: %d tool calls", i, turn, len(msg.ToolCalls))
-				}
-				if len(msg.ToolCalls) == 0 {
-					return nil
-				}
-				p.Messages = append(p.Messages, msg.ToParam())
-				for _, tc := range msg.ToolCalls {
-					p.Messages = append(p.Messages, osdk.ToolMessage(noopResult, tc.ID))
-				}
-			}
-			return nil
-		}
+		worker, err = bareOpenAIWorker(ctx, srv, c)
 	default:
-		return nil, fmt.Errorf("unknown wire %q", wire)
+		err = fmt.Errorf("unknown wire %q", wire)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return func() ([]time.Duration, int, error) { return fanLoops(c, worker) }, nil
+}
+
+// bareAnthropicWorker is bareFan's worker on anthropic-sdk-go: child i's
+// c.Turns calls, a tool call on each but the last.
+func bareAnthropicWorker(ctx context.Context, srv *server, c FanOutConfig) func(i int) error {
+	spec := noopSpec
+	client := asdk.NewClient(aopt.WithoutEnvironmentDefaults(), aopt.WithAPIKey("bench"), aopt.WithBaseURL(srv.url),
+		aopt.WithHTTPClient(srv.client), aopt.WithMaxRetries(0))
+	tools := []asdk.ToolUnionParam{{OfTool: &asdk.ToolParam{Name: spec.Name, Description: param.NewOpt(spec.Description),
+		InputSchema: param.Override[asdk.ToolInputSchemaParam](spec.InputSchema)}}}
+	return func(i int) error {
+		p := asdk.MessageNewParams{Model: ModelName, MaxTokens: 8192, System: []asdk.TextBlockParam{{Text: fanSystem}},
+			Tools: tools, Messages: []asdk.MessageParam{asdk.NewUserMessage(asdk.NewTextBlock(fmt.Sprintf("part %d", i)))}}
+		for turn := 1; turn <= c.Turns; turn++ {
+			acc, err := streamAnthropic(ctx, &client, p)
+			if err != nil {
+				return err
+			}
+			var results []asdk.ContentBlockParamUnion
+			for _, b := range acc.Content {
+				if b.Type == "tool_use" {
+					results = append(results, asdk.NewToolResultBlock(b.ID, noopResult, false))
+				}
+			}
+			if (turn < c.Turns) != (len(results) > 0) {
+				return fmt.Errorf("worker %d turn %d: %d tool calls", i, turn, len(results))
+			}
+			if len(results) == 0 {
+				return nil
+			}
+			p.Messages = append(p.Messages, acc.ToParam(), asdk.NewUserMessage(results...))
+		}
+		return nil
+	}
+}
+
+// streamAnthropic makes one streamed call and accumulates its message.
+func streamAnthropic(ctx context.Context, client *asdk.Client, p asdk.MessageNewParams) (*asdk.Message, error) {
+	s := client.Messages.NewStreaming(ctx, p)
+	defer s.Close()
+	var acc asdk.Message
+	for s.Next() {
+		if err := acc.Accumulate(s.Current()); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	return &acc, nil
+}
+
+// bareOpenAIWorker is bareFan's worker on openai-go: child i's c.Turns
+// calls, a tool call on each but the last.
+func bareOpenAIWorker(ctx context.Context, srv *server, c FanOutConfig) (func(i int) error, error) {
+	spec := noopSpec
+	client := osdk.NewClient(oopt.WithAPIKey("bench"), oopt.WithBaseURL(srv.url+"/v1"),
+		oopt.WithHTTPClient(srv.client), oopt.WithMaxRetries(0))
+	var params shared.FunctionParameters
+	if err := json.Unmarshal(spec.InputSchema, &params); err != nil {
+		return nil, err
+	}
+	tools := []osdk.ChatCompletionToolUnionParam{osdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+		Name: spec.Name, Description: osdk.String(spec.Description), Parameters: params})}
+	return func(i int) error {
+		p := osdk.ChatCompletionNewParams{Model: ModelName, MaxCompletionTokens: osdk.Int(8192), Tools: tools,
+			StreamOptions: osdk.ChatCompletionStreamOptionsParam{IncludeUsage: osdk.Bool(true)},
+			Messages:      []osdk.ChatCompletionMessageParamUnion{osdk.SystemMessage(fanSystem), osdk.UserMessage(fmt.Sprintf("part %d", i))}}
+		for turn := 1; turn <= c.Turns; turn++ {
+			acc, err := streamOpenAI(ctx, &client, p)
+			if err != nil {
+				return err
+			}
+			if len(acc.Choices) == 0 {
+				return fmt.Errorf("worker %d turn %d: no choice", i, turn)
+			}
+			msg := acc.Choices[0].Message
+			if (turn < c.Turns) != (len(msg.ToolCalls) > 0) {
+				return fmt.Errorf("worker %d turn %d: %d tool calls", i, turn, len(msg.ToolCalls))
+			}
+			if len(msg.ToolCalls) == 0 {
+				return nil
+			}
+			p.Messages = append(p.Messages, msg.ToParam())
+			for _, tc := range msg.ToolCalls {
+				p.Messages = append(p.Messages, osdk.ToolMessage(noopResult, tc.ID))
+			}
+		}
+		return nil
+	}, nil
+}
+
+// streamOpenAI makes one streamed call and accumulates its chunks.
+func streamOpenAI(ctx context.Context, client *osdk.Client, p osdk.ChatCompletionNewParams) (*osdk.ChatCompletionAccumulator, error) {
+	s := client.Chat.Completions.NewStreaming(ctx, p)
+	defer s.Close()
+	var acc osdk.ChatCompletionAccumulator
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	return &acc, nil
 }

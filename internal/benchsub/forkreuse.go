@@ -8,6 +8,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/llm/fake"
 )
 
 // ForkConfig sizes the fork-reuse workload. The root reads one part file
@@ -133,15 +134,46 @@ func ForkReuse(ctx context.Context, wire string, c ForkConfig) (*ForkResult, err
 		return nil, err
 	}
 	defer rg.close()
-	ws, srv, model := rg.ws, rg.srv, rg.model
 
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	var usage usageRecorder
+	o, err := runForkRoot(ctx, rg, forkPlan(c), &usage)
+	if err != nil {
+		return nil, err
+	}
+
+	log := rg.srv.srv.Requests()
+	res := &ForkResult{Wire: wire, MinPrefixShare: 1, MinCacheShare: 1}
+	for _, lr := range log {
+		if lr.Request != nil && isForkRoot(lr.Request) {
+			res.ParentPromptTokens = max(res.ParentPromptTokens, llm.EstimateRequest(lr.Request))
+		}
+	}
+	for _, in := range o.Instances[1:] {
+		if in.State != agent.StateCompleted {
+			return nil, fmt.Errorf("fork run: child %s (%s) ended %s (%s)", in.Description, in.ID, in.State, in.Error)
+		}
+		ch := ForkChild{Label: in.Description, Mode: agentdef.Mode(in.Mode), ChildInstance: in.ID}
+		if err := measureForkChild(wire, log, &ch, &usage); err != nil {
+			return nil, err
+		}
+		if ch.Mode == agentdef.ModeFork && !ch.FirstResponse {
+			res.MinPrefixShare = min(res.MinPrefixShare, ch.PrefixShare)
+			res.MinCacheShare = min(res.MinCacheShare, ch.CacheShare)
+		}
+		res.Children = append(res.Children, ch)
+	}
+	return res, nil
+}
+
+// runForkRoot runs the root, whose scenario follows plan, with the
+// analyst type it forks, and checks that it took one turn per step of the
+// plan and an answer, and spawned every child the plan names.
+func runForkRoot(ctx context.Context, rg *rig, plan [][]string, usage *usageRecorder) (*agent.Outcome, error) {
 	r := &agent.Runner{OnEvent: usage.observe}
-	plan := forkPlan(c)
-	o, err := r.Run(ctx, agent.Task{Task: "Read the parts and have each checked.", System: forkSystem, Model: model,
-		ModelName: ModelName, Tools: ws.tools,
+	o, err := r.Run(ctx, agent.Task{Task: "Read the parts and have each checked.", System: forkSystem, Model: rg.model,
+		ModelName: ModelName, Tools: rg.ws.tools,
 		Volatile: []*agentdef.Definition{{Name: "analyst", Description: "Checks the parent's reading, continuing from its context.",
 			SystemPrompt: "Check the claim against what the conversation has read; do not change files.",
 			Tools:        []string{"read_file", "glob", "grep"}, Mode: agentdef.ModeFork}}})
@@ -155,82 +187,81 @@ func ForkReuse(ctx context.Context, wire string, c ForkConfig) (*ForkResult, err
 	if o.Result.Turns != len(plan)+1 || len(o.Instances) != 1+kids {
 		return nil, fmt.Errorf("fork run: %d turns, %d instances, want %d and %d", o.Result.Turns, len(o.Instances), len(plan)+1, 1+kids)
 	}
+	return o, nil
+}
 
-	log := srv.srv.Requests()
-	res := &ForkResult{Wire: wire, MinPrefixShare: 1, MinCacheShare: 1}
-	isRoot := func(q *llm.Request) bool {
-		if !strings.HasPrefix(q.System, forkSystem) {
+// isForkRoot reports whether q is the root's request: its system prompt,
+// and no fork's marker (a fork shares the system prompt).
+func isForkRoot(q *llm.Request) bool {
+	if !strings.HasPrefix(q.System, forkSystem) {
+		return false
+	}
+	for _, m := range q.Messages {
+		if strings.Contains(m.Text(), forkMarker) {
 			return false
 		}
-		for _, m := range q.Messages {
-			if strings.Contains(m.Text(), forkMarker) {
-				return false
-			}
-		}
-		return true
 	}
-	for _, lr := range log {
-		if lr.Request != nil && isRoot(lr.Request) {
-			res.ParentPromptTokens = max(res.ParentPromptTokens, llm.EstimateRequest(lr.Request))
+	return true
+}
+
+// measureForkChild fills in the figures of child ch (its label, mode and
+// instance set): how much of its first request is a prefix of the root's
+// request just before it, and how much of its prompt the server read from
+// the cache.
+func measureForkChild(wire string, log []fake.LoggedRequest, ch *ForkChild, usage *usageRecorder) error {
+	first, prev := childFirstRequest(log, ch.Mode, ch.Label)
+	if first < 0 || prev < 0 {
+		return fmt.Errorf("fork reuse: child %s: no first request (%d) or parent request before it (%d) in the log", ch.Label, first, prev)
+	}
+	p, err := PrefixOf(wire, log[prev].Body, log[first].Body)
+	if err != nil {
+		return fmt.Errorf("fork reuse: child %s: %w", ch.Label, err)
+	}
+	ch.PrefixShare, ch.PrefixBytes, ch.RequestBytes = p.Share(), p.Matching, p.Total
+	ch.PrefixElems, ch.RequestElems = p.MatchingElements, p.Elements
+	pq := log[prev].Request
+	ch.ParentTokens = llm.EstimateRequest(pq)
+	for _, m := range pq.Messages {
+		if m.Role == llm.Assistant {
+			ch.ParentTurn++
 		}
 	}
-	for _, in := range o.Instances[1:] {
-		if in.State != agent.StateCompleted {
-			return nil, fmt.Errorf("fork run: child %s (%s) ended %s (%s)", in.Description, in.ID, in.State, in.Error)
-		}
-		ch := ForkChild{Label: in.Description, Mode: in.Mode, ChildInstance: in.ID}
-		// The child's first request, and the last root request before it.
-		first, prev := -1, -1
-		for i, lr := range log {
-			q := lr.Request
-			if q == nil {
-				continue
-			}
-			if isRoot(q) {
-				prev = i
-				continue
-			}
-			mine := false
-			if in.Mode == agentdef.ModeFork {
-				t := lastUserText(q)
-				mine = strings.Contains(t, forkMarker) && strings.Contains(t, ch.Label+":")
-			} else {
-				mine = len(q.Messages) == 1 && strings.HasPrefix(q.Messages[0].Text(), ch.Label+":")
-			}
-			if mine {
-				first = i
-				break
-			}
-		}
-		if first < 0 || prev < 0 {
-			return nil, fmt.Errorf("fork reuse: child %s: no first request (%d) or parent request before it (%d) in the log", ch.Label, first, prev)
-		}
-		p, err := PrefixOf(wire, log[prev].Body, log[first].Body)
-		if err != nil {
-			return nil, fmt.Errorf("fork reuse: child %s: %w", ch.Label, err)
-		}
-		ch.PrefixShare, ch.PrefixBytes, ch.RequestBytes = p.Share(), p.Matching, p.Total
-		ch.PrefixElems, ch.RequestElems = p.MatchingElements, p.Elements
-		pq := log[prev].Request
-		ch.ParentTokens = llm.EstimateRequest(pq)
-		for _, m := range pq.Messages {
-			if m.Role == llm.Assistant {
-				ch.ParentTurn++
-			}
-		}
-		ch.ParentTurn++
-		ch.FirstResponse = ch.ParentTurn == 1
-		u, ok := usage.firstOf(in.ID)
-		if !ok {
-			return nil, fmt.Errorf("fork reuse: child %s: no first response", ch.Label)
-		}
-		ch.PromptTokens, ch.CacheRead, ch.CacheWrite = u.Prompt(), u.CacheReadTokens, u.CacheWriteTokens
-		ch.CacheShare = ratio(float64(u.CacheReadTokens), float64(u.Prompt()))
-		if in.Mode == agentdef.ModeFork && !ch.FirstResponse {
-			res.MinPrefixShare = min(res.MinPrefixShare, ch.PrefixShare)
-			res.MinCacheShare = min(res.MinCacheShare, ch.CacheShare)
-		}
-		res.Children = append(res.Children, ch)
+	ch.ParentTurn++
+	ch.FirstResponse = ch.ParentTurn == 1
+	u, ok := usage.firstOf(ch.ChildInstance)
+	if !ok {
+		return fmt.Errorf("fork reuse: child %s: no first response", ch.Label)
 	}
-	return res, nil
+	ch.PromptTokens, ch.CacheRead, ch.CacheWrite = u.Prompt(), u.CacheReadTokens, u.CacheWriteTokens
+	ch.CacheShare = ratio(float64(u.CacheReadTokens), float64(u.Prompt()))
+	return nil
+}
+
+// childFirstRequest finds, in the server's log, the first request of the
+// child labelled label and the last root request before it; -1 for one
+// not found. A fork's first request is the root's transcript with the
+// fork's marker and its task last; an isolated child's has its task alone.
+func childFirstRequest(log []fake.LoggedRequest, mode agentdef.Mode, label string) (first, prev int) {
+	prev = -1
+	for i, lr := range log {
+		q := lr.Request
+		if q == nil {
+			continue
+		}
+		if isForkRoot(q) {
+			prev = i
+			continue
+		}
+		mine := false
+		if mode == agentdef.ModeFork {
+			t := lastUserText(q)
+			mine = strings.Contains(t, forkMarker) && strings.Contains(t, label+":")
+		} else {
+			mine = len(q.Messages) == 1 && strings.HasPrefix(q.Messages[0].Text(), label+":")
+		}
+		if mine {
+			return i, prev
+		}
+	}
+	return -1, prev
 }
