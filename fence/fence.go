@@ -152,36 +152,14 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agentdef.Definition)
 	if tree != nil {
 		trip = newTripwire(f.Workspace, dir)
 	}
-	var box *sandbox.Box
-	note := ""
-	if def.Isolation == agentdef.IsolationSandbox || def.Isolation == agentdef.IsolationContainer {
-		p := f.policy(dir, def)
-		if tree != nil {
-			// git reads the repository (read-only: its hooks and config
-			// stay out of reach) and keeps this worktree's index and HEAD
-			// in its own admin directory (writable).
-			common, admin, err := gitDirs(tree.Root)
-			if err != nil {
-				f.drop(ctx, tree)
-				return nil, err
-			}
-			p.ReadPaths = append(slices.Clone(p.ReadPaths), common)
-			p.WritePaths = append(slices.Clone(p.WritePaths), admin)
-		}
-		var err error
-		box, err = sandbox.New(p)
-		switch {
-		case err != nil && def.Isolation == agentdef.IsolationSandbox && f.Config.AllowUnsandboxed && sandbox.AvailableAt(f.Bwrap) != nil:
-			note = "This subagent ran WITHOUT its sandbox (" + agentdef.OneLine(err.Error(), 300) + "): deputy.yaml allows it."
-		case err != nil:
-			f.drop(ctx, tree)
-			return nil, err
-		default:
-			dir = box.Dir() // a container's snapshot, when it has one
-		}
+	box, note, err := f.makeBox(dir, def, tree)
+	if err != nil {
+		f.drop(ctx, tree)
+		return nil, err
 	}
 	var sb shell.Sandbox
 	if box != nil {
+		dir = box.Dir() // a container's snapshot, when it has one
 		sb = box
 	}
 	tools, err := f.Tools(dir, sb)
@@ -192,20 +170,8 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agentdef.Definition)
 		f.drop(ctx, tree)
 		return nil, err
 	}
-	var say []string
-	if tree != nil {
-		say = append(say, "You work in your own git worktree, on branch "+tree.Branch+": nobody else sees your "+
-			"changes until your parent merges them, which it can once you complete. Do not commit: deputy "+
-			"commits your changes on the branch when you complete.")
-		if box != nil {
-			say = append(say, "In the sandbox git can read the repository (status, diff, log) but not write to it.")
-		}
-	}
-	if box != nil {
-		say = append(say, box.Description())
-	}
 	snapshot := box != nil && def.Isolation == agentdef.IsolationContainer
-	return &agent.Fence{Tools: tools, Note: note, Instructions: strings.Join(say, " "),
+	return &agent.Fence{Tools: tools, Note: note, Instructions: instructions(tree, box),
 		End: func(ctx context.Context, kept bool) ([]string, error) {
 			return f.end(ctx, id, box, snapshot, tree, trip, kept)
 		},
@@ -219,6 +185,55 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agentdef.Definition)
 				_ = box.Close()
 			}
 		}}, nil
+}
+
+// makeBox makes the sandbox of a child working in dir (in tree, when it
+// has a worktree), if its isolation asks for one; nil when it does not.
+// A sandbox that cannot be made here is an error, unless deputy.yaml
+// allows running unsandboxed and bubblewrap is missing: then the box is
+// nil and note says so, for the child's record.
+func (f *Fencer) makeBox(dir string, def *agentdef.Definition, tree *worktree.Tree) (box *sandbox.Box, note string, err error) {
+	if def.Isolation != agentdef.IsolationSandbox && def.Isolation != agentdef.IsolationContainer {
+		return nil, "", nil
+	}
+	p := f.policy(dir, def)
+	if tree != nil {
+		// git reads the repository (read-only: its hooks and config
+		// stay out of reach) and keeps this worktree's index and HEAD
+		// in its own admin directory (writable).
+		common, admin, err := gitDirs(tree.Root)
+		if err != nil {
+			return nil, "", err
+		}
+		p.ReadPaths = append(slices.Clone(p.ReadPaths), common)
+		p.WritePaths = append(slices.Clone(p.WritePaths), admin)
+	}
+	box, err = sandbox.New(p)
+	switch {
+	case err != nil && def.Isolation == agentdef.IsolationSandbox && f.Config.AllowUnsandboxed && sandbox.AvailableAt(f.Bwrap) != nil:
+		return nil, "This subagent ran WITHOUT its sandbox (" + agentdef.OneLine(err.Error(), 300) + "): deputy.yaml allows it.", nil
+	case err != nil:
+		return nil, "", err
+	}
+	return box, "", nil
+}
+
+// instructions tells a fenced child what its fence means for its work:
+// where its changes go, and what the sandbox allows.
+func instructions(tree *worktree.Tree, box *sandbox.Box) string {
+	var say []string
+	if tree != nil {
+		say = append(say, "You work in your own git worktree, on branch "+tree.Branch+": nobody else sees your "+
+			"changes until your parent merges them, which it can once you complete. Do not commit: deputy "+
+			"commits your changes on the branch when you complete.")
+		if box != nil {
+			say = append(say, "In the sandbox git can read the repository (status, diff, log) but not write to it.")
+		}
+	}
+	if box != nil {
+		say = append(say, box.Description())
+	}
+	return strings.Join(say, " ")
 }
 
 // policy is the sandbox of a child working in dir.
