@@ -206,39 +206,15 @@ func encode(ev deputy.StoredEvent) frame {
 func (s *Server) events(sc scope) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		var instance, root string
-		switch sc {
-		case scopeInstance:
-			instance = r.PathValue("id")
-		case scopeTree:
-			root = r.PathValue("id")
+		instance, root, err := s.streamScope(r, sc)
+		if err != nil {
+			fail(w, err)
+			return
 		}
-		for _, id := range []string{instance, root} {
-			if id == "" {
-				continue
-			}
-			in, err := s.rt.Get(ctx, id)
-			if err != nil {
-				fail(w, err)
-				return
-			}
-			if id == root && in.Parent != "" {
-				fail(w, badRequest("%s is not a root: its tree's root is %s", id, in.Root))
-				return
-			}
-		}
-		after, resumed := int64(0), false
-		for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
-			if v == "" {
-				continue
-			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				fail(w, badRequest("event id %q is not a non-negative integer", v))
-				return
-			}
-			after, resumed = n, true
-			break
+		after, resumed, err := resumeFrom(r)
+		if err != nil {
+			fail(w, err)
+			return
 		}
 		rc := http.NewResponseController(w)
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -259,23 +235,15 @@ func (s *Server) events(sc scope) func(http.ResponseWriter, *http.Request) {
 			return
 		}
 		st := stream{w: w, rc: rc, last: after}
-		ping := make(chan struct{}, 1)
-		var pinger func()
-		pinger = func() {
-			select {
-			case ping <- struct{}{}:
-			default:
-			}
-		}
-		t := s.o.Clock.AfterFunc(s.o.Ping, pinger)
-		defer func() { t.Stop() }()
+		p := newPinger(s.o.Clock, s.o.Ping)
+		defer p.stop()
 		for {
 			// What the store has beyond the last sent event: the backlog of
 			// a resumed stream, or what a cut-loose stream missed.
 			if err := st.catchUp(ctx, s.rt, instance, root); err != nil {
 				return
 			}
-			if !st.live(ctx, sub, ping, func() { t.Stop(); t = s.o.Clock.AfterFunc(s.o.Ping, pinger) }) {
+			if !st.live(ctx, sub, p.c, p.rearm) {
 				return
 			}
 			// The hub cut this stream loose (too slow) or closed: read on
@@ -288,6 +256,81 @@ func (s *Server) events(sc scope) func(http.ResponseWriter, *http.Request) {
 		}
 	}
 }
+
+// streamScope is the instance or the tree a stream of scope sc follows
+// (neither for every event's), each checked to exist first, so a wrong
+// id is a 404 rather than a stream that stays silent; a tree's must be a
+// root's.
+func (s *Server) streamScope(r *http.Request, sc scope) (instance, root string, err error) {
+	switch sc {
+	case scopeInstance:
+		instance = r.PathValue("id")
+	case scopeTree:
+		root = r.PathValue("id")
+	}
+	for _, id := range []string{instance, root} {
+		if id == "" {
+			continue
+		}
+		in, err := s.rt.Get(r.Context(), id)
+		if err != nil {
+			return "", "", err
+		}
+		if id == root && in.Parent != "" {
+			return "", "", badRequest("%s is not a root: its tree's root is %s", id, in.Root)
+		}
+	}
+	return instance, root, nil
+}
+
+// resumeFrom is the event a stream resumes after: Last-Event-ID, which a
+// reconnecting EventSource sends, else ?after; resumed is false when
+// neither is given.
+func resumeFrom(r *http.Request) (after int64, resumed bool, err error) {
+	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, false, badRequest("event id %q is not a non-negative integer", v)
+		}
+		return n, true, nil
+	}
+	return 0, false, nil
+}
+
+// pinger wakes a stream every interval for a keep-alive comment, so that
+// proxies and clients do not take a quiet stream for a dead one. Its
+// timer is only touched by the stream's goroutine; c holds at most one
+// wake-up.
+type pinger struct {
+	clock clock.Clock
+	every time.Duration
+	c     chan struct{}
+	t     clock.Timer
+}
+
+func newPinger(c clock.Clock, every time.Duration) *pinger {
+	p := &pinger{clock: c, every: every, c: make(chan struct{}, 1)}
+	p.t = c.AfterFunc(every, p.fire)
+	return p
+}
+
+func (p *pinger) fire() {
+	select {
+	case p.c <- struct{}{}:
+	default:
+	}
+}
+
+// rearm starts the interval again, after a ping was sent.
+func (p *pinger) rearm() {
+	p.t.Stop()
+	p.t = p.clock.AfterFunc(p.every, p.fire)
+}
+
+func (p *pinger) stop() { p.t.Stop() }
 
 func (h *hub) closed() bool {
 	select {
