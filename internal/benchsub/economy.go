@@ -7,6 +7,7 @@ import (
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/llm/fake"
 )
 
 // EconomyConfig sizes the context-economy workload: a root spawns Children
@@ -108,12 +109,32 @@ func Economy(ctx context.Context, wire string, c EconomyConfig) (*EconomyResult,
 		return nil, err
 	}
 	defer rg.close()
-	ws, srv, model := rg.ws, rg.srv, rg.model
 
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
+	o, err := runEconomyRoot(ctx, rg, c)
+	if err != nil {
+		return nil, err
+	}
+
+	res := &EconomyResult{Wire: wire, Children: c.Children}
+	parent, childRead, err := res.readLog(rg.srv.srv.Requests())
+	if err != nil {
+		return nil, err
+	}
+	if err := res.measureParent(parent, c.Children); err != nil {
+		return nil, err
+	}
+	res.addUsage(o, childRead, c.Children)
+	return res, nil
+}
+
+// runEconomyRoot runs the root, which spawns the explorers in its first
+// turn and merges their reports in its second, and checks that it did
+// and that every child completed.
+func runEconomyRoot(ctx context.Context, rg *rig, c EconomyConfig) (*agent.Outcome, error) {
 	r := &agent.Runner{MaxParallel: c.Children}
-	o, err := r.Run(ctx, agent.Task{Task: "Survey the corpus.", System: economySystem, Model: model, ModelName: ModelName, Tools: ws.tools})
+	o, err := r.Run(ctx, agent.Task{Task: "Survey the corpus.", System: economySystem, Model: rg.model, ModelName: ModelName, Tools: rg.ws.tools})
 	if err != nil {
 		return nil, fmt.Errorf("economy run: %w", err)
 	}
@@ -125,14 +146,19 @@ func Economy(ctx context.Context, wire string, c EconomyConfig) (*EconomyResult,
 			return nil, fmt.Errorf("economy run: child %s ended %s (%s)", in.ID, in.State, in.Error)
 		}
 	}
+	return o, nil
+}
 
-	res := &EconomyResult{Wire: wire, Children: c.Children}
-	var parent []*llm.Request
-	var childRead int64
-	for _, lr := range srv.srv.Requests() {
+// readLog goes through the server's log: the root's requests are
+// returned, in order, and their prompts counted; the children's are
+// counted, with the file content their reads carried (childRead) and
+// the length of their first answers, which their summary requests
+// repeat.
+func (res *EconomyResult) readLog(log []fake.LoggedRequest) (parent []*llm.Request, childRead int64, err error) {
+	for _, lr := range log {
 		q := lr.Request
 		if q == nil {
-			return nil, fmt.Errorf("economy: logged request %d did not decode", lr.N)
+			return nil, 0, fmt.Errorf("economy: logged request %d did not decode", lr.N)
 		}
 		if strings.HasPrefix(q.System, economySystem) { // the root's prompt, then the delegation guidance
 			parent = append(parent, q)
@@ -152,19 +178,32 @@ func Economy(ctx context.Context, wire string, c EconomyConfig) (*EconomyResult,
 			res.ChildReportChars = max(res.ChildReportChars, len([]rune(q.Messages[len(q.Messages)-2].Text())))
 		}
 	}
+	return parent, childRead, nil
+}
+
+// measureParent measures what the children cost the root's context: the
+// tokens each report brought into its second request, and that
+// request's growth over the first, per child.
+func (res *EconomyResult) measureParent(parent []*llm.Request, children int) error {
 	if len(parent) != 2 {
-		return nil, fmt.Errorf("economy: %d parent requests in the log, want 2", len(parent))
+		return fmt.Errorf("economy: %d parent requests in the log, want 2", len(parent))
 	}
 	for _, b := range toolResults(parent[1]) {
 		n := llm.EstimateTokens(b.Text)
 		res.IntoParent = append(res.IntoParent, n)
 		res.MaxIntoParent = max(res.MaxIntoParent, n)
 	}
-	if len(res.IntoParent) != c.Children {
-		return nil, fmt.Errorf("economy: the parent's second request carries %d tool results, want %d", len(res.IntoParent), c.Children)
+	if len(res.IntoParent) != children {
+		return fmt.Errorf("economy: the parent's second request carries %d tool results, want %d", len(res.IntoParent), children)
 	}
-	res.DeltaPerChild = float64(llm.EstimateRequest(parent[1])-llm.EstimateRequest(parent[0])) / float64(c.Children)
+	res.DeltaPerChild = float64(llm.EstimateRequest(parent[1])-llm.EstimateRequest(parent[0])) / float64(children)
+	return nil
+}
 
+// addUsage completes the totals from the usage the server answered (the
+// output tokens, which the log does not show) and the reports the root
+// got, and derives the per-child read and the ratio.
+func (res *EconomyResult) addUsage(o *agent.Outcome, childRead int64, children int) {
 	var childUsage llm.Usage
 	for _, in := range o.Instances[1:] {
 		childUsage.Add(in.Usage)
@@ -173,7 +212,6 @@ func Economy(ctx context.Context, wire string, c EconomyConfig) (*EconomyResult,
 	res.ChildTokens = res.ChildPromptByLog + childUsage.OutputTokens
 	res.ChildPromptByUsage = childUsage.Prompt()
 	res.ParentTokens += o.Instances[0].Usage.OutputTokens
-	res.ChildReadTokens = int(childRead) / c.Children
+	res.ChildReadTokens = int(childRead) / children
 	res.Ratio = ratio(float64(res.ChildTokens), float64(res.ParentTokens))
-	return res, nil
 }
