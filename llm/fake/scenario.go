@@ -53,13 +53,16 @@ import (
 // delay more), cut_stream and error_event (break after after_bytes),
 // malformed_json.
 //
-// Strings in text, thinking and tool-input values are text/template templates
-// over TemplateData (.Turn .Task .LastUser .ToolResults .I .N .Model, and
-// .Result "tool") with the functions lorem N, truncate N s, json v, lines s,
-// grep re s, find re s (the first match) and add a b. Everything is checked and compiled at load: an unknown field,
-// a bad regexp, template, duration or fault kind is an error naming the file
-// and line. Strings without "{{" and tool inputs without templates are stored
-// ready-made, so answering a simple rule costs a few allocations.
+// Strings in text, thinking and tool-input values are templates in
+// text/template's language (executed by template_eval.go) over TemplateData
+// (.Turn .Task .LastUser .ToolResults .I .N .Model, and .Result "tool") with
+// the functions lorem N, truncate N s, json v, lines s, grep re s, find re s
+// (the first match), hasPrefix p s and add a b, and some of text/template's
+// builtins (template_builtins.go). Everything is checked and compiled at
+// load: an unknown field, an unsupported builtin, a bad regexp, template,
+// duration or fault kind is an error naming the file and line. Strings
+// without "{{" and tool inputs without templates are stored ready-made, so
+// answering a simple rule costs a few allocations.
 //
 // A rule's times counter belongs to the Scenario: everything answering from
 // one Scenario shares it. Load a fresh Scenario for an independent run.

@@ -260,17 +260,17 @@ func (s *evalState) rangeOver(r *parse.RangeNode, v any) (bool, error) {
 		return false, nil
 	case *TemplateData:
 		if v != nil {
-			return false, s.errorf(r, "range can't iterate over %v", *v)
+			return false, s.errorf(r.Pipe, "range can't iterate over %v", *v)
 		}
 	}
-	return false, s.errorf(r, "range can't iterate over %v", v)
+	return false, s.errorf(r.Pipe, "range can't iterate over %v", v)
 }
 
 // rangeInt is range over an integer n: 0..n-1, of n's type, one variable
 // at most.
 func rangeInt[T int | uint8](s *evalState, r *parse.RangeNode, n T, one func(index, elem any) error) (bool, error) {
 	if len(r.Pipe.Decl) > 1 {
-		return false, s.errorf(r, "can't use %v to iterate over more than one variable", n)
+		return false, s.errorf(r.Pipe, "can't use %v to iterate over more than one variable", n)
 	}
 	for i := T(0); i < n; i++ {
 		if err := one(nil, i); err != nil {
@@ -302,7 +302,7 @@ func (s *evalState) walkTemplate(dot any, n *parse.TemplateNode) error {
 // evalPipeline runs the commands of pipe, each one's value the last
 // argument of the next, and declares or assigns its variables.
 func (s *evalState) evalPipeline(dot any, pipe *parse.PipeNode) (any, error) {
-	if pipe == nil {
+	if pipe == nil || len(pipe.Cmds) == 0 { // the parser makes no empty pipeline but {{template}}'s
 		return nil, nil
 	}
 	v := missingVal
@@ -312,13 +312,10 @@ func (s *evalState) evalPipeline(dot any, pipe *parse.PipeNode) (any, error) {
 			return nil, err
 		}
 	}
-	if v == missingVal { // no commands: the parser does not make such a pipeline
-		v = nil
-	}
 	for _, d := range pipe.Decl {
 		if !pipe.IsAssign {
 			s.vars = append(s.vars, variable{d.Ident[0], v})
-		} else if err := s.setVar(d, d.Ident[0], v); err != nil {
+		} else if err := s.setVar(pipe.Cmds[len(pipe.Cmds)-1], d.Ident[0], v); err != nil {
 			return nil, err
 		}
 	}
@@ -469,7 +466,7 @@ func (s *evalState) evalField(dot any, name string, n parse.Node, args []parse.N
 	case !ok:
 		return nil, s.errorf(n, "can't evaluate field %s in type %T", name, recv)
 	case f.method != nil:
-		return s.evalCall(dot, f.method, d, n, name, args, final)
+		return s.evalCall(dot, f.method, d, n, n, name, args, final)
 	case len(args) > 1 || final != missingVal:
 		return nil, s.errorf(n, "%s has arguments but cannot be invoked as function", name)
 	}
@@ -481,13 +478,14 @@ func (s *evalState) evalFunction(dot any, id *parse.IdentifierNode, n parse.Node
 	if f == nil { // the parse check refused it
 		return nil, s.errorf(id, "%q is not a defined function", id.Ident)
 	}
-	return s.evalCall(dot, f, nil, n, id.Ident, args, final)
+	return s.evalCall(dot, f, nil, id, n, id.Ident, args, final)
 }
 
 // evalCall calls f (a method of recv if recv is set). args, if not nil,
 // starts with the function's own node; final, if not missingVal, is the
-// last argument.
-func (s *evalState) evalCall(dot any, f *templateFunc, recv *TemplateData, n parse.Node, name string, args []parse.Node, final any) (any, error) {
+// last argument. Errors in the arguments are placed at id, the function's
+// name, the error it returns at n, the call, as text/template places them.
+func (s *evalState) evalCall(dot any, f *templateFunc, recv *TemplateData, id, n parse.Node, name string, args []parse.Node, final any) (any, error) {
 	if args != nil {
 		args = args[1:]
 	}
@@ -499,10 +497,10 @@ func (s *evalState) evalCall(dot any, f *templateFunc, recv *TemplateData, n par
 	if f.variadic {
 		numFixed = len(f.params) - 1
 		if numIn < numFixed {
-			return nil, s.errorf(n, "wrong number of args for %s: want at least %d got %d", name, numFixed, len(args))
+			return nil, s.errorf(id, "wrong number of args for %s: want at least %d got %d", name, numFixed, len(args))
 		}
 	} else if numIn != len(f.params) {
-		return nil, s.errorf(n, "wrong number of args for %s: want %d got %d", name, len(f.params), numIn)
+		return nil, s.errorf(id, "wrong number of args for %s: want %d got %d", name, len(f.params), numIn)
 	}
 	if f.shortCircuit != nil {
 		var v any
@@ -529,7 +527,7 @@ func (s *evalState) evalCall(dot any, f *templateFunc, recv *TemplateData, n par
 	if final != missingVal {
 		k := f.params[min(numIn, len(f.params))-1]
 		var err error
-		if argv[i], err = s.validate(n, final, k); err != nil {
+		if argv[i], err = s.validate(id, final, k); err != nil {
 			return nil, err
 		}
 	}
