@@ -209,3 +209,38 @@ func TestLowerPackagesLinkNoDatabase(t *testing.T) {
 		}
 	}
 }
+
+// The release binary keeps the linker's dead-code elimination of methods:
+// once reflect's method lookup by a name it cannot see (text/template's
+// executor) is reachable, the linker keeps every exported method of every
+// reachable type, and the SDKs' generated types made deputy 75 MB instead
+// of 56 (docs/benchmarks.md, "Binary size"). -dumpdep marks such a
+// reachable lookup <ReflectMethod>; the build is scripts/build-release's
+// but for the flag.
+func TestReleaseBinaryKeepsMethodElimination(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("links the deputy binary")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-tags", "grpcnotrace", "-ldflags=-dumpdep", "-o", os.DevNull, "./cmd/deputy")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out[max(0, len(out)-4000):])
+	}
+	var kept []string
+	for l := range strings.SplitSeq(string(out), "\n") {
+		if strings.Contains(l, "<ReflectMethod>") {
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) > 0 {
+		t.Errorf("the deputy binary reaches a method lookup by name, so the linker keeps every method (%d edges; the first: %s): "+
+			"find what links text/template's executor or reflect.Value.MethodByName", len(kept), kept[0])
+	}
+}
