@@ -11,14 +11,11 @@ import (
 )
 
 // EditFile is the edit_file tool.
-type EditFile struct {
-	ws  *Workspace
-	lim Limits
-}
+type EditFile struct{ confined }
 
 // NewEditFile returns edit_file confined to ws.
 func NewEditFile(ws *Workspace, lim Limits) *EditFile {
-	return &EditFile{ws: ws, lim: lim.withDefaults()}
+	return &EditFile{confine(ws, lim)}
 }
 
 // Spec implements tool.Tool.
@@ -61,22 +58,11 @@ func (t *EditFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	r, err := t.ws.open()
+	r, rel, hide, err := t.ws.openWritable(in.Path)
 	if err != nil {
 		return "", err
 	}
 	defer r.Close()
-	rel, err := t.ws.resolve(r, in.Path)
-	if err != nil {
-		return "", err
-	}
-	hide := t.ws.hider(r)
-	if err := hide.check(r, rel, in.Path); err != nil {
-		return "", err
-	}
-	if err := t.ws.writable(rel, in.Path); err != nil {
-		return "", err
-	}
 	fi, err := r.Stat(rel)
 	if err != nil {
 		return "", t.ws.pathErr(in.Path, err)

@@ -18,14 +18,11 @@ import (
 )
 
 // Glob is the glob tool.
-type Glob struct {
-	ws  *Workspace
-	lim Limits
-}
+type Glob struct{ confined }
 
 // NewGlob returns glob confined to ws.
 func NewGlob(ws *Workspace, lim Limits) *Glob {
-	return &Glob{ws: ws, lim: lim.withDefaults()}
+	return &Glob{confine(ws, lim)}
 }
 
 // Spec implements tool.Tool.

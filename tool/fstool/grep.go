@@ -17,14 +17,11 @@ import (
 )
 
 // Grep is the grep tool.
-type Grep struct {
-	ws  *Workspace
-	lim Limits
-}
+type Grep struct{ confined }
 
 // NewGrep returns grep confined to ws.
 func NewGrep(ws *Workspace, lim Limits) *Grep {
-	return &Grep{ws: ws, lim: lim.withDefaults()}
+	return &Grep{confine(ws, lim)}
 }
 
 // grepLineChars caps one result line: a match in a minified file must not

@@ -16,14 +16,11 @@ import (
 )
 
 // ReadFile is the read_file tool.
-type ReadFile struct {
-	ws  *Workspace
-	lim Limits
-}
+type ReadFile struct{ confined }
 
 // NewReadFile returns read_file confined to ws.
 func NewReadFile(ws *Workspace, lim Limits) *ReadFile {
-	return &ReadFile{ws: ws, lim: lim.withDefaults()}
+	return &ReadFile{confine(ws, lim)}
 }
 
 // Spec implements tool.Tool.

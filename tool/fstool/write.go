@@ -16,14 +16,11 @@ import (
 )
 
 // WriteFile is the write_file tool.
-type WriteFile struct {
-	ws  *Workspace
-	lim Limits
-}
+type WriteFile struct{ confined }
 
 // NewWriteFile returns write_file confined to ws.
 func NewWriteFile(ws *Workspace, lim Limits) *WriteFile {
-	return &WriteFile{ws: ws, lim: lim.withDefaults()}
+	return &WriteFile{confine(ws, lim)}
 }
 
 // Spec implements tool.Tool.
@@ -60,22 +57,11 @@ func (t *WriteFile) Run(ctx context.Context, input json.RawMessage) (string, err
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	r, err := t.ws.open()
+	r, rel, hide, err := t.ws.openWritable(in.Path)
 	if err != nil {
 		return "", err
 	}
 	defer r.Close()
-	rel, err := t.ws.resolve(r, in.Path)
-	if err != nil {
-		return "", err
-	}
-	hide := t.ws.hider(r)
-	if err := hide.check(r, rel, in.Path); err != nil {
-		return "", err
-	}
-	if err := t.ws.writable(rel, in.Path); err != nil {
-		return "", err
-	}
 	perm := fs.FileMode(0o644)
 	verb := "created"
 	switch fi, err := r.Stat(rel); {
