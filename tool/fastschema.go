@@ -239,6 +239,17 @@ func (sc *scanner) ws() {
 	}
 }
 
+// at skips white space and then c, if c is what comes next: the
+// punctuation between an object's or an array's members and around them.
+func (sc *scanner) at(c byte) bool {
+	sc.ws()
+	if sc.pos < len(sc.data) && sc.data[sc.pos] == c {
+		sc.pos++
+		return true
+	}
+	return false
+}
+
 // value scans one value and checks it against s (nil: anything goes).
 func (sc *scanner) value(s *fastSchema) bool {
 	if sc.depth++; sc.depth > maxDepth {
@@ -329,9 +340,7 @@ func inEnum(enum [][]byte, v []byte) bool {
 func (sc *scanner) object(s *fastSchema) bool {
 	sc.pos++ // {
 	var seen uint64
-	sc.ws()
-	if sc.pos < len(sc.data) && sc.data[sc.pos] == '}' {
-		sc.pos++
+	if sc.at('}') {
 		return s == nil || s.required == 0
 	}
 	for {
@@ -343,11 +352,9 @@ func (sc *scanner) object(s *fastSchema) bool {
 		if !ok || escaped {
 			return false // an escaped key might spell a declared name: not sure
 		}
-		sc.ws()
-		if sc.pos >= len(sc.data) || sc.data[sc.pos] != ':' {
+		if !sc.at(':') {
 			return false
 		}
-		sc.pos++
 		var sub *fastSchema
 		if s != nil {
 			i := s.propBytes(key)
@@ -365,17 +372,10 @@ func (sc *scanner) object(s *fastSchema) bool {
 		if !sc.value(sub) {
 			return false
 		}
-		sc.ws()
-		if sc.pos >= len(sc.data) {
-			return false
-		}
-		switch sc.data[sc.pos] {
-		case ',':
-			sc.pos++
-		case '}':
-			sc.pos++
+		if sc.at('}') {
 			return s == nil || seen&s.required == s.required
-		default:
+		}
+		if !sc.at(',') {
 			return false
 		}
 	}
@@ -396,26 +396,17 @@ func (sc *scanner) array(s *fastSchema) bool {
 	if s != nil {
 		items = s.items
 	}
-	sc.ws()
-	if sc.pos < len(sc.data) && sc.data[sc.pos] == ']' {
-		sc.pos++
+	if sc.at(']') {
 		return true
 	}
 	for {
 		if !sc.value(items) {
 			return false
 		}
-		sc.ws()
-		if sc.pos >= len(sc.data) {
-			return false
-		}
-		switch sc.data[sc.pos] {
-		case ',':
-			sc.pos++
-		case ']':
-			sc.pos++
+		if sc.at(']') {
 			return true
-		default:
+		}
+		if !sc.at(',') {
 			return false
 		}
 	}
