@@ -19,17 +19,21 @@ func EstimateTokens(s string) int { return (len(s) + 3) / 4 }
 func EstimateOutput(content []Block) int {
 	n := 0
 	for i := range content {
-		b := &content[i]
-		switch b.Type {
-		case TypeText, TypeToolResult:
-			n += EstimateTokens(b.Text)
-		case TypeToolUse:
-			n += EstimateTokens(b.Name) + EstimateTokens(b.Arguments())
-		default:
-			n += EstimateTokens(string(b.Raw))
-		}
+		n += contentTokens(&content[i])
 	}
 	return n
+}
+
+// contentTokens is a block's tokens without framing: what EstimateOutput
+// counts of it, and EstimateBlock counts on top of its framing.
+func contentTokens(b *Block) int {
+	switch b.Type {
+	case TypeText, TypeToolResult:
+		return EstimateTokens(b.Text)
+	case TypeToolUse:
+		return EstimateTokens(b.Name) + EstimateTokens(b.Arguments())
+	}
+	return EstimateTokens(string(b.Raw))
 }
 
 // perMessageTokens approximates the framing a provider adds around each
@@ -37,18 +41,7 @@ func EstimateOutput(content []Block) int {
 const perMessageTokens = 4
 
 // EstimateBlock estimates one block's tokens.
-func EstimateBlock(b *Block) int {
-	n := perMessageTokens
-	switch b.Type {
-	case TypeText, TypeToolResult:
-		n += EstimateTokens(b.Text)
-	case TypeToolUse:
-		n += EstimateTokens(b.Name) + EstimateTokens(b.Arguments())
-	default:
-		n += EstimateTokens(string(b.Raw))
-	}
-	return n
-}
+func EstimateBlock(b *Block) int { return perMessageTokens + contentTokens(b) }
 
 // EstimateMessages estimates a transcript's tokens.
 func EstimateMessages(msgs []Message) int {
