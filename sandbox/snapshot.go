@@ -163,17 +163,25 @@ func copyFile(src, dst string, fi fs.FileInfo) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(out, in)
+	if err := fill(out, in, fi.Mode().Perm()); err != nil {
+		return err
+	}
+	return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
+}
+
+// fill copies in into out, a file just created, gives out perm (by Chmod,
+// because OpenFile's mode passes through the umask) and closes it,
+// returning the first error. Both are *os.File so that io.Copy can use
+// copy_file_range (see snapshot).
+func fill(out, in *os.File, perm fs.FileMode) error {
+	_, err := io.Copy(out, in)
 	if err == nil {
-		err = out.Chmod(fi.Mode().Perm())
+		err = out.Chmod(perm)
 	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
-	return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
+	return err
 }
 
 func entryOf(p string, fi fs.FileInfo) (entry, error) {
@@ -407,13 +415,7 @@ func apply(ws, cp *os.Root, rel string, e entry) error {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(out, in)
-		if err == nil {
-			err = out.Chmod(fi.Mode().Perm())
-		}
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
+		err = fill(out, in, fi.Mode().Perm())
 		if err == nil {
 			err = ws.Rename(tmp, rel)
 		}
