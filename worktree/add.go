@@ -34,11 +34,7 @@ func Add(ctx context.Context, repoDir, id string) (*Tree, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	r, err := openRepo(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := lockRepo(ctx, r.common)
+	r, unlock, err := openLocked(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}

@@ -33,11 +33,7 @@ func Merge(ctx context.Context, repoDir, branch string) error {
 	if branch == "" || strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("merge: bad branch name %q", branch)
 	}
-	r, err := openRepo(ctx, repoDir)
-	if err != nil {
-		return err
-	}
-	unlock, err := lockRepo(ctx, r.common)
+	r, unlock, err := openLocked(ctx, repoDir)
 	if err != nil {
 		return err
 	}

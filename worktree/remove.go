@@ -86,11 +86,7 @@ func Prune(ctx context.Context, repoDir string, alive func(id string) bool) (rem
 	if alive == nil {
 		return nil, errors.New("prune worktrees: alive is nil")
 	}
-	r, err := openRepo(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := lockRepo(ctx, r.common)
+	r, unlock, err := openLocked(ctx, repoDir)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,6 @@ type repo struct {
 	prefix string // the workspace relative to top, slash-separated, "" or ending in "/"
 }
 
-// openRepo finds the repository that contains dir.
 // Check reports whether dir lies in a git repository a worktree can be
 // made of, in the words Add would use.
 func Check(ctx context.Context, dir string) error {
@@ -46,6 +45,7 @@ func Check(ctx context.Context, dir string) error {
 	return err
 }
 
+// openRepo finds the repository that contains dir.
 func openRepo(ctx context.Context, dir string) (*repo, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
@@ -71,6 +71,21 @@ func openRepo(ctx context.Context, dir string) (*repo, error) {
 		return nil, fmt.Errorf("workspace %s: git dir: %w", dir, err)
 	}
 	return &repo{top: lines[0], common: common, prefix: lines[2]}, nil
+}
+
+// openLocked is openRepo for a call that writes the repository's shared
+// part (Add, Merge, Prune): it also takes the repository's lock
+// (lockRepo), which the caller releases with unlock.
+func openLocked(ctx context.Context, dir string) (r *repo, unlock func(), err error) {
+	r, err = openRepo(ctx, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	unlock, err = lockRepo(ctx, r.common)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, unlock, nil
 }
 
 // head is the commit the workspace's HEAD points to, or a clear error when
