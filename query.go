@@ -43,18 +43,7 @@ func (rt *Runtime) Relay(ctx context.Context, id string) (Relay, error) {
 }
 
 func (rt *Runtime) relayOf(ctx context.Context, in *Instance) (Relay, error) {
-	var arts []string
-	if len(in.Artifacts) > 0 {
-		if err := json.Unmarshal(in.Artifacts, &arts); err != nil {
-			return Relay{}, fmt.Errorf("relay of %s: artifacts: %w", in.ID, err)
-		}
-	}
-	r := agent.Relay{ID: in.ID, Type: in.Type, State: string(in.State), Report: in.Report, Incomplete: in.Incomplete,
-		StopReason: in.StopReason, Artifacts: arts, Usage: in.Usage, Cost: in.Cost, ToolCalls: in.ToolCalls,
-		Turns: in.Turns, Error: in.Error}
-	if in.State.Terminal() {
-		r.Duration = in.EndedAt.Sub(in.CreatedAt)
-	}
+	r := agent.RelayOf(in)
 	if in.State == store.Asking {
 		q, err := rt.Question(ctx, in.ID)
 		if err != nil {

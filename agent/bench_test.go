@@ -11,6 +11,7 @@ import (
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/internal/benchloop"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/loop"
@@ -85,7 +86,7 @@ func spawnBench(b *testing.B) map[string]func() error {
 				return fmt.Errorf("%s: %d turns, %d instances, answer %q", variant, o.Result.Turns, len(o.Instances), o.Result.Answer)
 			}
 			for _, c := range o.Instances[1:] {
-				if c.State != agent.StateCompleted || c.Turns != 1 || c.ReportChars == 0 {
+				if c.State != instance.Completed || c.Turns != 1 || c.Report == "" {
 					return fmt.Errorf("%s: child %+v", variant, c)
 				}
 			}

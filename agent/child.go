@@ -12,6 +12,7 @@ import (
 
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 )
@@ -50,8 +51,8 @@ type ChildEnv struct {
 // ChildEnd is how a child ended: the relay its parent gets (usage and cost
 // of its whole subtree) and its own record.
 type ChildEnd struct {
-	Relay    Relay    `json:"relay"`
-	Instance Instance `json:"instance"`
+	Relay    Relay           `json:"relay"`
+	Instance instance.Record `json:"instance"`
 	// Pending is a suspended run's unsent user message (loop.Result).
 	Pending *llm.Message `json:"pending,omitempty"`
 }
@@ -118,7 +119,8 @@ func (tr *tree) startChild(ctx context.Context, c *node, msgs []llm.Message) (st
 
 // work runs a child's loop in env and relays how it ended. A run that
 // stopped to wait (it asked, or was paused) is not an end: its ChildEnd
-// says StateSuspended, and its usage so far rolls up like an end's.
+// says asking or paused (StateOf), and its usage so far rolls up like an
+// end's.
 func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env ChildEnv) ChildEnd {
 	// Its MCP servers stop when this run does, however it ends: a child
 	// that asked or was paused starts them again in its next run.
@@ -149,12 +151,12 @@ func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env Child
 		tr.releaseFence(ctx, n) // it goes on in a later run: its work stays
 	}
 	if res.StopReason == loop.StopSuspended {
-		tr.end(n, res, StateSuspended, "", nil)
+		state, _ := endState(res, nil)
+		tr.end(n, res, state, "", nil)
 		tr.mu.Lock()
 		in := n.inst
 		tr.mu.Unlock()
-		return ChildEnd{Instance: in, Pending: res.Pending, Relay: Relay{ID: in.ID, Type: in.Type, State: StateSuspended,
-			StopReason: string(res.StopReason), Usage: in.Usage, Turns: res.Turns, ToolCalls: res.ToolCalls}}
+		return ChildEnd{Instance: in, Pending: res.Pending, Relay: RelayOf(&in)}
 	}
 	report := tr.report(ctx, n, res)
 	if n.fence == nil {
@@ -179,8 +181,7 @@ func (tr *tree) list(ctx context.Context, c *node, msgs []llm.Message) (parent, 
 	}
 	c.inst.ID = tr.childID(parent, call, c.sub)
 	n = tr.add(parent, c)
-	tr.emit(n, Event{Kind: EventCreated, Spawned: &Spawned{Definition: n.def, Task: n.task, Mode: n.inst.Mode,
-		Model: n.inst.Model, Messages: msgs}})
+	tr.emit(n, Event{Kind: EventCreated, Spawned: n.spawned(msgs)})
 	return parent, n
 }
 
@@ -204,7 +205,7 @@ func (tr *tree) childID(parent *node, call *loop.Call, sub string) string {
 func (tr *tree) ended(n *node) bool {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return n.inst.State != StateRunning
+	return n.inst.State != instance.Running
 }
 
 // lastRelay is a failed relay for a child whose end is recorded but whose
@@ -212,8 +213,9 @@ func (tr *tree) ended(n *node) bool {
 func (tr *tree) lastRelay(n *node, err error) Relay {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return Relay{ID: n.inst.ID, Type: n.inst.Type, State: StateFailed, Incomplete: true, StopReason: n.inst.StopReason,
-		Usage: n.inst.Usage, Turns: n.inst.Turns, ToolCalls: n.inst.ToolCalls, Error: err.Error()}
+	r := RelayOf(&n.inst)
+	r.State, r.Incomplete, r.Error = instance.Failed, true, err.Error()
+	return r
 }
 
 // adopt takes in a child that ended in an earlier execution of its
@@ -358,37 +360,24 @@ func (n *node) reportCap() int {
 	return agentdef.DefaultReportCap
 }
 
-// relay records how the child ended and tells its parent.
+// relay records how the child ended and tells its parent: its record's
+// relay, with what its whole subtree spent.
 func (tr *tree) relay(n *node, res *loop.Result, report string, runErr error) ChildEnd {
-	state, partial := stateOf(res.StopReason, runErr)
+	state, _ := endState(res, runErr)
 	tr.end(n, res, state, report, runErr)
 	tr.mu.Lock()
-	r := Relay{
-		ID:         n.inst.ID,
-		Type:       n.inst.Type,
-		State:      state,
-		Report:     report,
-		Incomplete: partial,
-		StopReason: string(res.StopReason),
-		Artifacts:  append([]string(nil), n.inst.Artifacts...),
-		Usage:      n.inst.Usage,
-		ToolCalls:  res.ToolCalls,
-		Turns:      res.Turns,
-		Duration:   n.inst.Duration,
-		Error:      n.inst.Error,
-	}
+	final := n.inst
+	r := RelayOf(&final)
 	r.Usage.Add(n.below)
-	if n.inst.Cost != nil && n.belowOK {
-		c := *n.inst.Cost + n.belowCost
+	r.Cost = nil
+	if final.Cost != nil && n.belowOK {
+		c := *final.Cost + n.belowCost
 		r.Cost = &c
 	}
 	tr.mu.Unlock()
-	if state == StateFailed && r.Error == "" {
+	if r.State == instance.Failed && r.Error == "" {
 		r.Error = "stopped: " + r.StopReason
 	}
-	tr.mu.Lock()
-	final := n.inst
-	tr.mu.Unlock()
 	tr.emit(n, Event{Kind: EventEnded, Relay: &r, Final: &final})
 	return ChildEnd{Relay: r, Instance: final}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 )
@@ -93,7 +94,7 @@ func TestChildRunnerRunsAndReattaches(t *testing.T) {
 		t.Errorf("children %v, the runner saw %v", kids, first.ids)
 	}
 	for _, in := range o.Instances[1:] {
-		if !strings.HasPrefix(in.ID, "i-") || in.State != agent.StateCompleted {
+		if !strings.HasPrefix(in.ID, "i-") || in.State != instance.Completed {
 			t.Errorf("child %+v", in)
 		}
 	}
@@ -117,7 +118,7 @@ func TestChildRunnerRunsAndReattaches(t *testing.T) {
 		t.Errorf("root answer %q", o2.Result.Answer)
 	}
 	adopted := o2.Instances[1]
-	if adopted.ID != o.Instances[1].ID || adopted.State != agent.StateCompleted || adopted.Usage.InputTokens != 1000 {
+	if adopted.ID != o.Instances[1].ID || adopted.State != instance.Completed || adopted.Usage.InputTokens != 1000 {
 		t.Errorf("adopted child %+v", adopted)
 	}
 	if o2.Usage.InputTokens < 1000 {

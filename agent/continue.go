@@ -24,7 +24,7 @@ type Lineage struct {
 // root's child first, the instance to run last) are built again from
 // their recorded definitions, as spawn built them; only the last runs,
 // from msgs (its stored transcript and what came for it since), in env.
-// The end is its relay, or StateSuspended if it stopped to wait again.
+// The end is its relay, or asking or paused if it stopped to wait again.
 func (r *Runner) Continue(ctx context.Context, t Task, lineage []Lineage, msgs []llm.Message, env ChildEnv) (ChildEnd, error) {
 	if len(lineage) == 0 {
 		return ChildEnd{}, errors.New("agent: Continue needs the lineage of the instance to run")

@@ -15,10 +15,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/anthropic"
 	"github.com/deputy-run/deputy/llm/fake"
@@ -192,7 +194,7 @@ func (e *env) requests(re string) []fake.LoggedRequest {
 	return out
 }
 
-func children(o *agent.Outcome) []agent.Instance { return o.Instances[1:] }
+func children(o *agent.Outcome) []instance.Record { return o.Instances[1:] }
 
 func forWires(t *testing.T, f func(t *testing.T, w wire)) {
 	for _, w := range wires() {
@@ -290,7 +292,7 @@ func TestE2EParallelExplorers(t *testing.T) {
 		}
 		var sum llm.Usage
 		for _, c := range children(o) {
-			if c.Type != "explorer" || c.Depth != 1 || c.Parent != o.Instances[0].ID || c.State != agent.StateCompleted || c.Turns != 2 {
+			if c.Type != "explorer" || c.Depth != 1 || c.Parent != o.Instances[0].ID || c.State != instance.Completed || c.Turns != 2 {
 				t.Errorf("child %+v", c)
 			}
 			sum.Add(c.Usage)
@@ -352,7 +354,7 @@ func TestE2EForkChild(t *testing.T) {
 			t.Fatalf("%d instances", len(o.Instances))
 		}
 		fixer := o.Instances[1]
-		if fixer.Mode != agentdef.ModeFork || fixer.State != agent.StateCompleted || len(fixer.Artifacts) != 1 || fixer.Artifacts[0] != "a.txt" {
+		if fixer.Mode != string(agentdef.ModeFork) || fixer.State != instance.Completed || len(fixer.Artifacts) != 1 || fixer.Artifacts[0] != "a.txt" {
 			t.Fatalf("fixer %+v", fixer)
 		}
 		if b, _ := os.ReadFile(filepath.Join(e.ws, "a.txt")); string(b) != "ALPHA\n" {
@@ -554,7 +556,7 @@ func TestE2EWritersTakeTurns(t *testing.T) {
 		if hold.most != 1 {
 			t.Errorf("%d writers held the workspace at once", hold.most)
 		}
-		if len(o.Instances) != 3 || o.Instances[1].State != agent.StateCompleted || o.Instances[2].State != agent.StateCompleted {
+		if len(o.Instances) != 3 || o.Instances[1].State != instance.Completed || o.Instances[2].State != instance.Completed {
 			t.Errorf("instances %+v", o.Instances)
 		}
 	})
@@ -632,7 +634,7 @@ func TestE2ESoftThenHardTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := o.Instances[1]
-		if c.State != agent.StateTimedOut || !c.Incomplete || c.StopReason != "wall_time" || c.Turns != 2 {
+		if c.State != instance.TimedOut || !c.Incomplete || c.StopReason != "wall_time" || c.Turns != 2 {
 			t.Fatalf("child %+v", c)
 		}
 		res := resultsOfTurn(t, o, 1)
@@ -671,7 +673,7 @@ func TestE2EFailingChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := o.Instances[1]
-		if c.State != agent.StateFailed || c.Error == "" || c.StopReason != "model_error" {
+		if c.State != instance.Failed || c.Error == "" || c.StopReason != "model_error" {
 			t.Fatalf("child %+v", c)
 		}
 		res := resultsOfTurn(t, o, 1)
@@ -713,7 +715,7 @@ func TestE2ELongReportSummarized(t *testing.T) {
 		if len(reqs) != 2 {
 			t.Fatalf("%d child requests, want the run and one summary request", len(reqs))
 		}
-		if c.ReportChars != len("Short: ")+500 || c.Incomplete {
+		if utf8.RuneCountInString(c.Report) != len("Short: ")+500 || c.Incomplete {
 			t.Errorf("child %+v", c)
 		}
 		// The summary request's usage counts toward the child.

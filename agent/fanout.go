@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/tool"
 )
@@ -111,12 +112,15 @@ func PlanFanOut(tasks []FanTask) ([]FanTask, error) {
 
 // FanResult is how one task of a fan-out ended.
 type FanResult struct {
-	ID     string `json:"id"`
-	Type   string `json:"subagent_type,omitempty"`
-	State  string `json:"state"` // a relay's state, or "skipped"
-	Report string `json:"report"`
+	ID   string `json:"id"`
+	Type string `json:"subagent_type,omitempty"`
+	// State is the relay's of the child that ran the task (failed too for
+	// a task whose child could not be spawned); empty for a skipped task,
+	// which had no child, so no state.
+	State  instance.State `json:"state,omitempty"`
+	Report string         `json:"report"`
 	// Skipped says why a task did not run (a dependency that did not
-	// complete).
+	// complete); set exactly when it did not.
 	Skipped    string   `json:"skipped,omitempty"`
 	Incomplete bool     `json:"incomplete,omitempty"`
 	Artifacts  []string `json:"artifacts,omitempty"`
@@ -127,8 +131,18 @@ type FanResult struct {
 	Elapsed  time.Duration `json:"elapsed_ns,omitempty"`
 }
 
-// StateSkipped is the state of a fan-out task that never ran.
-const StateSkipped = "skipped"
+// Completed reports whether the task's child completed its task, not
+// partially: what a task that depends on it needs, and what a vote counts.
+func (r FanResult) Completed() bool { return r.State == instance.Completed && !r.Incomplete }
+
+// outcome is how the task ended, for a model to read: its state, or
+// "skipped".
+func (r FanResult) outcome() string {
+	if r.Skipped != "" {
+		return "skipped"
+	}
+	return string(r.State)
+}
 
 // MergeConcat is the concat merge: the reports in task order, each under
 // its task's heading, with how it ended when that was not a completion.
@@ -140,10 +154,10 @@ func MergeConcat(results []FanResult) string {
 		}
 		b.WriteString("## " + r.ID)
 		switch {
-		case r.State == StateSkipped:
+		case r.Skipped != "":
 			b.WriteString(" (skipped: " + r.Skipped + ")")
-		case r.State != StateCompleted || r.Incomplete:
-			b.WriteString(" (" + r.State)
+		case !r.Completed():
+			b.WriteString(" (" + r.outcome())
 			if r.Incomplete {
 				b.WriteString(", incomplete")
 			}
@@ -350,7 +364,7 @@ func (tr *tree) merge(ctx context.Context, parent *node, in FanOutInput, results
 		m := tr.fanChild(ctx, parent, reservedPrefix+"summary", spawnInput{def: summarizer(limit), SpawnInput: SpawnInput{Task: fmt.Sprintf(
 			summarizeTask, len(results), limit, MergeConcat(results))}})
 		out.Merger = &m
-		if m.State == StateCompleted && !m.Incomplete {
+		if m.Completed() {
 			out.Merged, _ = CapReport(m.Report, limit)
 		}
 	case MergeVoteName:
@@ -377,7 +391,7 @@ func (o FanOutput) text() string {
 	case o.Merge == MergeSummarizeName && o.Merged != "":
 		b.WriteString(o.Merged + "\n\nTasks:")
 		for _, r := range o.Results {
-			fmt.Fprintf(&b, "\n- %s: %s", r.ID, r.State)
+			fmt.Fprintf(&b, "\n- %s: %s", r.ID, r.outcome())
 			if r.Instance != "" {
 				b.WriteString(" (" + r.Instance + ")")
 			}
@@ -385,7 +399,7 @@ func (o FanOutput) text() string {
 		return b.String()
 	case o.Merge == MergeSummarizeName:
 		// The summary failed: the reports themselves, so nothing is lost.
-		fmt.Fprintf(&b, "summarize: the merge did not complete (%s: %s); the reports follow.\n\n", o.Merger.State,
+		fmt.Fprintf(&b, "summarize: the merge did not complete (%s: %s); the reports follow.\n\n", o.Merger.outcome(),
 			agentdef.OneLine(o.Merger.Report, 200))
 	case o.Vote != nil:
 		b.WriteString(o.Merged + "\n\n")
@@ -420,7 +434,7 @@ func judgeTask(results []FanResult) string {
 func voters(results []FanResult) []FanResult {
 	var out []FanResult
 	for _, r := range results {
-		if r.State == StateCompleted && !r.Incomplete && normalized(r.Report) != "" {
+		if r.Completed() && normalized(r.Report) != "" {
 			out = append(out, r)
 		}
 	}
@@ -436,7 +450,7 @@ func judged(v Vote, m FanResult, results []FanResult) Vote {
 	v.JudgeReport = m.Report
 	vs := voters(results)
 	match := leadingNumber.FindStringSubmatch(strings.TrimSpace(m.Report))
-	if m.State != StateCompleted || match == nil {
+	if m.State != instance.Completed || match == nil {
 		return v
 	}
 	n, err := strconv.Atoi(match[1])
@@ -476,9 +490,9 @@ func (tr *tree) fanOut(ctx context.Context, parent *node, tasks []FanTask) []Fan
 				deps = append(deps, results[at[d]])
 			}
 			for _, d := range deps {
-				if (d.State != StateCompleted || d.Incomplete) && !t.RunAnyway {
-					results[i] = FanResult{ID: t.ID, Type: t.Type, State: StateSkipped,
-						Skipped: fmt.Sprintf("task %s it depends on ended %s", d.ID, d.State)}
+				if !d.Completed() && !t.RunAnyway {
+					results[i] = FanResult{ID: t.ID, Type: t.Type,
+						Skipped: fmt.Sprintf("task %s it depends on ended %s", d.ID, d.outcome())}
 					return
 				}
 			}
@@ -513,7 +527,7 @@ func (tr *tree) fanChild(ctx context.Context, parent *node, id string, in spawnI
 	}
 	child, msgs, err := tr.prepare(ctx, parent, in)
 	if err != nil {
-		res.State, res.Report = StateFailed, err.Error()
+		res.State, res.Report = instance.Failed, err.Error()
 		return res
 	}
 	r := tr.runChild(ctx, child, msgs)

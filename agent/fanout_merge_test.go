@@ -7,6 +7,7 @@ import (
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -45,7 +46,7 @@ func TestFanOutSummarize(t *testing.T) {
 	if len(o.Instances) != 4 {
 		t.Fatalf("%d instances, want the root, two tasks and the summary", len(o.Instances))
 	}
-	var sum agent.Instance
+	var sum instance.Record
 	var children llm.Usage
 	for _, in := range o.Instances[1:] {
 		children.Add(in.Usage)
@@ -53,7 +54,7 @@ func TestFanOutSummarize(t *testing.T) {
 			sum = in
 		}
 	}
-	if sum.Turns != 1 || sum.Usage.Total() == 0 || sum.State != agent.StateCompleted {
+	if sum.Turns != 1 || sum.Usage.Total() == 0 || sum.State != instance.Completed {
 		t.Fatalf("summary instance %+v", sum)
 	}
 	if want := o.Instances[0].Usage.Total() + children.Total(); o.Usage.Total() != want {
@@ -132,7 +133,7 @@ func TestFanOutJudgeAndJSON(t *testing.T) {
 		t.Fatalf("results %+v", out.Results)
 	}
 	for _, r := range out.Results {
-		if r.State != agent.StateCompleted || r.Instance == "" || r.Usage.Total() == 0 || r.Type != "explorer" {
+		if r.State != instance.Completed || r.Instance == "" || r.Usage.Total() == 0 || r.Type != "explorer" {
 			t.Errorf("result %+v", r)
 		}
 	}

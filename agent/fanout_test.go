@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -69,9 +70,9 @@ func TestPlanFanOutRejectsBadGraphs(t *testing.T) {
 func TestMergeConcat(t *testing.T) {
 	t.Parallel()
 	got := agent.MergeConcat([]agent.FanResult{
-		{ID: "a", State: agent.StateCompleted, Report: " found 3 \n"},
-		{ID: "b", State: agent.StateTimedOut, Incomplete: true, Report: "half"},
-		{ID: "c", State: agent.StateSkipped, Skipped: "b did not complete"},
+		{ID: "a", State: instance.Completed, Report: " found 3 \n"},
+		{ID: "b", State: instance.TimedOut, Incomplete: true, Report: "half"},
+		{ID: "c", Skipped: "b did not complete"},
 	})
 	want := "## a\nfound 3\n\n## b (timed_out, incomplete)\nhalf\n\n## c (skipped: b did not complete)"
 	if got != want {
@@ -81,9 +82,9 @@ func TestMergeConcat(t *testing.T) {
 
 func TestMergeVote(t *testing.T) {
 	t.Parallel()
-	done := func(r string) agent.FanResult { return agent.FanResult{State: agent.StateCompleted, Report: r} }
+	done := func(r string) agent.FanResult { return agent.FanResult{State: instance.Completed, Report: r} }
 	v := agent.MergeVote([]agent.FanResult{done("Paris"), done("  paris "), done("Lyon"), done("PARIS\n"),
-		{State: agent.StateFailed, Report: "Lyon"}, {State: agent.StateCompleted, Incomplete: true, Report: "Lyon"}})
+		{State: instance.Failed, Report: "Lyon"}, {State: instance.Completed, Incomplete: true, Report: "Lyon"}})
 	if v.Answer != "Paris" || v.Votes != 3 || v.Counted != 4 || v.Tie != nil {
 		t.Fatalf("vote %+v", v)
 	}
@@ -250,7 +251,7 @@ func TestFanOutHoldsMaxParallel(t *testing.T) {
 		t.Fatalf("at most %d children at once, want 2", most)
 	}
 	for _, in := range o.Instances[1:] {
-		if in.State != agent.StateCompleted {
+		if in.State != instance.Completed {
 			t.Errorf("child %s: %s %s", in.Description, in.State, in.Error)
 		}
 	}

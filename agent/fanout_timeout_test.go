@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/loop"
 )
 
@@ -63,20 +63,20 @@ func TestFanOutTaskTimeoutKeepsEveryResult(t *testing.T) {
 		wrapUp string
 		// hard: the wrap-up reply outlasts the timeout, which cuts it.
 		hard    bool
-		state   string
+		state   instance.State
 		partial bool
 		report  string
 		elapsed time.Duration
 	}{
 		{name: "cut by the hard timeout", hard: true,
 			wrapUp: "    latency: {first_byte: 5s}\n    text: \"never sent\"",
-			state:  agent.StateTimedOut, partial: true, report: "Partial: found the first half.", elapsed: 10 * time.Second},
+			state:  instance.TimedOut, partial: true, report: "Partial: found the first half.", elapsed: 10 * time.Second},
 		{name: "keeps working after the wrap-up",
 			wrapUp: "    text: \"Partial: both halves, unchecked.\"\n    tool_calls: [{name: slow, input: {s: 1}}]",
-			state:  agent.StateTimedOut, partial: true, report: "Partial: both halves, unchecked.", elapsed: 9 * time.Second},
+			state:  instance.TimedOut, partial: true, report: "Partial: both halves, unchecked.", elapsed: 9 * time.Second},
 		{name: "wraps up in time",
 			wrapUp: "    text: \"Final: both halves.\"",
-			state:  agent.StateCompleted, partial: false, report: "Final: both halves.", elapsed: 9 * time.Second},
+			state:  instance.Completed, partial: false, report: "Final: both halves.", elapsed: 9 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -105,7 +105,7 @@ func TestFanOutTaskTimeoutKeepsEveryResult(t *testing.T) {
 				if o.Result.StopReason != loop.StopCompleted {
 					t.Fatalf("root stopped %s", o.Result.StopReason)
 				}
-				byTask := map[string]agent.Instance{}
+				byTask := map[string]instance.Record{}
 				for _, in := range children(o) {
 					if _, dup := byTask[in.Description]; dup {
 						t.Errorf("task %s ran twice", in.Description)
@@ -114,9 +114,9 @@ func TestFanOutTaskTimeoutKeepsEveryResult(t *testing.T) {
 				}
 
 				s := byTask["slow"]
-				if s.State != c.state || s.Incomplete != c.partial || s.Turns != 2 || s.Duration != c.elapsed {
+				if s.State != c.state || s.Incomplete != c.partial || s.Turns != 2 || s.Duration() != c.elapsed {
 					t.Errorf("slow: state %s incomplete %v turns %d after %v; want %s %v 2 after %v",
-						s.State, s.Incomplete, s.Turns, s.Duration, c.state, c.partial, c.elapsed)
+						s.State, s.Incomplete, s.Turns, s.Duration(), c.state, c.partial, c.elapsed)
 				}
 				if reqs := e.requests("slowpoke"); len(reqs) != 2 ||
 					!strings.Contains(reqs[1].Request.Messages[len(reqs[1].Request.Messages)-1].Text(), loop.WrapUp) {
@@ -126,11 +126,11 @@ func TestFanOutTaskTimeoutKeepsEveryResult(t *testing.T) {
 				got := o.Result.Answer
 				heading := "## slow"
 				if c.partial {
-					heading += " (" + c.state + ", incomplete)"
+					heading += " (" + string(c.state) + ", incomplete)"
 				}
 				want := []string{"## a\na has 3", heading + "\n" + c.report, "## b\nb has 4"}
 				if c.partial {
-					want = append(want, "## after (skipped: task slow it depends on ended "+c.state+")")
+					want = append(want, "## after (skipped: task slow it depends on ended "+string(c.state)+")")
 				} else {
 					want = append(want, "## after\nafter ran")
 				}
@@ -161,7 +161,7 @@ func TestFanOutTaskTimeoutKeepsEveryResult(t *testing.T) {
 					t.Errorf("%d tasks ran, want %d (%v)", len(byTask), len(wantRan), wantRan)
 				}
 				for _, id := range wantRan[:3] {
-					if in, ok := byTask[id]; !ok || in.State != agent.StateCompleted || in.Incomplete {
+					if in, ok := byTask[id]; !ok || in.State != instance.Completed || in.Incomplete {
 						t.Errorf("task %s: %+v", id, in)
 					}
 				}
@@ -216,7 +216,7 @@ func TestFanOutTaskFailureKeepsEveryResult(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		byTask := map[string]agent.Instance{}
+		byTask := map[string]instance.Record{}
 		for _, in := range children(o) {
 			byTask[in.Description] = in
 		}
@@ -224,11 +224,11 @@ func TestFanOutTaskFailureKeepsEveryResult(t *testing.T) {
 			t.Fatalf("%d children (%v), want a, doomed, b and anyway once each", len(children(o)), byTask)
 		}
 		d := byTask["doomed"]
-		if d.State != agent.StateFailed || !d.Incomplete || d.StopReason != string(loop.StopModelError) || d.Turns != 2 || d.Error == "" {
+		if d.State != instance.Failed || !d.Incomplete || d.StopReason != string(loop.StopModelError) || d.Turns != 2 || d.Error == "" {
 			t.Errorf("doomed %+v", d)
 		}
 		for _, id := range []string{"a", "b", "anyway"} {
-			if in := byTask[id]; in.State != agent.StateCompleted || in.Incomplete {
+			if in := byTask[id]; in.State != instance.Completed || in.Incomplete {
 				t.Errorf("task %s: %+v", id, in)
 			}
 		}

@@ -83,7 +83,7 @@ func (tr *tree) enterFence(ctx context.Context, n *node) error {
 		return fmt.Errorf("fence: %w", err)
 	}
 	n.fence = f
-	if f.Instructions != "" && n.inst.Mode != agentdef.ModeFork {
+	if f.Instructions != "" && agentdef.Mode(n.inst.Mode) != agentdef.ModeFork {
 		n.cfg.System += "\n\n" + f.Instructions
 	}
 	n.cfg.Tools = n.cfg.Tools.Replace(f.Tools)

@@ -12,6 +12,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/tool"
 )
@@ -100,7 +101,7 @@ func TestFenceRunsToolsInsideAndEndsIt(t *testing.T) {
 	if !strings.Contains(ok, "branch deputy/"+good.ID) || len(good.Artifacts) != 1 {
 		t.Errorf("the fence's artifacts are not relayed: %v\n%s", good.Artifacts, ok)
 	}
-	if !f.ended[good.ID] || f.ended[bad.ID] || bad.State != agent.StateFailed {
+	if !f.ended[good.ID] || f.ended[bad.ID] || bad.State != instance.Failed {
 		t.Errorf("kept %v; the failed child %s", f.ended, bad.State)
 	}
 	if !strings.Contains(failed, "failed") {
@@ -121,7 +122,7 @@ func TestFenceRefusalsAndLostWork(t *testing.T) {
 	f = &fencer{keep: errors.New("git commit: disk full")}
 	o = fencedLocal(t, f).run(t)
 	ok, _, _ := strings.Cut(o.Result.Answer, "=====")
-	if o.Instances[1].State != agent.StateFailed || !strings.Contains(ok, "keeping the work (boxed): git commit: disk full") {
+	if o.Instances[1].State != instance.Failed || !strings.Contains(ok, "keeping the work (boxed): git commit: disk full") {
 		t.Fatalf("%s:\n%s", o.Instances[1].State, ok)
 	}
 

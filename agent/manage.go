@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/tool"
 )
@@ -31,13 +32,13 @@ type Manager interface {
 
 // Status is what a parent learns of a child.
 type Status struct {
-	ID        string    `json:"id"`
-	Type      string    `json:"type"`
-	State     string    `json:"state"`
-	Turns     int       `json:"turns"`
-	ToolCalls int       `json:"tool_calls"`
-	Usage     llm.Usage `json:"usage"`
-	Question  string    `json:"question,omitempty"` // while asking
+	ID        string         `json:"id"`
+	Type      string         `json:"type"`
+	State     instance.State `json:"state"`
+	Turns     int            `json:"turns"`
+	ToolCalls int            `json:"tool_calls"`
+	Usage     llm.Usage      `json:"usage"`
+	Question  string         `json:"question,omitempty"` // while asking
 	// Relay is the child's relay (Relay.ToolResult) once it has ended.
 	Relay string `json:"relay,omitempty"`
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/loop"
@@ -411,7 +412,7 @@ func TestMCPServerStopsWhenTheChildIsCutOff(t *testing.T) {
 				t.Fatalf("outcome %+v", o)
 			}
 			child := o.Instances[1]
-			wantState := map[string]string{"cancel": agent.StateCancelled, "timeout": agent.StateTimedOut}[how]
+			wantState := map[string]instance.State{"cancel": instance.Cancelled, "timeout": instance.TimedOut}[how]
 			if child.State != wantState {
 				t.Errorf("child state %s, want %s", child.State, wantState)
 			}
@@ -450,7 +451,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end.Relay.State != agent.StateSuspended || end.Pending == nil {
+	if end.Relay.State != instance.Paused || end.Instance.State != instance.Paused || end.Pending == nil {
 		t.Fatalf("first run: %+v", end.Relay)
 	}
 	var first int
@@ -467,7 +468,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end.Relay.State != agent.StateCompleted {
+	if end.Relay.State != instance.Completed {
 		t.Fatalf("second run: %+v", end.Relay)
 	}
 	second := pidIn(t, end.Relay.Report)

@@ -2,17 +2,15 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 )
-
-// StateFailed is the state of a child that ended on an error. A relay in this
-// state (or with Error set) reaches the parent model as a tool error.
-const StateFailed = "failed"
 
 // maxRelayArtifacts bounds the artifact list in a tool result: a child that
 // edited hundreds of files must not flood the parent's context with paths
@@ -23,9 +21,12 @@ const maxRelayArtifacts = 20
 // the facts about the run. The report is the only large field, and it is
 // already capped (CapReport) by the time a Relay exists.
 type Relay struct {
-	ID    string // instance id: the pointer to the full transcript
-	Type  string // the definition's name
-	State string // the instance's terminal state
+	ID   string // instance id: the pointer to the full transcript
+	Type string // the definition's name
+	// State is the instance's terminal state, or asking or paused for a
+	// child that stopped to wait. A relay in state failed (or with Error
+	// set) reaches the parent model as a tool error.
+	State instance.State
 	// Report is the child's final text, capped, or NoReport's marker.
 	Report string
 	// Incomplete marks a partial result: the hard timeout, a budget or
@@ -41,17 +42,26 @@ type Relay struct {
 	Turns     int
 	Duration  time.Duration
 	Error     string // why the child failed; empty when it did not
-	// Question is the child's open question when State is "asking": it
+	// Question is the child's open question when State is asking: it
 	// has not ended, it waits for the answer (subagent_answer).
 	Question string
 }
 
-// Relay states of a child that stopped to wait, not an end: it asks its
-// parent (the answer starts its next run), or it was paused.
-const (
-	StateAsking = "asking"
-	StatePaused = "paused"
-)
+// RelayOf is the relay of a recorded instance, everything taken from its
+// record: its end, or, while it waits, its state (and Question). Usage and
+// Cost are the instance's own, since a record does not hold what its
+// children spent. A record the store could not read whole (Problems) says
+// so in the report, so a parent never takes a gap for "nothing": a lost
+// artifact list is not "no files written".
+func RelayOf(rec *instance.Record) Relay {
+	r := Relay{ID: rec.ID, Type: rec.Type, State: rec.State, Report: rec.Report, Incomplete: rec.Incomplete,
+		StopReason: rec.StopReason, Artifacts: slices.Clone(rec.Artifacts), Usage: rec.Usage, Cost: rec.Cost,
+		ToolCalls: rec.ToolCalls, Turns: rec.Turns, Duration: rec.Duration(), Error: rec.Error, Question: rec.Question}
+	for _, p := range rec.Problems {
+		r.Report += "\n\n[deputy] This subagent's record is damaged: " + p + ". Its transcript shows what it did."
+	}
+	return r
+}
 
 // CapReport bounds a report to limit characters (runes, so the cut never splits
 // a UTF-8 sequence), keeping the head, where reports put their conclusion.
@@ -93,10 +103,10 @@ func NoReport(stop string) string {
 	return "[no report: the subagent ended without a final answer (stop reason: " + stop + ")]"
 }
 
-// Failed reports whether the child failed: State is StateFailed or Error is
-// set (either alone is enough, so a caller that forgets one still gets an
+// Failed reports whether the child failed: State is failed or Error is set
+// (either alone is enough, so a caller that forgets one still gets an
 // error result).
-func (r Relay) Failed() bool { return r.State == StateFailed || r.Error != "" }
+func (r Relay) Failed() bool { return r.State == instance.Failed || r.Error != "" }
 
 // ToolResult renders the relay as the spawn tool's result for the parent
 // model, and whether it is an error result (the child failed).
@@ -124,7 +134,7 @@ func (r Relay) ToolResult() (string, bool) {
 	if id == "" {
 		id = "?"
 	}
-	state := r.State
+	state := string(r.State)
 	if state == "" {
 		state = "ended"
 	}
@@ -163,12 +173,12 @@ func (r Relay) ToolResult() (string, bool) {
 	}
 
 	switch r.State {
-	case StateAsking:
+	case instance.Asking:
 		b.WriteString("\nquestion: " + r.Question)
 		b.WriteString("\n\nIt waits for your answer: call subagent_answer with its id and the answer, then " +
 			"subagent_wait for its report.")
 		return b.String(), false
-	case StatePaused:
+	case instance.Paused:
 		b.WriteString("\n\nIt was paused before it ended: subagent_resume resumes it, subagent_wait then " +
 			"collects its report.")
 		return b.String(), false

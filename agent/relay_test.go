@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"pgregory.net/rapid"
 )
@@ -147,9 +148,9 @@ func TestRelayToolResultFailed(t *testing.T) {
 		r       Relay
 		wantErr string
 	}{
-		{"error and state", Relay{ID: "f1", State: StateFailed, Error: "anthropic: 500 api_error: boom", Report: "partial: read 3 files"}, "error: anthropic: 500 api_error: boom"},
+		{"error and state", Relay{ID: "f1", State: instance.Failed, Error: "anthropic: 500 api_error: boom", Report: "partial: read 3 files"}, "error: anthropic: 500 api_error: boom"},
 		{"error only", Relay{ID: "f2", State: "completed", Error: "tool loop"}, "error: tool loop"},
-		{"state only", Relay{ID: "f3", State: StateFailed}, "error: the subagent failed without an error message"},
+		{"state only", Relay{ID: "f3", State: instance.Failed}, "error: the subagent failed without an error message"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/cost"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/tool"
@@ -79,8 +80,8 @@ type Runner struct {
 	Children ChildRunner
 	// Questions, when set, offers the root ask_parent (its parent is the
 	// person who gave the task) and takes its questions. Asking stops the
-	// run: the root's state is then StateSuspended, and the answer starts
-	// its next run.
+	// run: the root is then asking (instance.Asking), and the answer
+	// starts its next run.
 	Questions Questions
 	// Manager, when set with Children, lets parents start background
 	// children (spawn_subagent background: true) and offers them the
@@ -189,8 +190,10 @@ type Outcome struct {
 	// type, that answer within the type's report cap, as a child's is.
 	Report string
 	// Instances lists the root first, then every child in the order it
-	// was spawned.
-	Instances []Instance
+	// was spawned. Each is its record as this run kept it: CreatedAt is
+	// when the run listed it, Report its report (a child's as its parent
+	// read it), Definition and WorkflowID are left to the durable engine.
+	Instances []instance.Record
 	Usage     llm.Usage // the whole tree's
 	// Cost is the tree's cost in USD; CostKnown is false when some
 	// instance's model has no price (then Cost covers the priced ones).
@@ -208,41 +211,9 @@ func (o *Outcome) Transcript(id string) ([]llm.Message, bool) {
 	return m, ok
 }
 
-// Instance states. A child ends in exactly one of the terminal ones.
-const (
-	StateRunning   = "running"
-	StateCompleted = "completed"
-	StateTimedOut  = "timed_out"
-	StateCancelled = "cancelled"
-	// StateSuspended: the run stopped to wait (loop.StopSuspended), the
-	// instance has not ended; a later run continues it.
-	StateSuspended = "suspended"
-	// StateFailed is declared with the relay.
-)
-
-// Instance is one agent of a tree, root or child, as the instance list and
-// `deputy run --json` show it.
-type Instance struct {
-	ID          string        `json:"id"`
-	Parent      string        `json:"parent,omitempty"`
-	Depth       int           `json:"depth"`
-	Type        string        `json:"type"`
-	Description string        `json:"description,omitempty"`
-	Mode        agentdef.Mode `json:"mode,omitempty"`
-	Model       string        `json:"model"`
-	State       string        `json:"state"`
-	StopReason  string        `json:"stop_reason,omitempty"`
-	Incomplete  bool          `json:"incomplete,omitempty"`
-	Turns       int           `json:"turns"`
-	ToolCalls   int           `json:"tool_calls"`
-	Usage       llm.Usage     `json:"usage"`
-	// Cost is USD; nil when the model has no price.
-	Cost        *float64      `json:"cost"`
-	ReportChars int           `json:"report_chars"`
-	Artifacts   []string      `json:"artifacts,omitempty"`
-	Duration    time.Duration `json:"duration_ns"`
-	Error       string        `json:"error,omitempty"`
-}
+// StateCompleted is instance.Completed, named here for the callers written
+// when agent had states of its own; new code names the instance package.
+const StateCompleted = instance.Completed
 
 // EventKind says what an Event is about.
 type EventKind uint8
@@ -276,7 +247,7 @@ type Event struct {
 	Spawned *Spawned
 	// Final is a child's record as it ended (EventEnded): its own usage
 	// and cost, where the relay's cover its subtree.
-	Final *Instance
+	Final *instance.Record
 }
 
 // Spawned is what a child starts with.
@@ -286,6 +257,11 @@ type Spawned struct {
 	Mode       agentdef.Mode
 	Model      string        // provider:model
 	Messages   []llm.Message // its first transcript (the task, or a fork of its parent's)
+}
+
+// spawned is what n starts with (Event.Spawned), msgs its first messages.
+func (n *node) spawned(msgs []llm.Message) *Spawned {
+	return &Spawned{Definition: n.def, Task: n.inst.Task, Mode: agentdef.Mode(n.inst.Mode), Model: n.inst.Model, Messages: msgs}
 }
 
 // Run runs t's root agent, with a spawn tool while the depth allows, until
@@ -307,9 +283,9 @@ func (r *Runner) Run(ctx context.Context, t Task) (*Outcome, error) {
 		msgs = []llm.Message{llm.UserText(t.Task)}
 	}
 	res, runErr := tr.run(ctx, root, msgs)
-	state, _ := stateOf(res.StopReason, runErr)
+	state, _ := endState(res, runErr)
 	report := res.Answer
-	if root.def != nil && state != StateSuspended {
+	if root.def != nil && state.Terminal() {
 		report = tr.report(ctx, root, res) // bounded like a child's
 	}
 	tr.end(root, res, state, report, runErr)
@@ -345,7 +321,7 @@ func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	root := tr.add(nil, &node{inst: Instance{ID: t.ID, Type: t.Type, Model: t.ModelSpec}, avail: t.Tools,
+	root := tr.add(nil, &node{inst: instance.Record{ID: t.ID, Type: t.Type, Task: t.Task, Model: t.ModelSpec}, avail: t.Tools,
 		writes: true, heir: t.Inherited}) // its writing children take turns under it
 	root.cfg = loop.Config{
 		Model:      t.Model,
@@ -384,7 +360,7 @@ type tree struct {
 
 // node is an instance while it runs.
 type node struct {
-	inst   Instance // guarded by tree.mu once the instance is listed
+	inst   instance.Record // guarded by tree.mu once the instance is listed
 	parent *node
 	start  time.Time
 	cfg    loop.Config // as the instance runs: what a fork child repeats
@@ -397,7 +373,6 @@ type node struct {
 	// own model (Task.Inherited); nil otherwise.
 	heir  *ModelRef
 	fence *Fence // while it runs in one (Fencer)
-	task  string // as the parent wrote it
 	sub   string // a fan-out task's id, "" for a spawn
 	// order places the instance in the list: its parent's order, then
 	// the turn and the index of the spawn call, so children list in the
@@ -466,9 +441,10 @@ func (tr *tree) add(parent *node, n *node) *node {
 	if n.inst.ID == "" {
 		n.inst.ID = tr.newID()
 	}
-	n.inst.State = StateRunning
+	n.inst.State, n.inst.Root = instance.Running, n.inst.ID
+	n.inst.CreatedAt, n.inst.UpdatedAt = n.start, n.start
 	if parent != nil {
-		n.inst.Parent = parent.inst.ID
+		n.inst.Parent, n.inst.Root = parent.inst.ID, parent.inst.Root
 		n.inst.Depth = parent.inst.Depth + 1
 	}
 	tr.mu.Lock()
@@ -505,7 +481,7 @@ func (tr *tree) run(ctx context.Context, n *node, msgs []llm.Message) (*loop.Res
 	ctx = context.WithValue(ctx, nodeKey{}, n)
 	ev := Event{Kind: EventSpawned}
 	if n.def != nil && n.parent != nil { // a root run as a type is still the root
-		ev.Spawned = &Spawned{Definition: n.def, Task: n.task, Mode: n.inst.Mode, Model: n.inst.Model, Messages: msgs}
+		ev.Spawned = n.spawned(msgs)
 	}
 	tr.emit(n, ev)
 	cfg := n.cfg
@@ -533,18 +509,22 @@ func (tr *tree) emit(n *node, e Event) {
 	tr.r.OnEvent(e)
 }
 
-// end records how an instance ended.
-func (tr *tree) end(n *node, res *loop.Result, state, report string, err error) {
+// end records how an instance's run ended: in state, terminal or waiting
+// (asking, paused), with report.
+func (tr *tree) end(n *node, res *loop.Result, state instance.State, report string, err error) {
 	c, ok := tr.r.prices().Cost(n.inst.Model, res.Usage)
+	now := tr.clock.Now()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	n.transcript = res.Messages
-	n.inst.State = state
+	n.inst.State, n.inst.UpdatedAt = state, now
+	if state.Terminal() {
+		n.inst.EndedAt = now
+	}
 	n.inst.StopReason = string(res.StopReason)
 	n.inst.Incomplete = incomplete(res.StopReason)
 	n.inst.Turns, n.inst.ToolCalls, n.inst.Usage = res.Turns, res.ToolCalls, res.Usage
-	n.inst.ReportChars = len([]rune(report))
-	n.inst.Duration = tr.clock.Now().Sub(n.start)
+	n.inst.Report = report
 	if ok {
 		n.inst.Cost = &c
 	}
@@ -591,29 +571,63 @@ func (r *Runner) prices() cost.Table {
 	return r.Config.Prices
 }
 
-// stateOf maps how a run stopped to the instance's terminal state, and
-// whether its result is partial.
-func stateOf(stop loop.StopReason, err error) (string, bool) {
+// StateOf is the state a run that stopped for stop leaves its instance in,
+// and whether its result is partial; err is the run's error. A run that
+// stopped to wait (loop.StopSuspended) has not ended: it leaves its
+// instance asking when its last turn asked its parent (asked; see Asked),
+// paused otherwise (its inbox said pause). The one mapping from a run's
+// stop to an instance's state: the tracer uses it too.
+func StateOf(stop loop.StopReason, asked bool, err error) (instance.State, bool) {
 	switch stop {
 	case loop.StopCompleted, loop.StopRefusal:
-		return StateCompleted, false
+		return instance.Completed, false
 	case loop.StopWallTime:
-		return StateTimedOut, true
+		return instance.TimedOut, true
 	case loop.StopCancelled:
-		return StateCancelled, true
+		return instance.Cancelled, true
 	case loop.StopModelError, loop.StopStepError:
-		return StateFailed, true
+		return instance.Failed, true
 	case loop.StopSuspended:
-		return StateSuspended, false
+		if asked {
+			return instance.Asking, false
+		}
+		return instance.Paused, false
 	}
 	if err != nil {
-		return StateFailed, true
+		return instance.Failed, true
 	}
 	// A budget or limit ended it: it completed what it could.
-	return StateCompleted, true
+	return instance.Completed, true
+}
+
+// Asked reports whether res is a run that stopped to wait after its last
+// turn asked its parent: a successful ask_parent call (ask_parent is the
+// one suspending tool, and a suspending call stops the run after its
+// turn) whose result waits in Pending.
+func Asked(res *loop.Result) bool {
+	if res.StopReason != loop.StopSuspended || res.Pending == nil || len(res.Messages) == 0 {
+		return false
+	}
+	asks := map[string]bool{}
+	for _, u := range res.Messages[len(res.Messages)-1].ToolUses() {
+		if u.Name == agentdef.AskTool {
+			asks[u.ID] = true
+		}
+	}
+	for _, b := range res.Pending.Content {
+		if b.Type == llm.TypeToolResult && asks[b.ToolUseID] && !b.IsError {
+			return true
+		}
+	}
+	return false
+}
+
+// endState is the state res leaves its instance in (StateOf).
+func endState(res *loop.Result, err error) (instance.State, bool) {
+	return StateOf(res.StopReason, Asked(res), err)
 }
 
 func incomplete(stop loop.StopReason) bool {
-	_, partial := stateOf(stop, nil)
+	_, partial := StateOf(stop, false, nil)
 	return partial
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/tool"
@@ -255,7 +256,7 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 // caller's: the task, a fork of the parent's transcript, or, for a child
 // continued in a later run, its stored transcript.
 func (tr *tree) build(parent *node, def *agentdef.Definition, mode agentdef.Mode, task string) (*node, error) {
-	c := &node{inst: Instance{Type: def.Name, Mode: mode}, def: def, task: task}
+	c := &node{inst: instance.Record{Type: def.Name, Task: task, Mode: string(mode)}, def: def}
 	c.skills, _ = agentdef.GrantedSkills(tr.r.Skills, def.Skills)
 	if slices.Contains(def.DisallowedTools, agentdef.SkillTool) {
 		c.skills = nil

@@ -10,10 +10,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/cost"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/loop"
@@ -101,8 +103,8 @@ rules:
 	if c.Turns != 1 || c.Usage.OutputTokens != 1250+256 || !strings.Contains(o.Result.Answer, "[report cut: 624 more characters") {
 		t.Fatalf("child %+v\nanswer %q", c, o.Result.Answer)
 	}
-	if c.ReportChars > 400+200 {
-		t.Errorf("report of %d characters", c.ReportChars)
+	if n := utf8.RuneCountInString(c.Report); n > 400+200 {
+		t.Errorf("report of %d characters", n)
 	}
 }
 
@@ -243,7 +245,7 @@ rules:
 		t.Fatalf("root %s, %d instances", o.Result.StopReason, len(o.Instances))
 	}
 	for _, c := range o.Instances[1:] {
-		if c.State != agent.StateCancelled {
+		if c.State != instance.Cancelled {
 			t.Errorf("child %+v", c)
 		}
 	}

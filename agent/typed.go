@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/loop"
 )
 
@@ -77,7 +78,7 @@ func (tr *tree) typedRoot(t Task, def *agentdef.Definition) (*node, error) {
 	if err := CheckRoot(def); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	origin := &node{inst: Instance{Depth: -1, Model: t.ModelSpec}, avail: t.Tools,
+	origin := &node{inst: instance.Record{Depth: -1, Model: t.ModelSpec}, avail: t.Tools,
 		cfg: loop.Config{Model: t.Model, ModelName: t.ModelName}}
 	c, err := tr.build(origin, def, agentdef.ModeIsolated, t.Task)
 	if err != nil {

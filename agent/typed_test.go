@@ -147,8 +147,8 @@ func TestRootRunsAsItsType(t *testing.T) {
 	if !strings.Contains(reqs[2].Messages[len(reqs[2].Messages)-1].Text(), "Rewrite it within 100") {
 		t.Errorf("the third call is not the report's")
 	}
-	if o.Report != "Short: the probe answered." || len([]rune(o.Result.Answer)) != 500 || root.ReportChars != len(o.Report) {
-		t.Errorf("report %q (answer %d chars, %d recorded)", o.Report, len([]rune(o.Result.Answer)), root.ReportChars)
+	if o.Report != "Short: the probe answered." || len([]rune(o.Result.Answer)) != 500 || root.Report != o.Report {
+		t.Errorf("report %q (answer %d chars, %q recorded)", o.Report, len([]rune(o.Result.Answer)), root.Report)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/anthropic"
 	"github.com/deputy-run/deputy/llm/fake"
@@ -88,7 +89,7 @@ func TestBadArgumentsDurable(t *testing.T) {
 				t.Fatal(err)
 			}
 			msgs, terr := st.Transcript(ctx, id)
-			if in.State != store.Completed || in.Report != "done" || in.Turns != 3 || runs.Load() != 1 {
+			if in.State != instance.Completed || in.Report != "done" || in.Turns != 3 || runs.Load() != 1 {
 				raw, _ := json.Marshal(msgs)
 				t.Fatalf("instance %s %q after %d turns, count ran %d times; want completed, done, 3, 1\ntranscript %s",
 					in.State, in.Report, in.Turns, runs.Load(), raw)

@@ -27,6 +27,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/store"
@@ -90,10 +91,10 @@ func makeAsking(ctx context.Context, st *store.Store, id string) error {
 	wf := "deputy-" + id
 	steps := []func() error{
 		func() error {
-			return st.CreateInstance(ctx, &store.Instance{ID: id, Type: "root", Definition: def, Task: id, Model: "fake"})
+			return st.CreateInstance(ctx, &instance.Record{ID: id, Type: "root", Definition: def, Task: id, Model: "fake"})
 		},
 		func() error { return st.SetWorkflow(ctx, id, wf) },
-		func() error { return st.Transition(ctx, id, store.Running, "run started") },
+		func() error { return st.Transition(ctx, id, instance.Running, "run started") },
 		func() error {
 			run, err := st.StartRun(ctx, id, wf)
 			if err != nil {
@@ -111,7 +112,7 @@ func makeAsking(ctx context.Context, st *store.Store, id string) error {
 			if _, err := st.Post(ctx, store.Mail{InstanceID: id, Sender: id, Kind: durable.MailQuestion, Body: "go on?"}); err != nil {
 				return err
 			}
-			if err := st.Transition(ctx, id, store.Asking, "asked: go on?"); err != nil {
+			if err := st.Transition(ctx, id, instance.Asking, "asked: go on?"); err != nil {
 				return err
 			}
 			return st.EndRun(ctx, run.ID, "asking")
@@ -189,7 +190,7 @@ func askingEngine(b *testing.B, n int) (heap, rss, goroutines float64, answerAll
 		if err != nil {
 			b.Fatal(err)
 		}
-		if in.State != store.Completed || in.Report != "done" {
+		if in.State != instance.Completed || in.Report != "done" {
 			b.Fatalf("%s: %s %q %s", id, in.State, in.Report, in.Error)
 		}
 	}
@@ -229,7 +230,7 @@ func BenchmarkAskAnswer(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if in, err := e.Wait(ctx, id); err != nil || in.State != store.Asking {
+				if in, err := e.Wait(ctx, id); err != nil || in.State != instance.Asking {
 					b.Fatalf("%v %+v", err, in)
 				}
 				t0 := time.Now()
@@ -237,7 +238,7 @@ func BenchmarkAskAnswer(b *testing.B) {
 					b.Fatal(err)
 				}
 				in, err := e.Wait(ctx, id)
-				if err != nil || in.State != store.Completed {
+				if err != nil || in.State != instance.Completed {
 					b.Fatalf("%v %+v", err, in)
 				}
 				end := time.Now()

@@ -41,6 +41,7 @@ import (
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/internal/benchloop"
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/llm"
@@ -267,7 +268,7 @@ func BenchmarkDurableTurn(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				if in.State != store.Completed || in.Turns != benchTurns {
+				if in.State != instance.Completed || in.Turns != benchTurns {
 					return fmt.Errorf("durable run %s: %s after %d turns (%s)", id, in.State, in.Turns, in.Error)
 				}
 				return nil
@@ -400,10 +401,10 @@ func BenchmarkTurnParts(b *testing.B) {
 			if err := dbos.Launch(dctx); err != nil {
 				b.Fatal(err)
 			}
-			if err := st.CreateInstance(ctx, &store.Instance{ID: "bench", Type: "root"}); err != nil {
+			if err := st.CreateInstance(ctx, &instance.Record{ID: "bench", Type: "root"}); err != nil {
 				b.Fatal(err)
 			}
-			if err := st.Transition(ctx, "bench", store.Running, "bench"); err != nil {
+			if err := st.Transition(ctx, "bench", instance.Running, "bench"); err != nil {
 				b.Fatal(err)
 			}
 			msg := llm.Message{Role: llm.Assistant, Content: []llm.Block{
@@ -683,7 +684,7 @@ func checkRecovered(b *testing.B, ctx context.Context, dbURL string, turns int) 
 	if err != nil || len(roots) != 1 {
 		b.Fatalf("roots %v %v", roots, err)
 	}
-	if in := roots[0]; in.State != store.Completed || in.Turns != turns {
+	if in := roots[0]; in.State != instance.Completed || in.Turns != turns {
 		b.Fatalf("recovered root %s: %s after %d turns, want completed after %d (%s)", in.ID, in.State, in.Turns, turns, in.Error)
 	}
 }
@@ -721,21 +722,21 @@ func idleWorker(b *testing.B, bin string, paused int) (rss, hwm, goroutines floa
 	def, _ := json.Marshal(durable.Spec{System: "paused", Model: "anthropic:fake", Workspace: "/nowhere", MaxTurns: 30})
 	for i := range paused {
 		id := fmt.Sprintf("i-paused-%05d", i)
-		in := &store.Instance{ID: id, Type: "root", Definition: def, Task: "wait for me", Model: "anthropic:fake"}
+		in := &instance.Record{ID: id, Type: "root", Definition: def, Task: "wait for me", Model: "anthropic:fake"}
 		if err := st.CreateInstance(ctx, in); err != nil {
 			b.Fatal(err)
 		}
 		if err := st.SetWorkflow(ctx, id, "deputy-"+id); err != nil {
 			b.Fatal(err)
 		}
-		if err := st.Transition(ctx, id, store.Running, "run started"); err != nil {
+		if err := st.Transition(ctx, id, instance.Running, "run started"); err != nil {
 			b.Fatal(err)
 		}
 		msgs := []llm.Message{llm.UserText("wait for me"), {Role: llm.Assistant, Content: []llm.Block{llm.Text("Waiting for an answer.")}}}
 		if err := st.AppendMessages(ctx, id, 1, 0, msgs); err != nil {
 			b.Fatal(err)
 		}
-		if err := st.Transition(ctx, id, store.Paused, "paused by request"); err != nil {
+		if err := st.Transition(ctx, id, instance.Paused, "paused by request"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -784,7 +785,7 @@ func idleWorker(b *testing.B, bin string, paused int) (rss, hwm, goroutines floa
 		if err != nil {
 			b.Fatalf("ping %q: %v", ping, err)
 		}
-		if in.State.Terminal() && in.State != store.Completed {
+		if in.State.Terminal() && in.State != instance.Completed {
 			b.Fatalf("ping ended %s: %s", in.State, in.Error)
 		}
 		return in.State.Terminal()
@@ -804,7 +805,7 @@ func idleWorker(b *testing.B, bin string, paused int) (rss, hwm, goroutines floa
 	if goroutines == 0 {
 		b.Fatalf("no goroutine dump from the worker:\n%s", dump.String())
 	}
-	left, err := st.ListInstances(ctx, store.Filter{States: []store.State{store.Paused}})
+	left, err := st.ListInstances(ctx, store.Filter{States: []instance.State{instance.Paused}})
 	if err != nil || len(left) != paused {
 		b.Fatalf("%d paused instances left of %d: %v", len(left), paused, err)
 	}

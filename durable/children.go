@@ -12,6 +12,7 @@ import (
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
 )
@@ -224,12 +225,12 @@ func unstepped[R any](e *Engine, ctx context.Context, write func(context.Context
 
 // finishFailed ends instance id failed with cause unless it has ended
 // already, and returns it as it then stands.
-func (e *Engine) finishFailed(ctx context.Context, id string, stop loop.StopReason, cause error) (*store.Instance, error) {
+func (e *Engine) finishFailed(ctx context.Context, id string, stop loop.StopReason, cause error) (*instance.Record, error) {
 	in, err := e.st.GetInstance(ctx, id)
 	if err != nil || in.State.Terminal() {
 		return in, err
 	}
-	if err := e.st.Finish(ctx, id, failedResult(in, stop, cause)); err != nil && !errors.Is(err, store.ErrTerminal) {
+	if err := e.st.Finish(ctx, id, failedResult(in, stop, cause)); err != nil && !errors.Is(err, instance.ErrTerminal) {
 		return nil, err
 	}
 	return e.st.GetInstance(ctx, id)
@@ -237,8 +238,8 @@ func (e *Engine) finishFailed(ctx context.Context, id string, stop loop.StopReas
 
 // failedResult ends in failed with cause, keeping the totals its record
 // holds (its earlier runs' and this run's live progress).
-func failedResult(in *store.Instance, stop loop.StopReason, cause error) store.Result {
-	return store.Result{State: store.Failed, StopReason: string(stop), Error: cause.Error(), Usage: in.Usage,
+func failedResult(in *instance.Record, stop loop.StopReason, cause error) store.Result {
+	return store.Result{State: instance.Failed, StopReason: string(stop), Error: cause.Error(), Usage: in.Usage,
 		Cost: in.Cost, Turns: in.Turns, ToolCalls: in.ToolCalls}
 }
 
@@ -358,9 +359,9 @@ func (e *Engine) startRun(ctx dbos.Context, id, wf, label string, deliver bool) 
 		return ld, err
 	}
 	ld.Run, err = runStep(e, ctx, label, "start", func(c context.Context) (store.Run, error) {
-		err := e.st.Transition(c, id, store.Running, "run started")
-		var te *store.TransitionError
-		if errors.As(err, &te) && te.From == store.Running {
+		err := e.st.Transition(c, id, instance.Running, "run started")
+		var te *instance.TransitionError
+		if errors.As(err, &te) && te.From == instance.Running {
 			err = nil // the run is resuming after a crash
 		}
 		if err == nil {
@@ -412,8 +413,8 @@ func (e *Engine) continueChild(ctx dbos.Context, runCtx context.Context, ld load
 func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, waited bool) (agent.ChildEnd, error) {
 	id := ld.Instance.ID
 	r := endResult(ld.Instance, &end.Instance, end.Relay.Report) // its totals over its runs
-	finished := store.State(end.Instance.State).Terminal()
-	if end.Instance.State == agent.StateSuspended {
+	finished := end.Instance.State.Terminal()
+	if end.Instance.State.Waiting() {
 		s := stop{run: ld.Run.ID, pending: end.Pending, turns: r.Turns, calls: r.ToolCalls, usage: r.Usage, cost: r.Cost}
 		if !waited {
 			s.notify = ld.Instance.Parent
@@ -422,8 +423,10 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 		if err != nil {
 			return end, err
 		}
-		end.Relay.State = state
-		if state != string(store.Cancelled) {
+		// The store settles where it waits (or that a cancel ended it),
+		// whatever the run's own account said.
+		end.Relay.State, end.Instance.State = state, state
+		if state != instance.Cancelled {
 			q, err := question(ctx, e.st, id)
 			if err != nil {
 				// It asks all the same (its state is recorded): its
@@ -436,9 +439,9 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 		}
 		// A cancel came as it stopped to wait: it ends here, with what it
 		// did (recorded by the end step).
-		end.Instance.State, end.Instance.StopReason, end.Instance.Incomplete = agent.StateCancelled, string(loop.StopCancelled), true
+		end.Instance.StopReason, end.Instance.Incomplete = string(loop.StopCancelled), true
 		end.Relay.Incomplete, end.Relay.StopReason = true, string(loop.StopCancelled)
-		r.State, r.StopReason, r.Incomplete, r.Error = store.Cancelled, string(loop.StopCancelled), true, errCancelled.Error()
+		r.State, r.StopReason, r.Incomplete, r.Error = instance.Cancelled, string(loop.StopCancelled), true, errCancelled.Error()
 		finished = true
 	}
 	if err := e.endChildren(ctx, id); err != nil {
@@ -451,7 +454,7 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 	// running after its run ended would keep its parent holding for ever.
 	_, err := runStep(e, ctx, "child:", "end", func(c context.Context) (bool, error) {
 		if finished {
-			if err := e.st.Finish(c, id, r); err != nil && !errors.Is(err, store.ErrTerminal) {
+			if err := e.st.Finish(c, id, r); err != nil && !errors.Is(err, instance.ErrTerminal) {
 				return false, err
 			}
 		}
@@ -480,7 +483,7 @@ func relayAndEndRun(ctx context.Context, st *store.Store, child, parent string, 
 	if run == 0 {
 		return nil
 	}
-	if err := st.EndRun(ctx, run, rl.State); !errors.Is(err, store.ErrNotFound) {
+	if err := st.EndRun(ctx, run, string(rl.State)); !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return nil
@@ -494,7 +497,7 @@ func (e *Engine) endChildren(ctx context.Context, id string) error {
 		return err
 	}
 	for _, k := range kids {
-		if err := e.control().Cancel(ctx, k.ID); err != nil && !errors.Is(err, store.ErrIllegalTransition) {
+		if err := e.control().Cancel(ctx, k.ID); err != nil && !errors.Is(err, instance.ErrIllegalTransition) {
 			return err
 		}
 	}
@@ -543,24 +546,10 @@ func addCost(a, b *float64) *float64 {
 	return &c
 }
 
-// recordedEnd rebuilds a child's end from its stored record. An artifact
-// list that does not decode (a damaged row) is left out, and the report
-// says so: the end must still reach the parent, which may hold for it, and
-// the parent must not take a missing list for "no files written".
-func recordedEnd(in *store.Instance) agent.ChildEnd {
-	var arts []string
-	report := in.Report
-	if len(in.Artifacts) > 0 {
-		if err := json.Unmarshal(in.Artifacts, &arts); err != nil {
-			arts = nil
-			report += fmt.Sprintf("\n\n[deputy] The list of files this subagent wrote could not be read from its record "+
-				"(%v); its transcript shows what it wrote.", err)
-		}
-	}
-	inst := agent.Instance{ID: in.ID, Parent: in.Parent, Depth: in.Depth, Type: in.Type, Mode: agentdef.Mode(in.Mode),
-		Model: in.Model, State: string(in.State), StopReason: in.StopReason, Incomplete: in.Incomplete,
-		Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage, Cost: in.Cost, Artifacts: arts, Error: in.Error}
-	return agent.ChildEnd{Instance: inst, Relay: agent.Relay{ID: in.ID, Type: in.Type, State: string(in.State),
-		Report: report, Incomplete: in.Incomplete, StopReason: in.StopReason, Artifacts: arts, Usage: in.Usage,
-		ToolCalls: in.ToolCalls, Turns: in.Turns, Error: in.Error, Cost: in.Cost}}
+// recordedEnd is a child's end as its stored record tells it: the record
+// (as shown: its definition snapshot is no part of an end) and the relay
+// made from it, which says so when the record is damaged (agent.RelayOf),
+// since the end must still reach the parent, which may hold for it.
+func recordedEnd(in *instance.Record) agent.ChildEnd {
+	return agent.ChildEnd{Instance: in.View(), Relay: agent.RelayOf(in)}
 }

@@ -10,13 +10,14 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool"
 )
 
 // kids returns the children of parent, oldest first.
-func kids(t *testing.T, st *store.Store, parent string) []*store.Instance {
+func kids(t *testing.T, st *store.Store, parent string) []*instance.Record {
 	t.Helper()
 	k, err := st.ListInstances(context.Background(), store.Filter{Parent: parent})
 	if err != nil {
@@ -63,14 +64,14 @@ func TestBackgroundChildRelayReachesTheParent(t *testing.T) {
 	}
 	close(g.open)
 	in := r.wait(id)
-	if in.State != store.Completed || in.Report != "final after the report" || in.Turns != 3 {
+	if in.State != instance.Completed || in.Report != "final after the report" || in.Turns != 3 {
 		t.Fatalf("root %+v", in)
 	}
 	all := transcriptText(t, r.st, id)
 	if !strings.Contains(all, "started in the background") || strings.Count(all, "child report") != 1 {
 		t.Fatalf("root transcript %s", all)
 	}
-	if k := kids(t, r.st, id); k[0].State != store.Completed || k[0].Report != "child report" {
+	if k := kids(t, r.st, id); k[0].State != instance.Completed || k[0].Report != "child report" {
 		t.Fatalf("child %+v", k[0])
 	}
 	noMailLeft(t, r.st, id)
@@ -103,7 +104,7 @@ func TestForegroundChildAsksItsParent(t *testing.T) {
 	ctx := context.Background()
 	id := r.start(durable.Spec{System: "root"})
 	in := r.wait(id)
-	if in.State != store.Completed || !strings.Contains(in.Report, "painted blue") || in.Turns != 4 {
+	if in.State != instance.Completed || !strings.Contains(in.Report, "painted blue") || in.Turns != 4 {
 		t.Fatalf("root %s %q after %d turns\n%s", in.State, in.Report, in.Turns, transcriptText(t, r.st, id))
 	}
 	root := transcriptText(t, r.st, id)
@@ -111,7 +112,7 @@ func TestForegroundChildAsksItsParent(t *testing.T) {
 		t.Fatalf("the spawn call did not return the question: %s", root)
 	}
 	k := kids(t, r.st, id)
-	if len(k) != 1 || k[0].State != store.Completed || k[0].Report != "painted blue" || k[0].Turns != 2 {
+	if len(k) != 1 || k[0].State != instance.Completed || k[0].Report != "painted blue" || k[0].Turns != 2 {
 		t.Fatalf("child %+v", k)
 	}
 	msgs, _ := r.st.Transcript(ctx, k[0].ID)
@@ -152,7 +153,7 @@ func TestSendSteersARunningChild(t *testing.T) {
 	waitTurn(t, r.st, id, 6) // the send's result is recorded; the child still waits at the gate
 	close(g.open)
 	in := r.wait(id)
-	if in.State != store.Completed || !strings.Contains(in.Report, "steered to green") {
+	if in.State != instance.Completed || !strings.Contains(in.Report, "steered to green") {
 		t.Fatalf("root %+v", in)
 	}
 }
@@ -192,11 +193,11 @@ func TestCancelCascadesThreeLevels(t *testing.T) {
 	r := newRigWith(t, &rig{scenario: cascadeScenario, tools: []tool.Tool{g}, catalog: cat})
 	ctx := context.Background()
 	id := r.start(durable.Spec{System: "root", MaxDepth: 3})
-	var d3 *store.Instance
+	var d3 *instance.Record
 	waitUntil(t, r.st.EventsWritten, "the instance at depth 3 at its gate", func() bool {
 		all, _ := r.st.ListInstances(ctx, store.Filter{Root: id})
 		for _, in := range all {
-			if in.Depth == 3 && in.State == store.Running {
+			if in.Depth == 3 && in.State == instance.Running {
 				if m, _ := r.st.Transcript(ctx, in.ID); len(m) >= 2 {
 					d3 = in
 					return true
@@ -208,7 +209,7 @@ func TestCancelCascadesThreeLevels(t *testing.T) {
 	if err := r.ctl.Cancel(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if in := r.wait(id); in.State != store.Cancelled {
+	if in := r.wait(id); in.State != instance.Cancelled {
 		t.Fatalf("root %+v", in)
 	}
 	all, _ := r.st.ListInstances(ctx, store.Filter{Root: id})
@@ -217,7 +218,7 @@ func TestCancelCascadesThreeLevels(t *testing.T) {
 	}
 	want := map[int]string{0: "root partial", 1: "d1 partial", 2: "d2 partial", 3: "d3 partial"}
 	for _, in := range all {
-		if in.State != store.Cancelled || !in.Incomplete || in.Report != want[in.Depth] {
+		if in.State != instance.Cancelled || !in.Incomplete || in.Report != want[in.Depth] {
 			t.Errorf("depth %d: %s, incomplete %v, report %q", in.Depth, in.State, in.Incomplete, in.Report)
 		}
 		if in.Depth < 3 {
@@ -348,7 +349,7 @@ func TestCapsAreNeverExceeded(t *testing.T) {
 			for range 6 - c.want {
 				<-p.entered
 			}
-			if in := r.wait(id); in.State != store.Completed || len(kids(t, r.st, id)) != 6 {
+			if in := r.wait(id); in.State != instance.Completed || len(kids(t, r.st, id)) != 6 {
 				t.Fatalf("root %+v", in)
 			}
 			if p.max != c.want {
@@ -383,10 +384,10 @@ func TestBackgroundChildAsksThroughWait(t *testing.T) {
 	r := newRig(t, backgroundAskScenario, nil)
 	id := r.start(durable.Spec{System: "root"})
 	in := r.wait(id)
-	if in.State != store.Completed || !strings.Contains(in.Report, "cut to large") || in.Turns != 5 {
+	if in.State != instance.Completed || !strings.Contains(in.Report, "cut to large") || in.Turns != 5 {
 		t.Fatalf("root %s %q after %d turns\n%s", in.State, in.Report, in.Turns, transcriptText(t, r.st, id))
 	}
-	if k := kids(t, r.st, id); len(k) != 1 || k[0].State != store.Completed || k[0].Turns != 2 {
+	if k := kids(t, r.st, id); len(k) != 1 || k[0].State != instance.Completed || k[0].Turns != 2 {
 		t.Fatalf("child %+v", k)
 	}
 }
@@ -421,7 +422,7 @@ func TestBackgroundRelayArrivesAtTheNextTurn(t *testing.T) {
 	})
 	close(g.open)
 	in := r.wait(id)
-	if in.State != store.Completed || in.Report != "read it at my next turn" {
+	if in.State != instance.Completed || in.Report != "read it at my next turn" {
 		t.Fatalf("root %+v", in)
 	}
 	noMailLeft(t, r.st, id)
@@ -456,7 +457,7 @@ func TestMaxParallelHoldsForResumedChildren(t *testing.T) {
 	id := r.start(durable.Spec{System: "root", MaxParallel: 1})
 	waitUntil(t, r.st.EventsWritten, "both children asking", func() bool {
 		k := kids(t, r.st, id)
-		return len(k) == 2 && k[0].State == store.Asking && k[1].State == store.Asking
+		return len(k) == 2 && k[0].State == instance.Asking && k[1].State == instance.Asking
 	})
 	queued.clear() // the second spawn waited for the first: not this test's wait
 	for _, k := range kids(t, r.st, id) {
@@ -476,11 +477,11 @@ func TestMaxParallelHoldsForResumedChildren(t *testing.T) {
 	close(p.release)
 	<-p.entered
 	close(g.open)
-	if in := r.wait(id); in.State != store.Completed {
+	if in := r.wait(id); in.State != instance.Completed {
 		t.Fatalf("root %+v", in)
 	}
 	for _, k := range kids(t, r.st, id) {
-		if k.State != store.Completed || k.Report != "went" {
+		if k.State != instance.Completed || k.Report != "went" {
 			t.Errorf("child %+v", k)
 		}
 	}
@@ -513,7 +514,7 @@ func TestUnwaitedQuestionReachesTheParent(t *testing.T) {
 	r := newRig(t, unwaitedAskScenario, nil)
 	id := r.start(durable.Spec{System: "root"})
 	in := r.wait(id)
-	if in.State != store.Completed || !strings.Contains(in.Report, "cut to small") {
+	if in.State != instance.Completed || !strings.Contains(in.Report, "cut to small") {
 		t.Fatalf("root %s %q\n%s", in.State, in.Report, transcriptText(t, r.st, id))
 	}
 	noMailLeft(t, r.st, id)
@@ -535,10 +536,10 @@ func TestIgnoredQuestionIsCancelledWithItsTree(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, ignoredAskScenario, nil)
 	id := r.start(durable.Spec{System: "root"})
-	if in := r.wait(id); in.State != store.Completed {
+	if in := r.wait(id); in.State != instance.Completed {
 		t.Fatalf("root %+v", in)
 	}
-	if k := kids(t, r.st, id); len(k) != 1 || k[0].State != store.Cancelled {
+	if k := kids(t, r.st, id); len(k) != 1 || k[0].State != instance.Cancelled {
 		t.Fatalf("child %+v", k[0])
 	}
 	if !strings.Contains(transcriptText(t, r.st, id), "asks: Which size?") {
@@ -583,11 +584,11 @@ func TestCancelWhileWaitingForAPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(g.open)
-	if in := r.wait(id); in.State != store.Completed {
+	if in := r.wait(id); in.State != instance.Completed {
 		t.Fatalf("root %s %q", in.State, in.Report)
 	}
 	in, _ := r.st.GetInstance(ctx, waiting)
-	if in.State != store.Cancelled || in.Turns != 0 || in.Usage.Total() != 0 {
+	if in.State != instance.Cancelled || in.Turns != 0 || in.Usage.Total() != 0 {
 		t.Fatalf("the cancelled child ran: %+v", in)
 	}
 }
@@ -617,7 +618,7 @@ func TestFanOutUnderTheEngine(t *testing.T) {
 	r := newRig(t, durableFanOutScenario, nil)
 	id := r.start(durable.Spec{System: "root"})
 	in := r.wait(id)
-	if in.State != store.Completed || !strings.Contains(in.Report, "## sum\nsummed:") || strings.Count(in.Report, "counted") < 3 {
+	if in.State != instance.Completed || !strings.Contains(in.Report, "## sum\nsummed:") || strings.Count(in.Report, "counted") < 3 {
 		t.Fatalf("root %s %q", in.State, in.Report)
 	}
 	k := kids(t, r.st, id)
@@ -625,7 +626,7 @@ func TestFanOutUnderTheEngine(t *testing.T) {
 		t.Fatalf("%d children", len(k))
 	}
 	for _, c := range k {
-		if c.State != store.Completed || c.WorkflowID != "deputy-"+c.ID {
+		if c.State != instance.Completed || c.WorkflowID != "deputy-"+c.ID {
 			t.Errorf("child %+v", c)
 		}
 	}
@@ -657,11 +658,11 @@ func TestChildWhoseStepFailsEndsFailed(t *testing.T) {
 			r := newRigWith(t, &rig{scenario: sc, fail: "error:child:start"})
 			id := r.start(durable.Spec{System: "root"})
 			in := r.wait(id)
-			if in.State != store.Completed {
+			if in.State != instance.Completed {
 				t.Fatalf("root %+v", in)
 			}
 			k := kids(t, r.st, id)
-			if len(k) != 1 || k[0].State != store.Failed || !strings.Contains(k[0].Error, "failpoint") {
+			if len(k) != 1 || k[0].State != instance.Failed || !strings.Contains(k[0].Error, "failpoint") {
 				t.Fatalf("child %+v", k)
 			}
 			runs, err := r.st.Runs(context.Background(), k[0].ID)
@@ -706,10 +707,10 @@ func TestChildEndRecordedWhenTheRecorderFailed(t *testing.T) {
 	id := r.start(durable.Spec{System: "root"})
 	in := r.wait(id)
 	k := kids(t, r.st, id)
-	if len(k) != 1 || k[0].State != store.Completed || k[0].Report != "child report" {
+	if len(k) != 1 || k[0].State != instance.Completed || k[0].Report != "child report" {
 		t.Fatalf("child %+v", k)
 	}
-	if in.State != store.Failed || !strings.Contains(in.Error, "recording the run failed") ||
+	if in.State != instance.Failed || !strings.Contains(in.Error, "recording the run failed") ||
 		!strings.Contains(in.Error, "failpoint") {
 		t.Fatalf("root %+v", in)
 	}
@@ -746,11 +747,11 @@ func TestChildUnderADamagedRootSpecEndsFailed(t *testing.T) {
 	}
 	close(g.open)
 	in := r.wait(id)
-	if in.State != store.Completed || !strings.Contains(in.Report, "its spec does not decode") {
+	if in.State != instance.Completed || !strings.Contains(in.Report, "its spec does not decode") {
 		t.Fatalf("root %s %q", in.State, in.Report)
 	}
 	k := kids(t, r.st, id)
-	if len(k) != 1 || k[0].State != store.Failed || !strings.Contains(k[0].Error, "its spec does not decode") {
+	if len(k) != 1 || k[0].State != instance.Failed || !strings.Contains(k[0].Error, "its spec does not decode") {
 		t.Fatalf("child %+v", k)
 	}
 	noMailLeft(t, r.st, id)

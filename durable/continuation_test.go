@@ -7,6 +7,7 @@ import (
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
@@ -27,7 +28,7 @@ func TestContinuation(t *testing.T) {
 		{ID: 4, Kind: MailNote, Sender: Operator, Body: "hurry"},
 		{ID: 5, Kind: "relay", Body: "not for a new run"},
 	}
-	root, child := &store.Instance{ID: "r"}, &store.Instance{ID: "c", Parent: "r"}
+	root, child := &instance.Record{ID: "r"}, &instance.Record{ID: "c", Parent: "r"}
 
 	m, ids := continuation(root, asked, mail)
 	if len(ids) != 4 || m == nil || len(m.Content) != 3 || m.Content[0].Text != "file text" ||

@@ -10,6 +10,7 @@ import (
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
@@ -52,20 +53,20 @@ type Control struct {
 // Pause stops an instance: a running one at its next turn boundary, an
 // asking one at once (its answer will wait for the resume).
 func (c Control) Pause(ctx context.Context, id string) error {
-	in, err := c.instance(ctx, id, "paused", func(s store.State) bool { return s == store.Running || s == store.Asking })
+	in, err := c.instance(ctx, id, "paused", func(s instance.State) bool { return s == instance.Running || s == instance.Asking })
 	if err != nil {
 		return err
 	}
-	if in.State == store.Running {
+	if in.State == instance.Running {
 		_, err = c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: Operator, Kind: MailPause})
 		return err
 	}
-	return c.Store.Transition(ctx, id, store.Paused, "paused while asking")
+	return c.Store.Transition(ctx, id, instance.Paused, "paused while asking")
 }
 
 // Resume starts the next run of a paused instance.
 func (c Control) Resume(ctx context.Context, id string) error {
-	in, err := c.instance(ctx, id, "resumed", func(s store.State) bool { return s == store.Paused })
+	in, err := c.instance(ctx, id, "resumed", func(s instance.State) bool { return s == instance.Paused })
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func (c Control) Resume(ctx context.Context, id string) error {
 
 // instance reads instance id for a control its state must allow (ok),
 // refused as what otherwise.
-func (c Control) instance(ctx context.Context, id, what string, ok func(store.State) bool) (*store.Instance, error) {
+func (c Control) instance(ctx context.Context, id, what string, ok func(instance.State) bool) (*instance.Record, error) {
 	in, err := c.Store.GetInstance(ctx, id)
 	if err == nil && !ok(in.State) {
 		err = refused(in, what)
@@ -85,8 +86,8 @@ func (c Control) instance(ctx context.Context, id, what string, ok func(store.St
 // restart moves a waiting instance to running at once (so nobody sees it
 // waiting once it is answered or resumed) and starts its next run; if the
 // run cannot start, it waits as before.
-func (c Control) restart(ctx context.Context, in *store.Instance, why string) error {
-	if err := c.Store.Transition(ctx, in.ID, store.Running, why); err != nil {
+func (c Control) restart(ctx context.Context, in *instance.Record, why string) error {
+	if err := c.Store.Transition(ctx, in.ID, instance.Running, why); err != nil {
 		return err
 	}
 	if err := c.nextRun(ctx, in); err != nil {
@@ -103,7 +104,7 @@ func (c Control) restart(ctx context.Context, in *store.Instance, why string) er
 // at its next turn boundary (at once when Engine runs it), with its partial
 // answer; any other active one now, its active descendants with it.
 func (c Control) Cancel(ctx context.Context, id string) error {
-	in, err := c.instance(ctx, id, "cancelled", store.State.Active)
+	in, err := c.instance(ctx, id, "cancelled", instance.State.Active)
 	if err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func (c Control) Cancel(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	slices.SortStableFunc(tree, func(a, b *store.Instance) int { return b.Depth - a.Depth })
+	slices.SortStableFunc(tree, func(a, b *instance.Record) int { return b.Depth - a.Depth })
 	for _, t := range tree {
 		if err := c.cancelOne(ctx, t); err != nil {
 			return err
@@ -136,9 +137,9 @@ func (c Control) Cancel(ctx context.Context, id string) error {
 // cancelOne cancels one instance told already (its cancel mail is
 // posted): a running one through its mailbox and, when this engine runs
 // it, its context; any other active one now.
-func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
+func (c Control) cancelOne(ctx context.Context, in *instance.Record) error {
 	for range 3 {
-		if in.State == store.Running {
+		if in.State == instance.Running {
 			// Its run stops at its next turn boundary on the mail (at once
 			// when this engine runs it), unless it stopped to wait just
 			// before the mail landed.
@@ -146,13 +147,13 @@ func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
 				c.Engine.cancelRun(in.ID)
 			}
 			now, err := c.Store.GetInstance(ctx, in.ID)
-			if err != nil || now.State == store.Running || now.State.Terminal() {
+			if err != nil || now.State == instance.Running || now.State.Terminal() {
 				return err
 			}
 			in = now
 		}
 		err := cancelNow(ctx, c.Store, in, "cancelled by request while "+string(in.State))
-		if te := (*store.TransitionError)(nil); !errors.As(err, &te) {
+		if te := (*instance.TransitionError)(nil); !errors.As(err, &te) {
 			return err
 		}
 		// It moved meanwhile: a run started it (created, answered or
@@ -170,11 +171,11 @@ func (c Control) cancelOne(ctx context.Context, in *store.Instance) error {
 // cancelNow ends an instance that no run carries as cancelled, keeping
 // what it recorded, and tells its parent through its mailbox (nothing
 // runs it to relay its end).
-func cancelNow(ctx context.Context, st *store.Store, in *store.Instance, why string) error {
-	err := st.Finish(ctx, in.ID, store.Result{State: store.Cancelled, From: in.State, StopReason: string(loop.StopCancelled),
+func cancelNow(ctx context.Context, st *store.Store, in *instance.Record, why string) error {
+	err := st.Finish(ctx, in.ID, store.Result{State: instance.Cancelled, From: in.State, StopReason: string(loop.StopCancelled),
 		Incomplete: true, Report: in.Report, Error: why, Usage: in.Usage, Cost: in.Cost, Turns: in.Turns,
 		ToolCalls: in.ToolCalls})
-	if err != nil && !errors.Is(err, store.ErrTerminal) {
+	if err != nil && !errors.Is(err, instance.ErrTerminal) {
 		return err
 	}
 	if in.Parent == "" {
@@ -186,7 +187,7 @@ func cancelNow(ctx context.Context, st *store.Store, in *store.Instance, why str
 	if err != nil {
 		return err
 	}
-	if ended.State != store.Cancelled {
+	if ended.State != instance.Cancelled {
 		return nil // it ended otherwise; its run relays that
 	}
 	return relayAndEndRun(ctx, st, in.ID, in.Parent, recordedEnd(ended).Relay, false, 0)
@@ -194,12 +195,12 @@ func cancelNow(ctx context.Context, st *store.Store, in *store.Instance, why str
 
 // subtree is id and those below it in tree; the line up from one stops
 // at an instance tree does not hold.
-func subtree(tree []*store.Instance, id string) []*store.Instance {
+func subtree(tree []*instance.Record, id string) []*instance.Record {
 	parent := map[string]string{}
 	for _, t := range tree {
 		parent[t.ID] = t.Parent
 	}
-	var out []*store.Instance
+	var out []*instance.Record
 	for _, t := range tree {
 		for at, ok := t.ID, true; ok; at, ok = parent[at] {
 			if at == id {
@@ -223,7 +224,7 @@ func (c Control) send(ctx context.Context, id, from, text, key string) error {
 	if text == "" {
 		return errors.New("the message is empty")
 	}
-	if _, err := c.instance(ctx, id, "sent a message", store.State.Active); err != nil {
+	if _, err := c.instance(ctx, id, "sent a message", instance.State.Active); err != nil {
 		return err
 	}
 	_, err := c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: from, Kind: MailNote, Body: text, Key: key})
@@ -250,7 +251,7 @@ func (c Control) answerAs(ctx context.Context, id, sender, text string) error {
 	if err != nil {
 		return err
 	}
-	if q == nil || (in.State != store.Asking && in.State != store.Paused) {
+	if q == nil || (in.State != instance.Asking && in.State != instance.Paused) {
 		return refused(in, "answered (it has no open question)")
 	}
 	if _, err := c.Store.Post(ctx, store.Mail{InstanceID: id, Sender: sender, Kind: MailAnswer, Body: text,
@@ -264,7 +265,7 @@ func (c Control) answerAs(ctx context.Context, id, sender, text string) error {
 	if err := consumeFrom(ctx, c.Store, id); err != nil {
 		return err
 	}
-	if in.State == store.Paused {
+	if in.State == instance.Paused {
 		return nil
 	}
 	return c.restart(ctx, in, "answered")
@@ -298,15 +299,15 @@ func openQuestion(ctx context.Context, st *store.Store, id string) (*store.Mail,
 }
 
 // refused is the error for a control the instance's state does not allow;
-// it wraps store.ErrIllegalTransition.
-func refused(in *store.Instance, what string) error {
-	return fmt.Errorf("%w: instance %s is %s, so it cannot be %s", store.ErrIllegalTransition, in.ID, in.State, what)
+// it wraps instance.ErrIllegalTransition.
+func refused(in *instance.Record, what string) error {
+	return fmt.Errorf("%w: instance %s is %s, so it cannot be %s", instance.ErrIllegalTransition, in.ID, in.State, what)
 }
 
 // nextRun starts (Engine) or queues the instance's next run. Its workflow
 // id is numbered after the runs recorded, so two resumes racing name the
 // same workflow and DBOS starts it once.
-func (c Control) nextRun(ctx context.Context, in *store.Instance) error {
+func (c Control) nextRun(ctx context.Context, in *instance.Record) error {
 	id := in.ID
 	runs, err := c.Store.Runs(ctx, id)
 	if err != nil {
@@ -427,7 +428,7 @@ func noteText(m store.Mail) string {
 // transcript that ends with a user message gets only the notes, as a
 // message of their own. It returns the mail the message delivers. A
 // child's answer from the operator (deputy answer --as-parent) says so.
-func continuation(in *store.Instance, msgs []llm.Message, mail []store.Mail) (*llm.Message, []int64) {
+func continuation(in *instance.Record, msgs []llm.Message, mail []store.Mail) (*llm.Message, []int64) {
 	var pending *llm.Message
 	var answer *store.Mail
 	var notes []llm.Block

@@ -14,6 +14,7 @@ import (
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/store"
@@ -92,7 +93,7 @@ func (r *rig) start(spec durable.Spec) string {
 	return id
 }
 
-func (r *rig) wait(id string) *store.Instance {
+func (r *rig) wait(id string) *instance.Record {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -137,7 +138,7 @@ func TestAskAnswerRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	id := r.start(durable.Spec{System: "root"})
 	in := r.wait(id)
-	if in.State != store.Asking || in.Turns != 1 {
+	if in.State != instance.Asking || in.Turns != 1 {
 		t.Fatalf("after asking: %+v", in)
 	}
 	q, err := r.ctl.Question(ctx, id)
@@ -151,7 +152,7 @@ func TestAskAnswerRoundTrip(t *testing.T) {
 		t.Fatalf("transcript while asking: %d messages, want the task and the question's turn", len(msgs))
 	}
 	// Refused while asking: a resume (it is not paused).
-	if err := r.ctl.Resume(ctx, id); !errors.Is(err, store.ErrIllegalTransition) {
+	if err := r.ctl.Resume(ctx, id); !errors.Is(err, instance.ErrIllegalTransition) {
 		t.Fatalf("resume while asking: %v", err)
 	}
 
@@ -159,7 +160,7 @@ func TestAskAnswerRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	in = r.wait(id)
-	if in.State != store.Completed || in.Report != "using b.txt" || in.Turns != 2 {
+	if in.State != instance.Completed || in.Report != "using b.txt" || in.Turns != 2 {
 		t.Fatalf("after the answer: %+v", in)
 	}
 	msgs, _ := r.st.Transcript(ctx, id)
@@ -184,14 +185,14 @@ func TestAskAnswerRoundTrip(t *testing.T) {
 		"cancel a completed instance": r.ctl.Cancel(ctx, id),
 		"send to a completed one":     r.ctl.Send(ctx, id, durable.Operator, "hi"),
 	} {
-		if !errors.Is(err, store.ErrIllegalTransition) {
+		if !errors.Is(err, instance.ErrIllegalTransition) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	if err := r.ctl.Pause(ctx, "i-nosuch"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("pause an unknown id: %v", err)
 	}
-	if after, _ := r.st.GetInstance(ctx, id); after.State != store.Completed || after.Report != in.Report {
+	if after, _ := r.st.GetInstance(ctx, id); after.State != instance.Completed || after.Report != in.Report {
 		t.Errorf("refused controls changed the instance: %+v", after)
 	}
 }
@@ -216,7 +217,7 @@ func TestPauseResumeAcrossRestartWithNote(t *testing.T) {
 	r := newRig(t, gateScenario, nil, g)
 	ctx := context.Background()
 	id := r.start(durable.Spec{System: "root"})
-	waitState(t, r.st, id, store.Running)
+	waitState(t, r.st, id, instance.Running)
 	if err := r.ctl.Send(ctx, id, durable.Operator, "look at b.txt"); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func TestPauseResumeAcrossRestartWithNote(t *testing.T) {
 	}
 	close(g.open)
 	in := r.wait(id)
-	if in.State != store.Paused || in.Turns != 1 {
+	if in.State != instance.Paused || in.Turns != 1 {
 		t.Fatalf("after the pause: %+v", in)
 	}
 	if msgs, _ := r.st.Transcript(ctx, id); len(msgs) != 2 {
@@ -233,14 +234,14 @@ func TestPauseResumeAcrossRestartWithNote(t *testing.T) {
 	}
 
 	r.reopen() // a new process
-	if err := r.ctl.Pause(ctx, id); !errors.Is(err, store.ErrIllegalTransition) {
+	if err := r.ctl.Pause(ctx, id); !errors.Is(err, instance.ErrIllegalTransition) {
 		t.Fatalf("pause a paused instance: %v", err)
 	}
 	if err := r.ctl.Resume(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	in = r.wait(id)
-	if in.State != store.Completed || in.Report != "heard the note" || in.Turns != 2 {
+	if in.State != instance.Completed || in.Report != "heard the note" || in.Turns != 2 {
 		t.Fatalf("after the resume: %+v", in)
 	}
 	msgs, _ := r.st.Transcript(ctx, id)
@@ -259,13 +260,13 @@ func TestCancelRunningAndPaused(t *testing.T) {
 	r := newRig(t, gateScenario, nil, g)
 	ctx := context.Background()
 	id := r.start(durable.Spec{System: "root"})
-	waitState(t, r.st, id, store.Running)
+	waitState(t, r.st, id, instance.Running)
 	waitTurn(t, r.st, id, 2) // the gate call is running
 	if err := r.ctl.Cancel(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	in := r.wait(id)
-	if in.State != store.Cancelled || in.Report != "Waiting at the gate." || !in.Incomplete {
+	if in.State != instance.Cancelled || in.Report != "Waiting at the gate." || !in.Incomplete {
 		t.Fatalf("cancelled while running: %+v", in)
 	}
 
@@ -278,22 +279,22 @@ func TestCancelRunningAndPaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(g2.open)
-	if in := r2.wait(id2); in.State != store.Paused {
+	if in := r2.wait(id2); in.State != instance.Paused {
 		t.Fatalf("not paused: %+v", in)
 	}
 	if err := r2.ctl.Cancel(ctx, id2); err != nil {
 		t.Fatal(err)
 	}
-	if in, _ := r2.st.GetInstance(ctx, id2); in.State != store.Cancelled || in.Turns != 1 {
+	if in, _ := r2.st.GetInstance(ctx, id2); in.State != instance.Cancelled || in.Turns != 1 {
 		t.Fatalf("cancelled while paused: %+v", in)
 	}
-	if err := r2.ctl.Resume(ctx, id2); !errors.Is(err, store.ErrIllegalTransition) {
+	if err := r2.ctl.Resume(ctx, id2); !errors.Is(err, instance.ErrIllegalTransition) {
 		t.Fatalf("resume a cancelled instance: %v", err)
 	}
 }
 
 // waitState waits until id is in state s.
-func waitState(t *testing.T, st *store.Store, id string, s store.State) {
+func waitState(t *testing.T, st *store.Store, id string, s instance.State) {
 	t.Helper()
 	waitUntil(t, st.EventsWritten, "instance "+id+" "+string(s), func() bool {
 		in, err := st.GetInstance(context.Background(), id)
@@ -396,7 +397,7 @@ func TestWallTimeStopsWhileAsking(t *testing.T) {
 	r := newRig(t, clockScenario, clk, tick{clk})
 	ctx := context.Background()
 	id := r.start(durable.Spec{System: "root", WallTime: 10 * time.Second})
-	if in := r.wait(id); in.State != store.Asking {
+	if in := r.wait(id); in.State != instance.Asking {
 		t.Fatalf("first run: %+v", in)
 	}
 	clk.Advance(time.Hour)
@@ -404,7 +405,7 @@ func TestWallTimeStopsWhileAsking(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := r.wait(id)
-	if in.State != store.TimedOut || in.StopReason != "wall_time" || in.Turns != 2 {
+	if in.State != instance.TimedOut || in.StopReason != "wall_time" || in.Turns != 2 {
 		t.Fatalf("second run: %+v", in)
 	}
 }
@@ -416,7 +417,7 @@ func TestTreeBudgetSpansRuns(t *testing.T) {
 	r := newRig(t, askScenario, nil)
 	ctx := context.Background()
 	id := r.start(durable.Spec{System: "root", Budget: agent.TreeBudget{Tokens: 1}})
-	if in := r.wait(id); in.State != store.Asking || in.Usage.Total() <= 1 {
+	if in := r.wait(id); in.State != instance.Asking || in.Usage.Total() <= 1 {
 		t.Fatalf("first run: %+v", in)
 	}
 	if err := r.ctl.Answer(ctx, id, "b.txt"); err != nil {

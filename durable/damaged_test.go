@@ -2,7 +2,6 @@ package durable
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/store"
 )
 
@@ -25,13 +25,12 @@ func TestDamagedArtifactsAreSaidInTheRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for _, in := range []*store.Instance{{ID: "i-root", Type: "root", Task: "t"}, {ID: "i-kid", Parent: "i-root", Type: "general-purpose", Task: "t"}} {
+	for _, in := range []*instance.Record{{ID: "i-root", Type: "root", Task: "t"}, {ID: "i-kid", Parent: "i-root", Type: "general-purpose", Task: "t"}} {
 		if err := st.CreateInstance(ctx, in); err != nil {
 			t.Fatal(err)
 		}
 	}
-	arts, _ := json.Marshal([]string{"a.go"})
-	if err := st.Finish(ctx, "i-kid", store.Result{State: store.Completed, Report: "wrote a.go", Artifacts: arts}); err != nil {
+	if err := st.Finish(ctx, "i-kid", store.Result{State: instance.Completed, Report: "wrote a.go", Artifacts: []string{"a.go"}}); err != nil {
 		t.Fatal(err)
 	}
 	e := &Engine{st: st}
@@ -47,7 +46,7 @@ func TestDamagedArtifactsAreSaidInTheRelay(t *testing.T) {
 		}
 		return s.Relay
 	}
-	if r := relay(); !strings.Contains(r, "artifacts: a.go") || strings.Contains(r, "could not be read") {
+	if r := relay(); !strings.Contains(r, "artifacts: a.go") || strings.Contains(r, "damaged") {
 		t.Fatalf("the sound record's relay: %s", r)
 	}
 	// Valid JSON (the store checks that much as it writes), not a list.
@@ -56,7 +55,7 @@ func TestDamagedArtifactsAreSaidInTheRelay(t *testing.T) {
 	}
 	r := relay()
 	if strings.Contains(r, "artifacts:") || !strings.Contains(r, "wrote a.go") ||
-		!strings.Contains(r, "files this subagent wrote could not be read") {
+		!strings.Contains(r, "record is damaged: its artifacts (the files it wrote) could not be read") {
 		t.Fatalf("the damaged record's relay: %s", r)
 	}
 }

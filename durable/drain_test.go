@@ -11,6 +11,7 @@ import (
 
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/store"
@@ -84,7 +85,7 @@ func openDrainEngine(t *testing.T, path string, drainClock clock.Clock, h held) 
 // resumeAfterDrain opens a second engine on path (DBOS closed the first's
 // handle at its shutdown), which recovers the run, and returns the run's
 // end and its transcript as text.
-func resumeAfterDrain(t *testing.T, ctx context.Context, path, id string, h held) (*store.Instance, string) {
+func resumeAfterDrain(t *testing.T, ctx context.Context, path, id string, h held) (*instance.Record, string) {
 	t.Helper()
 	e, st, _ := openDrainEngine(t, path, nil, h)
 	in, err := e.Wait(ctx, id)
@@ -140,7 +141,7 @@ func TestDrainAloneOnSQLite(t *testing.T) {
 		t.Fatalf("%d model calls started after the drain began", n)
 	}
 	in, transcript := resumeAfterDrain(t, ctx, path, id, h)
-	if in.State != store.Completed || in.Report != "after: slow done" || runs.Load() != 1 {
+	if in.State != instance.Completed || in.Report != "after: slow done" || runs.Load() != 1 {
 		t.Fatalf("after the drain: %s %q, the call ran %d times", in.State, in.Report, runs.Load())
 	}
 	if strings.Contains(transcript, "interrupted") {
@@ -184,7 +185,7 @@ func TestDrainBoundCutsOff(t *testing.T) {
 				t.Fatal("the drain reports every step finished")
 			}
 			in, transcript := resumeAfterDrain(t, ctx, path, id, h)
-			if in.State != store.Completed || !strings.HasPrefix(in.Report, "after: "+durable.Interrupted[:20]) || runs.Load() != 1 {
+			if in.State != instance.Completed || !strings.HasPrefix(in.Report, "after: "+durable.Interrupted[:20]) || runs.Load() != 1 {
 				t.Fatalf("after the cut: %s %q, the call ran %d times", in.State, in.Report, runs.Load())
 			}
 			if !strings.Contains(transcript, "interrupted") {

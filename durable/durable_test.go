@@ -14,6 +14,7 @@ import (
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
@@ -96,7 +97,7 @@ func TestRunIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.State != store.Completed || !strings.HasPrefix(in.Report, "done: subagent ") || in.Turns != 3 || runs.Load() != 1 {
+	if in.State != instance.Completed || !strings.HasPrefix(in.Report, "done: subagent ") || in.Turns != 3 || runs.Load() != 1 {
 		t.Fatalf("instance %+v, count ran %d times", in, runs.Load())
 	}
 	msgs, err := st.Transcript(ctx, id)
@@ -104,7 +105,7 @@ func TestRunIsRecorded(t *testing.T) {
 		t.Fatalf("transcript: %d messages, %v", len(msgs), err)
 	}
 	kids, err := st.ListInstances(ctx, store.Filter{Parent: id})
-	if err != nil || len(kids) != 1 || kids[0].State != store.Completed || kids[0].Type != "explorer" {
+	if err != nil || len(kids) != 1 || kids[0].State != instance.Completed || kids[0].Type != "explorer" {
 		t.Fatalf("children %+v %v", kids, err)
 	}
 	kt, _ := st.Transcript(ctx, kids[0].ID)
@@ -185,7 +186,7 @@ rules:
 		t.Fatal(err)
 	}
 	in, err := e.Wait(ctx, id)
-	if err != nil || in.State != store.Completed || !strings.Contains(in.Report, "newbie here") {
+	if err != nil || in.State != instance.Completed || !strings.Contains(in.Report, "newbie here") {
 		t.Fatalf("run: %+v %v", in, err)
 	}
 }
@@ -235,7 +236,7 @@ rules:
 		t.Fatal(err)
 	}
 	in, err := e.Wait(ctx, id)
-	if err != nil || in.State != store.Completed {
+	if err != nil || in.State != instance.Completed {
 		t.Fatalf("%+v %v", in, err)
 	}
 	cs, err := st.Compactions(ctx, id)
@@ -259,7 +260,7 @@ func TestAdoptStartsARootLeftCreated(t *testing.T) {
 	e, st := open(t, filepath.Join(t.TempDir(), "deputy.db"), &runs)
 	// What a process that died between recording and starting leaves.
 	spec, _ := json.Marshal(durable.Spec{System: "root", Model: "fake", Workspace: t.TempDir()})
-	if err := st.CreateInstance(ctx, &store.Instance{ID: "i-orphan", Type: "root", Definition: spec, Task: "do it", Model: "fake"}); err != nil {
+	if err := st.CreateInstance(ctx, &instance.Record{ID: "i-orphan", Type: "root", Definition: spec, Task: "do it", Model: "fake"}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := e.Adopt(ctx)
@@ -267,7 +268,7 @@ func TestAdoptStartsARootLeftCreated(t *testing.T) {
 		t.Fatalf("adopted %d: %v", n, err)
 	}
 	in, err := e.Wait(ctx, "i-orphan")
-	if err != nil || in.State != store.Completed {
+	if err != nil || in.State != instance.Completed {
 		t.Fatalf("%+v %v", in, err)
 	}
 	if n, err := e.Adopt(ctx); err != nil || n != 0 {

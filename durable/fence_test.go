@@ -9,7 +9,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
-	"github.com/deputy-run/deputy/store"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/tool"
 )
 
@@ -52,7 +52,7 @@ func TestFenceSurvivesAsking(t *testing.T) {
 	r := newRigWith(t, &rig{scenario: strings.ReplaceAll(foregroundAskScenario, "general-purpose", "boxed"), catalog: cat,
 		fence: func(durable.Spec) agent.Fencer { return f }})
 	in := r.wait(r.start(durable.Spec{System: "root"}))
-	if in.State != store.Completed || !strings.Contains(in.Report, "painted blue") {
+	if in.State != instance.Completed || !strings.Contains(in.Report, "painted blue") {
 		t.Fatalf("root %s %q", in.State, in.Report)
 	}
 	f.mu.Lock()

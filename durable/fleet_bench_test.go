@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/internal/benchloop"
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/llm"
@@ -217,7 +218,7 @@ func waitRoot(b *testing.B, f *fleet, st *store.Store, root string) {
 			b.Fatalf("worker %s died:\n%s", id, f.log(id))
 		}
 		in, err := st.GetInstance(ctx, root)
-		if err == nil && in.State.Terminal() && in.State != store.Completed {
+		if err == nil && in.State.Terminal() && in.State != instance.Completed {
 			b.Fatalf("root %s: %s", in.State, in.Error)
 		}
 		return err == nil && in.State.Terminal()

@@ -34,6 +34,7 @@ import (
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/store"
@@ -187,7 +188,7 @@ func diagnose(url, root string) string {
 	defer db.Close()
 	all, _ := st.ListInstances(ctx, store.Filter{Root: root})
 	for _, in := range all {
-		if in.State != store.Completed {
+		if in.State != instance.Completed {
 			fmt.Fprintf(&b, "instance %s %q: %s %s\n", in.ID, in.Task, in.State, in.Error)
 			// Its run's workflow, whatever DBOS says of it, and its steps.
 			wf := cmp.Or(in.WorkflowID, "deputy-"+in.ID)
@@ -315,7 +316,7 @@ func TestMultiWorkerTakeoverAndDrain(t *testing.T) {
 	}
 	defer st.Close()
 	completed := func() int {
-		kids, err := st.ListInstances(ctx, store.Filter{Parent: root, States: []store.State{store.Completed}})
+		kids, err := st.ListInstances(ctx, store.Filter{Parent: root, States: []instance.State{instance.Completed}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -399,7 +400,7 @@ func TestMultiWorkerTakeoverAndDrain(t *testing.T) {
 		t.Errorf("%d instances, want the root and %d children", len(all), fleetChildren)
 	}
 	for _, in := range all {
-		if in.State != store.Completed {
+		if in.State != instance.Completed {
 			t.Errorf("instance %s (%s) ended %s: %s", in.ID, in.Task, in.State, in.Error)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
@@ -124,7 +125,7 @@ func TestTakeoverInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.State != store.Completed || in.Report != "done after count 1" || runs.Load() != 1 {
+	if in.State != instance.Completed || in.Report != "done after count 1" || runs.Load() != 1 {
 		t.Fatalf("instance %+v; count ran %d times", in, runs.Load())
 	}
 	ws, err := b.st.Workers(ctx)
@@ -227,7 +228,7 @@ func TestDrainInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.State != store.Completed || in.Report != "done after count 1" || counts.Load() != 1 || slows.Load() != 1 {
+	if in.State != instance.Completed || in.Report != "done after count 1" || counts.Load() != 1 || slows.Load() != 1 {
 		t.Fatalf("instance %+v; count ran %d times, slow %d", in, counts.Load(), slows.Load())
 	}
 }

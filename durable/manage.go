@@ -12,6 +12,7 @@ import (
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
 )
@@ -280,9 +281,9 @@ func (e *Engine) childrenAtWork(ctx context.Context, id string) (bool, error) {
 // settled reports whether a child needs nothing more of its own to reach
 // its parent: it asks or is paused, or it ended and its run has too (an
 // ended run has posted its relay; before that, it is on its way).
-func (e *Engine) settled(ctx context.Context, in *store.Instance) (bool, error) {
+func (e *Engine) settled(ctx context.Context, in *instance.Record) (bool, error) {
 	switch {
-	case in.State == store.Asking || in.State == store.Paused:
+	case in.State == instance.Asking || in.State == instance.Paused:
 		return true, nil
 	case !in.State.Terminal():
 		return false, nil
@@ -302,7 +303,7 @@ func openRun(ctx context.Context, st *store.Store, id string) (int64, error) {
 }
 
 // child returns parent's child id, or an error the parent model reads.
-func (e *Engine) child(ctx context.Context, parent, id string) (*store.Instance, error) {
+func (e *Engine) child(ctx context.Context, parent, id string) (*instance.Record, error) {
 	in, err := e.st.GetInstance(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || err == nil && in.Parent != parent {
 		return nil, fmt.Errorf("no subagent %s of yours (subagent_list lists them)", id)
@@ -314,10 +315,10 @@ func (e *Engine) control() Control { return Control{Store: e.st, Engine: e} }
 
 // status is what a parent learns of a child: its question while asking,
 // its relay once ended.
-func (e *Engine) status(ctx context.Context, in *store.Instance) (agent.Status, error) {
-	s := agent.Status{ID: in.ID, Type: in.Type, State: string(in.State), Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage}
+func (e *Engine) status(ctx context.Context, in *instance.Record) (agent.Status, error) {
+	s := agent.Status{ID: in.ID, Type: in.Type, State: in.State, Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage}
 	switch {
-	case in.State == store.Asking:
+	case in.State == instance.Asking:
 		var err error
 		if s.Question, err = question(ctx, e.st, in.ID); err != nil {
 			return s, err

@@ -35,6 +35,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/store"
@@ -340,7 +341,7 @@ func TestPartitionTakeover(t *testing.T) {
 		t.Errorf("%d instances, want the root and 24 children", len(all))
 	}
 	for _, in := range all {
-		if in.State != store.Completed {
+		if in.State != instance.Completed {
 			t.Errorf("instance %s (%s) ended %s: %s", in.ID, in.Task, in.State, in.Error)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/deputy-run/deputy/durable"
-	"github.com/deputy-run/deputy/store"
+	"github.com/deputy-run/deputy/instance"
 )
 
 // ~10,000 output tokens in one answer: more than the default per-call cap.
@@ -23,7 +23,7 @@ func TestSpecMaxOutputTokens(t *testing.T) {
 		t.Errorf("default cap: %s, stop %s, %d-character report", cut.State, cut.StopReason, len(cut.Report))
 	}
 	whole := r.wait(r.start(durable.Spec{System: "root", MaxOutputTokens: 16000}))
-	if whole.State != store.Completed || whole.StopReason != "completed" || len(whole.Report) != 40000 {
+	if whole.State != instance.Completed || whole.StopReason != "completed" || len(whole.Report) != 40000 {
 		t.Errorf("cap 16000: %s, stop %s, %d-character report", whole.State, whole.StopReason, len(whole.Report))
 	}
 }

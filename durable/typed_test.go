@@ -9,6 +9,7 @@ import (
 
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool"
@@ -63,7 +64,7 @@ func TestTypedRootRunsAsItsTypeOverItsRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	in, err := r.e.Settle(ctx, id)
-	if err != nil || in.State != store.Asking || in.Type != "surveyor" {
+	if err != nil || in.State != instance.Asking || in.Type != "surveyor" {
 		t.Fatalf("%+v %v", in, err)
 	}
 	var spec durable.Spec
@@ -76,7 +77,7 @@ func TestTypedRootRunsAsItsTypeOverItsRuns(t *testing.T) {
 	if in, err = r.e.Settle(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if in.State != store.Completed || in.Report != "Short survey." {
+	if in.State != instance.Completed || in.Report != "Short survey." {
 		t.Fatalf("%s: %q", in.State, in.Report)
 	}
 	if runs.Load() != 0 {

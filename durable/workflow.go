@@ -13,6 +13,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/cost"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
@@ -122,16 +123,16 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	cost := addCost(ld.Instance.Cost, root.Cost)
 	turns, calls := ld.Instance.Turns+root.Turns, ld.Instance.ToolCalls+root.ToolCalls
 	res := store.Result{
-		State: store.State(root.State), StopReason: root.StopReason, Incomplete: root.Incomplete,
+		State: root.State, StopReason: root.StopReason, Incomplete: root.Incomplete,
 		Report: out.Report, Error: root.Error, Usage: usage, Cost: cost,
-		Turns: turns, ToolCalls: calls, Artifacts: artifacts(root.Artifacts),
+		Turns: turns, ToolCalls: calls, Artifacts: root.Artifacts,
 	}
 	if out.Result.StopReason == loop.StopSuspended {
 		state, err := e.suspend(ctx, id, stop{run: ld.Run.ID, pending: out.Result.Pending, turns: turns, calls: calls,
 			usage: usage, cost: cost})
-		if err != nil || state != string(store.Cancelled) {
+		if err != nil || state != instance.Cancelled {
 			e.changed() // those waiting for it to settle (Settle)
-			return state, err
+			return string(state), err
 		}
 		// A cancel came as it stopped to wait: it ends here.
 		res.State, res.StopReason, res.Incomplete = store.Cancelled, string(loop.StopCancelled), true
@@ -227,8 +228,8 @@ type stop struct {
 // inbox did not see, it records nothing and says "cancelled": the caller
 // ends the instance as any ended run (nobody must answer or resume it
 // first).
-func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (string, error) {
-	return runStep(e, ctx, "", "suspend", func(c context.Context) (string, error) {
+func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (instance.State, error) {
+	return runStep(e, ctx, "", "suspend", func(c context.Context) (instance.State, error) {
 		mail, err := e.st.Pending(c, id)
 		if err != nil {
 			return "", err
@@ -237,7 +238,7 @@ func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (string, error) {
 			if m.Kind == MailCancel {
 				// Ended by the caller, as any run that ends (the step's
 				// answer holds the decision on a replay).
-				return string(store.Cancelled), nil
+				return instance.Cancelled, nil
 			}
 		}
 		if s.pending != nil {
@@ -279,7 +280,7 @@ func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (string, error) {
 		if err := e.st.EndRun(c, s.run, string(to)); err != nil {
 			return "", err
 		}
-		return string(to), nil
+		return to, nil
 	})
 }
 
@@ -393,14 +394,6 @@ func (e *Engine) fail(ctx dbos.Context, id string, run int64, cause error) (stri
 	return e.finish(ctx, id, run, failedResult(in, loop.StopModelError, cause))
 }
 
-func artifacts(paths []string) json.RawMessage {
-	if len(paths) == 0 {
-		return nil
-	}
-	b, _ := json.Marshal(paths)
-	return b
-}
-
 // recorder writes what a tree's instances do into the store as it
 // happens: children as they start and end, every message of every
 // transcript, and the model-call attempts. Writes are idempotent, so the
@@ -509,7 +502,7 @@ func (r *recorder) event(ev agent.Event) {
 		// said so): its workflow stays pending and the next execution
 		// resumes it.
 		if rl, in := ev.Relay, ev.Final; rl != nil && in != nil && ev.Instance != r.root &&
-			in.State != agent.StateSuspended && in.State != StateInterrupted {
+			!in.State.Waiting() && in.State != StateInterrupted {
 			err = r.finishChild(ctx, ev.Instance, rl, in)
 		}
 	}
@@ -534,7 +527,7 @@ const StateInterrupted = "interrupted"
 // engine closes, interrupted rather than how the cut-off loop ended.
 func (r *recorder) ended(ev agent.Event) agent.Event {
 	rl, in := ev.Relay, ev.Final
-	if rl == nil || in == nil || ev.Instance == r.root || in.State == agent.StateSuspended || !r.e.closed.Load() {
+	if rl == nil || in == nil || ev.Instance == r.root || in.State.Waiting() || !r.e.closed.Load() {
 		return ev
 	}
 	relay, final := *rl, *in
@@ -602,7 +595,7 @@ func (r *recorder) with(id string, turn int, m llm.Message) store.With {
 
 // finishChild records a child's end, with the totals of all its runs:
 // what earlier runs spent is on its record already.
-func (r *recorder) finishChild(ctx context.Context, id string, rl *agent.Relay, in *agent.Instance) error {
+func (r *recorder) finishChild(ctx context.Context, id string, rl *agent.Relay, in *instance.Record) error {
 	if r.e.opts.Failpoint == "error:record-end" {
 		return fmt.Errorf("record the end of %s: %w", id, ErrFailpoint)
 	}
@@ -619,12 +612,12 @@ func (r *recorder) finishChild(ctx context.Context, id string, rl *agent.Relay, 
 
 // endResult is how a run that did in ended an instance that had done prev
 // in its earlier runs: the totals cover all its runs.
-func endResult(prev *store.Instance, in *agent.Instance, report string) store.Result {
+func endResult(prev *store.Instance, in *instance.Record, report string) store.Result {
 	usage := prev.Usage
 	usage.Add(in.Usage)
-	return store.Result{State: store.State(in.State), StopReason: in.StopReason, Incomplete: in.Incomplete,
+	return store.Result{State: in.State, StopReason: in.StopReason, Incomplete: in.Incomplete,
 		Report: report, Error: in.Error, Usage: usage, Cost: addCost(prev.Cost, in.Cost), Turns: prev.Turns + in.Turns,
-		ToolCalls: prev.ToolCalls + in.ToolCalls, Artifacts: artifacts(in.Artifacts)}
+		ToolCalls: prev.ToolCalls + in.ToolCalls, Artifacts: in.Artifacts}
 }
 
 func (r *recorder) failed() error {

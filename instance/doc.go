@@ -13,9 +13,12 @@
 //     Postgres drivers to name an instance or a state.
 //   - The JSON names are the HTTP API's (docs/api.md), which were the
 //     store's. The CLI's --json, which had names of its own ("result" for
-//     the report, "report_chars", a null "parent"), prints the same record
-//     now: a script reads `deputy show --json` and GET /api/instances/{id}
-//     alike.
+//     the report, "report_chars"), prints the same record now: a script
+//     reads `deputy show --json` and GET /api/instances/{id} alike. The
+//     CLI's promise that id, parent, type, state, usage and the report are
+//     on every object holds for both; a root's parent is "" (the CLI
+//     printed null), since a MarshalJSON to print null would be taken over
+//     by every view that embeds the record.
 //   - The definition snapshot stays in the record's JSON, since the durable
 //     engine checkpoints records as JSON and a replay needs it; View drops
 //     it for display, and both the API and the CLI print View's record.

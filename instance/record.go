@@ -12,11 +12,16 @@ import (
 // listed; the rest change as it runs.
 //
 // Its JSON is what deputy shows of an instance: the HTTP API and the CLI's
-// --json print View's, the durable engine checkpoints it whole.
+// --json print View's, the durable engine checkpoints it whole. The keys
+// id, parent, type, state, usage and report are on every object (a root's
+// parent is ""), so a script finds them on each; the others are left out
+// when empty. Record has no MarshalJSON of its own on purpose: the views
+// that embed it (a tree's nodes) would take it over and lose their own
+// fields.
 type Record struct {
 	ID string `json:"id"`
 	// Parent is the spawning instance's id, "" for a root.
-	Parent string `json:"parent,omitempty"`
+	Parent string `json:"parent"`
 	// Root is the tree's root id; a root's Root is its own ID. Left empty
 	// at creation in the store, it is filled in from the parent.
 	Root string `json:"root"`
@@ -27,7 +32,7 @@ type Record struct {
 	// the definition it runs with, as JSON, so a later edit of the
 	// definition never changes a running instance (for a root, the durable
 	// engine's spec). View leaves it out; nil in memory (agent).
-	Type       string          `json:"type,omitempty"`
+	Type       string          `json:"type"`
 	Definition json.RawMessage `json:"definition,omitempty"`
 	Task       string          `json:"task,omitempty"`
 	Mode       string          `json:"mode,omitempty"`  // agentdef.Mode: "fork", "isolated"; "" for a root
@@ -42,7 +47,7 @@ type Record struct {
 	// counters also as it runs.
 	StopReason string    `json:"stop_reason,omitempty"`
 	Incomplete bool      `json:"incomplete,omitempty"`
-	Report     string    `json:"report,omitempty"`
+	Report     string    `json:"report"`
 	Error      string    `json:"error,omitempty"`
 	Usage      llm.Usage `json:"usage"`
 	Cost       *float64  `json:"cost,omitempty"` // USD; nil: unpriced

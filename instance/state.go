@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // State is where an instance stands in its lifecycle.
@@ -55,12 +56,17 @@ func (s State) Active() bool { return s.Valid() && !s.Terminal() }
 func (s State) Waiting() bool { return s == Asking || s == Paused }
 
 // ParseState reads a state's name as a caller gives it (a query parameter,
-// a tool's argument); a name that is no state is an error listing them.
+// a tool's argument); a name that is no state is an error listing them,
+// the same words wherever a state is asked for.
 func ParseState(name string) (State, error) {
 	if s := State(name); s.Valid() {
 		return s, nil
 	}
-	return "", fmt.Errorf("state %q is not one of %v", name, States())
+	names := make([]string, 0, 8)
+	for _, s := range States() {
+		names = append(names, string(s))
+	}
+	return "", fmt.Errorf("unknown state %q (the states: %s)", name, strings.Join(names, ", "))
 }
 
 // terminal are the states an instance ends in; every active state may move

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -43,7 +44,7 @@ func TestParseState(t *testing.T) {
 	}
 	for _, bad := range []string{"", "suspended", "skipped", "Running", "running "} {
 		_, err := ParseState(bad)
-		if err == nil || !strings.Contains(err.Error(), "timed_out") {
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("unknown state %q (the states: created, running, asking, paused, completed, failed, timed_out, cancelled)", bad)) {
 			t.Errorf("ParseState(%q): %v, want an error listing the states", bad, err)
 		}
 	}

@@ -58,6 +58,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool"
@@ -395,7 +396,7 @@ func (s *server) status(ctx context.Context, _ *mcp.CallToolRequest, in idInput)
 	if err != nil {
 		return nil, nil, known(in.ID, err)
 	}
-	if now.State.Terminal() || now.State == store.Asking {
+	if now.State.Terminal() || now.State == instance.Asking {
 		return s.relay(ctx, in.ID) // the report, or the question, with the same facts
 	}
 	return text(statusLine(now), false), nil, nil
@@ -412,7 +413,7 @@ func statusLine(in *deputy.Instance) string {
 	if in.Parent != "" {
 		fmt.Fprintf(&b, "\nit is a subagent of %s", in.Parent)
 	}
-	if in.State == store.Paused {
+	if in.State == instance.Paused {
 		b.WriteString("\nit was paused: subagent_resume resumes it")
 	}
 	return b.String()
@@ -434,10 +435,11 @@ func (s *server) list(ctx context.Context, _ *mcp.CallToolRequest, in listInput)
 		if st == "" {
 			continue
 		}
-		if !store.State(st).Valid() {
-			return nil, nil, fmt.Errorf("unknown state %q (the states: %v)", st, store.States())
+		state, err := instance.ParseState(st)
+		if err != nil {
+			return nil, nil, err
 		}
-		f.States = append(f.States, store.State(st))
+		f.States = append(f.States, state)
 	}
 	all, err := s.rt.List(ctx, f) // oldest first
 	if err != nil {

@@ -2,29 +2,24 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/deputy-run/deputy"
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
 
-// instanceJSON is an instance as the API shows it: without its definition
-// snapshot (large, and the definitions endpoints show definitions), with
-// its open question when it asks.
-type instanceJSON struct {
-	*store.Instance
-	Definition json.RawMessage `json:"definition,omitempty"` // hides the snapshot
-	Question   string          `json:"question,omitempty"`
-}
-
-func (s *Server) view(r *http.Request, in *store.Instance) (instanceJSON, error) {
-	v := instanceJSON{Instance: in}
-	if in.State == store.Asking {
+// view is in as the API shows it: its record as deputy shows one
+// (instance.Record.View, which the CLI's --json prints too: without the
+// definition snapshot, which the definitions endpoints show), with its open
+// question when it asks.
+func (s *Server) view(r *http.Request, in *instance.Record) (instance.Record, error) {
+	v := in.View()
+	if in.State == instance.Asking {
 		q, err := s.rt.Question(r.Context(), in.ID)
 		if err != nil {
 			return v, err
@@ -104,12 +99,13 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v := q.Get("state"); v != "" {
-		for st := range strings.SplitSeq(v, ",") {
-			if !store.State(st).Valid() {
-				fail(w, badRequest("state %q is not one of %v", st, store.States()))
+		for name := range strings.SplitSeq(v, ",") {
+			st, err := instance.ParseState(name)
+			if err != nil {
+				fail(w, badRequest("%v", err))
 				return
 			}
-			f.States = append(f.States, store.State(st))
+			f.States = append(f.States, st)
 		}
 	}
 	limit, err := intParam(r, "limit", 100, 1000)
@@ -125,7 +121,7 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request) {
 	}
 	// Newest first: a dashboard shows the latest runs; the store lists
 	// oldest first.
-	out := make([]instanceJSON, 0, min(len(all), limit))
+	out := make([]instance.Record, 0, min(len(all), limit))
 	for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
 		if typ != "" && all[i].Type != typ {
 			continue
@@ -171,7 +167,7 @@ func (t *totals) add(u totals) {
 }
 
 type node struct {
-	instanceJSON
+	instance.Record
 	Subtree  totals  `json:"subtree"`
 	Children []*node `json:"children"`
 }
@@ -194,7 +190,7 @@ func (s *Server) getTree(w http.ResponseWriter, r *http.Request) {
 			fail(w, err)
 			return
 		}
-		nodes[in.ID] = &node{instanceJSON: v, Children: []*node{}}
+		nodes[in.ID] = &node{Record: v, Children: []*node{}}
 	}
 	for _, in := range all { // oldest first, so children stay in spawn order
 		if p := nodes[in.Parent]; p != nil {
@@ -251,8 +247,8 @@ func (s *Server) getRelay(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	if !store.State(rel.State).Terminal() {
-		writeError(w, http.StatusConflict, "conflict", "instance "+id+" is "+rel.State+": it relays when it ends")
+	if !rel.State.Terminal() {
+		writeError(w, http.StatusConflict, "conflict", "instance "+id+" is "+string(rel.State)+": it relays when it ends")
 		return
 	}
 	text, failed := rel.ToolResult()

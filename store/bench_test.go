@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/store/storetest"
@@ -27,10 +28,10 @@ func BenchmarkTurn(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			if err := s.CreateInstance(ctx, &store.Instance{ID: "bench", Type: "worker"}); err != nil {
+			if err := s.CreateInstance(ctx, &instance.Record{ID: "bench", Type: "worker"}); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.Transition(ctx, "bench", store.Running, "bench"); err != nil {
+			if err := s.Transition(ctx, "bench", instance.Running, "bench"); err != nil {
 				b.Fatal(err)
 			}
 			call := llm.Message{Role: llm.Assistant, Content: []llm.Block{llm.Text("Reading it."),
@@ -77,7 +78,7 @@ func BenchmarkEventWake(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer other.Close()
-	if err := writer.CreateInstance(ctx, &store.Instance{ID: "bench", Type: "worker"}); err != nil {
+	if err := writer.CreateInstance(ctx, &instance.Record{ID: "bench", Type: "worker"}); err != nil {
 		b.Fatal(err)
 	}
 	<-other.EventsWritten() // listening

@@ -67,26 +67,3 @@ func TestMigrationsExpand(t *testing.T) {
 		}
 	}
 }
-
-// TestStateTable: the table covers every active state, terminal states have
-// no moves, and every move leads to a valid state.
-func TestStateTable(t *testing.T) {
-	t.Parallel()
-	for _, s := range States() {
-		moves, ok := next[s]
-		if s.Terminal() == ok {
-			t.Errorf("state %s: terminal %v but has a row %v", s, s.Terminal(), ok)
-		}
-		for _, to := range moves {
-			if !to.Valid() || to == s {
-				t.Errorf("state %s moves to %q", s, to)
-			}
-		}
-		if s.Active() == s.Terminal() {
-			t.Errorf("state %s is both or neither active and terminal", s)
-		}
-	}
-	if State("nope").Valid() || State("nope").Active() || CanTransition("nope", Running) {
-		t.Error("an unknown state is valid")
-	}
-}

@@ -10,49 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 )
-
-// Instance is one agent instance, root or child: what it was asked and how
-// it stands. The fields down to Model are its identity, fixed at creation;
-// the rest the store keeps up to date.
-type Instance struct {
-	ID string `json:"id"`
-	// Parent is the spawning instance's id, "" for a root.
-	Parent string `json:"parent,omitempty"`
-	// Root is the tree's root id; a root's Root is its own ID. Left empty
-	// at creation, it is filled in from the parent.
-	Root string `json:"root"`
-	// Depth is 0 for a root and the parent's depth + 1 for a child; left 0
-	// for a child at creation, it is filled in.
-	Depth int `json:"depth"`
-	// Type is the definition's name ("explorer"); Definition the snapshot of
-	// the definition it runs with, as JSON, so a later edit of the
-	// definition never changes a running instance.
-	Type       string          `json:"type,omitempty"`
-	Definition json.RawMessage `json:"definition,omitempty"`
-	Task       string          `json:"task,omitempty"`
-	Mode       string          `json:"mode,omitempty"`
-	Model      string          `json:"model,omitempty"`
-
-	State State `json:"state"`
-	// The result, set by Finish (and the counters by UpdateProgress).
-	StopReason string          `json:"stop_reason,omitempty"`
-	Incomplete bool            `json:"incomplete,omitempty"`
-	Report     string          `json:"report,omitempty"`
-	Error      string          `json:"error,omitempty"`
-	Usage      llm.Usage       `json:"usage"`
-	Cost       *float64        `json:"cost,omitempty"` // nil: unpriced
-	Turns      int             `json:"turns"`
-	ToolCalls  int             `json:"tool_calls"`
-	Artifacts  json.RawMessage `json:"artifacts,omitempty"`
-	// WorkflowID is the durable engine's workflow carrying the current (or
-	// last) run.
-	WorkflowID string    `json:"workflow_id,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	EndedAt    time.Time `json:"ended_at,omitzero"` // zero until terminal
-}
 
 const instanceColumns = `id, parent, root, depth, type, definition, task, mode, model, state,
 	stop_reason, incomplete, report, error, usage, cost, turns, tool_calls, artifacts, workflow_id,
@@ -63,7 +23,7 @@ const instanceColumns = `id, parent, root, depth, type, definition, task, mode, 
 // identity is not an error (the runtime may repeat the write after a crash):
 // in is then filled with the stored instance. The same id with a different
 // identity is ErrConflict; a parent that does not exist is ErrNotFound.
-func (s *Store) CreateInstance(ctx context.Context, in *Instance) error {
+func (s *Store) CreateInstance(ctx context.Context, in *instance.Record) error {
 	if in.ID == "" {
 		return errors.New("create instance: empty id")
 	}
@@ -74,7 +34,7 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) error {
 		return fmt.Errorf("create instance %s: it cannot be its own parent", in.ID)
 	}
 	want := *in
-	var stored *Instance
+	var stored *instance.Record
 	err := s.tx(ctx, func(q querier) error {
 		if want.Parent == "" {
 			if want.Root != "" && want.Root != want.ID {
@@ -110,7 +70,7 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) error {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`,
 			want.ID, nullString(want.Parent), want.Root, want.Depth, want.Type, nullJSON(want.Definition),
-			want.Task, want.Mode, want.Model, string(Created), usageJSON(llm.Usage{}), now.UnixMicro(), now.UnixMicro())
+			want.Task, want.Mode, want.Model, string(instance.Created), usageJSON(llm.Usage{}), now.UnixMicro(), now.UnixMicro())
 		if err != nil {
 			return fmt.Errorf("insert: %w", err)
 		}
@@ -118,7 +78,7 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) error {
 			return fmt.Errorf("insert: %w", err)
 		} else if n == 1 {
 			_, err := q.exec(ctx, `INSERT INTO deputy_transitions (instance_id, seq, from_state, to_state, cause, at)
-				VALUES (?, 1, '', ?, 'create', ?)`, want.ID, string(Created), now.UnixMicro())
+				VALUES (?, 1, '', ?, 'create', ?)`, want.ID, string(instance.Created), now.UnixMicro())
 			if err != nil {
 				return fmt.Errorf("record creation: %w", err)
 			}
@@ -126,7 +86,7 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) error {
 			if err != nil {
 				return err
 			}
-			ev := map[string]any{"from": "", "to": Created, "cause": "create", "type": want.Type,
+			ev := map[string]any{"from": "", "to": instance.Created, "cause": "create", "type": want.Type,
 				"model": want.Model, "mode": want.Mode, "depth": want.Depth}
 			_, err = s.appendEvent(ctx, q, want.ID, EventState, ev)
 			return err
@@ -145,7 +105,7 @@ func (s *Store) CreateInstance(ctx context.Context, in *Instance) error {
 }
 
 // identityDiff names the first identity field in which a and b differ.
-func identityDiff(a, b *Instance) string {
+func identityDiff(a, b *instance.Record) string {
 	switch {
 	case a.Parent != b.Parent:
 		return "parent"
@@ -168,7 +128,7 @@ func identityDiff(a, b *Instance) string {
 }
 
 // GetInstance reads one instance; an unknown id is ErrNotFound.
-func (s *Store) GetInstance(ctx context.Context, id string) (*Instance, error) {
+func (s *Store) GetInstance(ctx context.Context, id string) (*instance.Record, error) {
 	in, err := getInstance(ctx, s.q(), id)
 	if err != nil {
 		return nil, fmt.Errorf("get instance %s: %w", id, err)
@@ -176,7 +136,7 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*Instance, error) {
 	return in, nil
 }
 
-func getInstance(ctx context.Context, q querier, id string) (*Instance, error) {
+func getInstance(ctx context.Context, q querier, id string) (*instance.Record, error) {
 	in, err := scanInstance(q.row(ctx, `SELECT `+instanceColumns+` FROM deputy_instances WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -186,16 +146,16 @@ func getInstance(ctx context.Context, q querier, id string) (*Instance, error) {
 
 // Filter selects instances for ListInstances. Zero fields select all.
 type Filter struct {
-	Root      string  // in this tree (root included)
-	Parent    string  // children of this instance
-	OnlyRoots bool    // roots only (no parent)
-	States    []State // in one of these states
-	Active    bool    // in an active (non-terminal) state
-	Limit     int     // at most this many; 0: no limit
+	Root      string           // in this tree (root included)
+	Parent    string           // children of this instance
+	OnlyRoots bool             // roots only (no parent)
+	States    []instance.State // in one of these states
+	Active    bool             // in an active (non-terminal) state
+	Limit     int              // at most this many; 0: no limit
 }
 
 // ListInstances lists the instances f selects, oldest first (ties by id).
-func (s *Store) ListInstances(ctx context.Context, f Filter) ([]*Instance, error) {
+func (s *Store) ListInstances(ctx context.Context, f Filter) ([]*instance.Record, error) {
 	var where []string
 	var args []any
 	if f.Root != "" {
@@ -207,7 +167,7 @@ func (s *Store) ListInstances(ctx context.Context, f Filter) ([]*Instance, error
 	if f.OnlyRoots {
 		where = append(where, "parent IS NULL")
 	}
-	inStates := func(states []State) {
+	inStates := func(states []instance.State) {
 		marks := make([]string, len(states))
 		for i, st := range states {
 			marks[i] = "?"
@@ -219,7 +179,7 @@ func (s *Store) ListInstances(ctx context.Context, f Filter) ([]*Instance, error
 		inStates(f.States)
 	}
 	if f.Active {
-		inStates([]State{Created, Running, Asking, Paused})
+		inStates([]instance.State{instance.Created, instance.Running, instance.Asking, instance.Paused})
 	}
 	query := `SELECT ` + instanceColumns + ` FROM deputy_instances`
 	if len(where) > 0 {
@@ -235,7 +195,7 @@ func (s *Store) ListInstances(ctx context.Context, f Filter) ([]*Instance, error
 		return nil, fmt.Errorf("list instances: %w", err)
 	}
 	defer rows.Close()
-	var out []*Instance
+	var out []*instance.Record
 	for rows.Next() {
 		in, err := scanInstance(rows)
 		if err != nil {
@@ -309,7 +269,7 @@ func (s *Store) SetWorkflow(ctx context.Context, id, workflowID string) error {
 // updateActive sets columns of an instance that has not ended, and its
 // updated_at.
 func (s *Store) updateActive(ctx context.Context, q querier, id, set string, args ...any) error {
-	args = append(args, s.now().UnixMicro(), id, string(Completed), string(Failed), string(TimedOut), string(Cancelled))
+	args = append(args, s.now().UnixMicro(), id, string(instance.Completed), string(instance.Failed), string(instance.TimedOut), string(instance.Cancelled))
 	res, err := q.exec(ctx, `UPDATE deputy_instances SET `+set+`, updated_at = ?
 		WHERE id = ? AND state NOT IN (?, ?, ?, ?)`, args...)
 	if err != nil {
@@ -320,41 +280,46 @@ func (s *Store) updateActive(ctx context.Context, q querier, id, set string, arg
 	} else if n == 1 {
 		return nil
 	}
-	var st State
+	var st instance.State
 	err = q.row(ctx, `SELECT state FROM deputy_instances WHERE id = ?`, id).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	} else if err != nil {
 		return err
 	}
-	return fmt.Errorf("%w (%s)", ErrTerminal, st)
+	return fmt.Errorf("%w (%s)", instance.ErrTerminal, st)
 }
 
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
 
-func scanInstance(r scanner) (*Instance, error) {
+func scanInstance(r scanner) (*instance.Record, error) {
 	var (
-		in                Instance
+		in                instance.Record
 		parent, def, arts sql.NullString
-		usage, state      string
+		usage             string
 		cost              sql.NullFloat64
 		created, updated  int64
 		ended             sql.NullInt64
 	)
-	err := r.Scan(&in.ID, &parent, &in.Root, &in.Depth, &in.Type, &def, &in.Task, &in.Mode, &in.Model, &state,
+	err := r.Scan(&in.ID, &parent, &in.Root, &in.Depth, &in.Type, &def, &in.Task, &in.Mode, &in.Model, &in.State,
 		&in.StopReason, &in.Incomplete, &in.Report, &in.Error, &usage, &cost, &in.Turns, &in.ToolCalls, &arts,
 		&in.WorkflowID, &created, &updated, &ended)
 	if err != nil {
 		return nil, err
 	}
 	in.Parent = parent.String
-	in.State = State(state)
 	if def.Valid {
 		in.Definition = json.RawMessage(def.String)
 	}
 	if arts.Valid {
-		in.Artifacts = json.RawMessage(arts.String)
+		// A list that does not decode (a damaged row) leaves the record
+		// readable, with the problem said (see package instance): the
+		// instance's end must still reach its parent.
+		if err := json.Unmarshal([]byte(arts.String), &in.Artifacts); err != nil {
+			in.Artifacts = nil
+			in.Problems = append(in.Problems, fmt.Sprintf("its artifacts (the files it wrote) could not be read: %v", err))
+		}
 	}
 	if err := json.Unmarshal([]byte(usage), &in.Usage); err != nil {
 		return nil, fmt.Errorf("instance %s: stored usage: %w", in.ID, err)
@@ -385,6 +350,15 @@ func nullJSON(b json.RawMessage) any {
 	if len(b) == 0 {
 		return nil
 	}
+	return string(b)
+}
+
+// artifactsColumn encodes an artifact list (NULL when empty).
+func artifactsColumn(paths []string) any {
+	if len(paths) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(paths) // strings: cannot fail
 	return string(b)
 }
 

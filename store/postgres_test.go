@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/internal/pgtest"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/store/storetest"
@@ -107,7 +108,7 @@ func TestPostgresEventsWrittenAcrossProcesses(t *testing.T) {
 	}
 	// Another process's commit wakes the reader, though it wrote nothing
 	// itself.
-	if err := writer.CreateInstance(ctx, &store.Instance{ID: "i-elsewhere", Task: "written by another process"}); err != nil {
+	if err := writer.CreateInstance(ctx, &instance.Record{ID: "i-elsewhere", Task: "written by another process"}); err != nil {
 		t.Fatal(err)
 	}
 	within("another process's event", woken)

@@ -1,14 +1,14 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -16,12 +16,12 @@ import (
 // instance's transitions from 1; the first is the creation, from "" to
 // created.
 type Transition struct {
-	InstanceID string    `json:"instance_id"`
-	Seq        int       `json:"seq"`
-	From       State     `json:"from"`
-	To         State     `json:"to"`
-	Cause      string    `json:"cause,omitempty"`
-	At         time.Time `json:"at"`
+	InstanceID string         `json:"instance_id"`
+	Seq        int            `json:"seq"`
+	From       instance.State `json:"from"`
+	To         instance.State `json:"to"`
+	Cause      string         `json:"cause,omitempty"`
+	At         time.Time      `json:"at"`
 }
 
 // Transition moves instance id to state to and records why, atomically:
@@ -30,14 +30,14 @@ type Transition struct {
 // *TransitionError (errors.Is ErrIllegalTransition) naming both states; an
 // unknown id is ErrNotFound. A move to a terminal state also sets EndedAt;
 // use Finish to record the result with it.
-func (s *Store) Transition(ctx context.Context, id string, to State, cause string) error {
+func (s *Store) Transition(ctx context.Context, id string, to instance.State, cause string) error {
 	err := s.tx(ctx, func(q querier) error {
 		from, err := lockState(ctx, q, id)
 		if err != nil {
 			return err
 		}
-		if !CanTransition(from, to) {
-			return &TransitionError{ID: id, From: from, To: to}
+		if err := instance.Move(id, from, to); err != nil {
+			return err
 		}
 		now := s.now()
 		set, args := `state = ?, updated_at = ?`, []any{string(to), now.UnixMicro()}
@@ -54,12 +54,12 @@ func (s *Store) Transition(ctx context.Context, id string, to State, cause strin
 
 // Result is how an instance ended, for Finish.
 type Result struct {
-	State State // terminal
+	State instance.State // terminal
 	// From, when set, makes Finish a compare-and-set: it ends the
 	// instance only if it is in this state now, and is a *TransitionError
 	// naming the state it found otherwise (a run may have started it
 	// since the caller looked).
-	From       State
+	From       instance.State
 	Cause      string
 	StopReason string
 	Incomplete bool
@@ -69,7 +69,7 @@ type Result struct {
 	Cost       *float64 // nil: unpriced
 	Turns      int
 	ToolCalls  int
-	Artifacts  json.RawMessage
+	Artifacts  []string
 }
 
 // Finish ends instance id in r.State with its result, in one transaction:
@@ -79,10 +79,7 @@ type Result struct {
 // otherwise is a *TransitionError (errors.Is ErrTerminal).
 func (s *Store) Finish(ctx context.Context, id string, r Result) error {
 	if !r.State.Terminal() {
-		return fmt.Errorf("finish %s: %w: %q is not a terminal state", id, ErrIllegalTransition, string(r.State))
-	}
-	if len(r.Artifacts) > 0 && !json.Valid(r.Artifacts) {
-		return fmt.Errorf("finish %s: artifacts are not valid JSON", id)
+		return fmt.Errorf("finish %s: %w: %q is not a terminal state", id, instance.ErrIllegalTransition, string(r.State))
 	}
 	cause := r.Cause
 	if cause == "" {
@@ -102,14 +99,14 @@ func (s *Store) Finish(ctx context.Context, id string, r Result) error {
 				return nil
 			}
 		}
-		if !CanTransition(from, r.State) || r.From != "" && from != r.From {
-			return &TransitionError{ID: id, From: from, To: r.State}
+		if !instance.CanMove(from, r.State) || r.From != "" && from != r.From {
+			return &instance.TransitionError{ID: id, From: from, To: r.State}
 		}
 		now := s.now()
 		set := `state = ?, updated_at = ?, ended_at = ?, stop_reason = ?, incomplete = ?, report = ?, error = ?,
 			usage = ?, cost = ?, turns = ?, tool_calls = ?, artifacts = ?`
 		args := []any{string(r.State), now.UnixMicro(), now.UnixMicro(), r.StopReason, r.Incomplete, r.Report, r.Error,
-			usageJSON(r.Usage), nullFloat(r.Cost), r.Turns, r.ToolCalls, nullJSON(r.Artifacts)}
+			usageJSON(r.Usage), nullFloat(r.Cost), r.Turns, r.ToolCalls, artifactsColumn(r.Artifacts)}
 		// The state event of an end carries the relay's facts, so a
 		// follower needs no second read to show how it ended.
 		ev := map[string]any{"stop_reason": r.StopReason, "report": cut(r.Report, EventReportCut),
@@ -131,29 +128,29 @@ func (s *Store) Finish(ctx context.Context, id string, r Result) error {
 	return nil
 }
 
-func sameResult(in *Instance, r Result) bool {
+func sameResult(in *instance.Record, r Result) bool {
 	return in.StopReason == r.StopReason && in.Incomplete == r.Incomplete && in.Report == r.Report &&
 		in.Error == r.Error && in.Usage == r.Usage && in.Turns == r.Turns && in.ToolCalls == r.ToolCalls &&
-		bytes.Equal(in.Artifacts, r.Artifacts) &&
+		slices.Equal(in.Artifacts, r.Artifacts) &&
 		(in.Cost == nil) == (r.Cost == nil) && (in.Cost == nil || *in.Cost == *r.Cost)
 }
 
 // lockState reads an instance's state and, on Postgres, locks its row until
 // the transaction ends, so no other transition can slip in between.
-func lockState(ctx context.Context, q querier, id string) (State, error) {
-	var st string
+func lockState(ctx context.Context, q querier, id string) (instance.State, error) {
+	var st instance.State
 	err := q.row(ctx, `SELECT state FROM deputy_instances WHERE id = ?`+q.forUpdate(), id).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	} else if err != nil {
 		return "", fmt.Errorf("read state: %w", err)
 	}
-	return State(st), nil
+	return st, nil
 }
 
 // move writes the new state (set/args, compare-and-set on from), the
 // transition record and its state event (ev adds to the event's data).
-func (s *Store) move(ctx context.Context, q querier, id string, from, to State, cause string, now time.Time, set string, args []any, ev map[string]any) error {
+func (s *Store) move(ctx context.Context, q querier, id string, from, to instance.State, cause string, now time.Time, set string, args []any, ev map[string]any) error {
 	res, err := q.exec(ctx, `UPDATE deputy_instances SET `+set+` WHERE id = ? AND state = ?`, append(args, id, string(from))...)
 	if err != nil {
 		return fmt.Errorf("update state: %w", err)
@@ -193,12 +190,11 @@ func (s *Store) Transitions(ctx context.Context, id string) ([]Transition, error
 	var out []Transition
 	for rows.Next() {
 		t := Transition{InstanceID: id}
-		var from, to string
 		var at int64
-		if err := rows.Scan(&t.Seq, &from, &to, &t.Cause, &at); err != nil {
+		if err := rows.Scan(&t.Seq, &t.From, &t.To, &t.Cause, &at); err != nil {
 			return nil, fmt.Errorf("transitions of %s: %w", id, err)
 		}
-		t.From, t.To, t.At = State(from), State(to), fromMicros(at)
+		t.At = fromMicros(at)
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {

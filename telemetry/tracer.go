@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 )
@@ -173,6 +175,9 @@ type inst struct {
 	stop     loop.StopReason
 	usage    llm.Usage
 	errText  string
+	// asked: the current turn's ask_parent call succeeded, so a run that
+	// stops to wait after it is asking, not paused (agent.Asked).
+	asked bool
 
 	pending []llm.Message // content: what the next model call adds
 	answer  string        // content: the last assistant text
@@ -182,6 +187,7 @@ type inst struct {
 type call struct {
 	span    trace.Span
 	id      string
+	asks    bool // an ask_parent call
 	spawns  spawnKind
 	tasks   []string // the tasks a spawning call names
 	claimed int
@@ -453,7 +459,7 @@ func (in *inst) step(t *Tracer, le *loop.Event) bool {
 	}
 	switch le.Kind {
 	case loop.EventTurnStarted:
-		in.turn = le.Turn
+		in.turn, in.asked = le.Turn, false
 		in.startChat(t, now)
 	case loop.EventCompaction:
 		if in.chat != nil {
@@ -512,7 +518,8 @@ func (in *inst) step(t *Tracer, le *loop.Event) bool {
 		if le.Stop == loop.StopSuspended {
 			// It waits for an answer or a resume; its next run is a span of
 			// its own. A child that waits emits no EventEnded.
-			in.end(t, now, agent.StateSuspended, in.usage, le.Turn, -1, string(le.Stop), "", "")
+			state, _ := agent.StateOf(le.Stop, in.asked, nil)
+			in.end(t, now, state, in.usage, le.Turn, -1, string(le.Stop), "", "")
 			return true
 		}
 	}
@@ -585,7 +592,7 @@ func (in *inst) toolCall(t *Tracer, b *llm.Block, now time.Time) {
 	if t.content {
 		attrs = append(attrs, keyToolArgs.String(b.Arguments()))
 	}
-	c := &call{id: b.ID}
+	c := &call{id: b.ID, asks: b.Name == agentdef.AskTool}
 	c.span = t.start(in.ctx, "execute_tool "+b.Name, kindInternal, attrs)
 	switch b.Name {
 	case agentdef.SpawnTool, "task":
@@ -616,6 +623,7 @@ func (in *inst) toolResult(t *Tracer, b *llm.Block, now time.Time) {
 		if c.id != b.ToolUseID {
 			continue
 		}
+		in.asked = in.asked || c.asks && !b.IsError
 		if t.content {
 			c.span.SetAttributes(keyToolResult.String(b.Text))
 		}
@@ -677,38 +685,25 @@ func errOf(r *agent.Relay) string {
 	return r.Error
 }
 
-// rootState is the state a root's run ended in, from its loop's end (as
-// agent decides it for instances).
-func rootState(in *inst) string {
-	switch in.stop {
-	case loop.StopCompleted, loop.StopRefusal:
-		return agent.StateCompleted
-	case loop.StopWallTime:
-		return agent.StateTimedOut
-	case loop.StopCancelled:
-		return agent.StateCancelled
-	case loop.StopModelError, loop.StopStepError:
-		return agent.StateFailed
-	case loop.StopSuspended:
-		return agent.StateSuspended
-	case "":
-		if !in.finished {
-			return agent.StateFailed // it ended without its loop finishing
-		}
+// rootState is the state a root's run ended in, from its loop's end, as
+// agent decides it for instances (agent.StateOf). A root whose loop never
+// finished failed.
+func rootState(in *inst) instance.State {
+	var err error
+	if in.errText != "" || in.stop == "" && !in.finished {
+		err = errors.New(cmp.Or(in.errText, "its loop did not finish"))
 	}
-	if in.errText != "" {
-		return agent.StateFailed
-	}
-	return agent.StateCompleted // a limit or budget: what it could
+	state, _ := agent.StateOf(in.stop, in.asked, err)
+	return state
 }
 
 // end closes what is open under the instance, then its own span. calls < 0:
 // unknown.
-func (in *inst) end(t *Tracer, now time.Time, state string, u llm.Usage, turns, calls int, stop, errText, report string) {
+func (in *inst) end(t *Tracer, now time.Time, state instance.State, u llm.Usage, turns, calls int, stop, errText, report string) {
 	in.endChat(now)
 	in.endCalls(now, "not finished: the instance ended")
 	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs, keyState.String(state), keyTurns.Int(turns))
+	attrs = append(attrs, keyState.String(string(state)), keyTurns.Int(turns))
 	attrs = append(attrs, usageAttrs(u)...)
 	if stop != "" {
 		attrs = append(attrs, keyStop.String(stop))
@@ -721,8 +716,8 @@ func (in *inst) end(t *Tracer, now time.Time, state string, u llm.Usage, turns, 
 	}
 	in.span.SetAttributes(attrs...)
 	switch state {
-	case agent.StateFailed, agent.StateTimedOut, agent.StateCancelled:
-		failSpan(in.span, state, cmp.Or(errText, state))
+	case instance.Failed, instance.TimedOut, instance.Cancelled:
+		failSpan(in.span, string(state), cmp.Or(errText, string(state)))
 	}
 	in.span.End(trace.WithTimestamp(now))
 	in.done = true

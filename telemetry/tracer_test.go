@@ -19,6 +19,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/anthropic"
 	"github.com/deputy-run/deputy/llm/fake"
@@ -251,7 +252,7 @@ func checkTree(t *testing.T, w *world, o *agent.Outcome, rootID string, http boo
 		if a["gen_ai.operation.name"].AsString() != "invoke_agent" || a["gen_ai.agent.name"].AsString() != in.Type ||
 			a["gen_ai.agent.id"].AsString() != in.ID || a["deputy.parent.id"].AsString() != rootID ||
 			a["deputy.root.id"].AsString() != rootID || a["deputy.depth"].AsInt64() != 1 ||
-			a["deputy.state"].AsString() != agent.StateCompleted || a["gen_ai.provider.name"].AsString() != "anthropic" {
+			a["deputy.state"].AsString() != string(instance.Completed) || a["gen_ai.provider.name"].AsString() != "anthropic" {
 			t.Errorf("%s attributes %v", in.Type, s.Attributes)
 		}
 	}
@@ -313,7 +314,7 @@ func checkTree(t *testing.T, w *world, o *agent.Outcome, rootID string, http boo
 	if !root.StartTime.Equal(t0) || !root.EndTime.Equal(t0.Add(2*time.Second)) {
 		t.Errorf("root span %v..%v", root.StartTime, root.EndTime)
 	}
-	if str(root, "deputy.state") != agent.StateCompleted || str(root, "deputy.stop_reason") != "completed" ||
+	if str(root, "deputy.state") != string(instance.Completed) || str(root, "deputy.stop_reason") != "completed" ||
 		num(root, "deputy.turns") != 2 || str(root, "gen_ai.agent.name") != "root" {
 		t.Errorf("root attributes %v", root.Attributes)
 	}
@@ -458,7 +459,7 @@ func TestResumedRunsShareTheTrace(t *testing.T) {
 	// its parent is not running here.
 	second.tr.Event(agent.Event{Kind: agent.EventSpawned, Instance: "i-grandchild", Parent: "i-child", Type: "explorer", Depth: 2,
 		Spawned: &agent.Spawned{Model: spec, Task: "t"}})
-	second.tr.Event(agent.Event{Kind: agent.EventEnded, Instance: "i-grandchild", Final: &agent.Instance{State: agent.StateCompleted}})
+	second.tr.Event(agent.Event{Kind: agent.EventEnded, Instance: "i-grandchild", Final: &instance.Record{State: instance.Completed}})
 	want := telemetry.TraceID(rootID)
 	for _, w := range []*world{first, second} {
 		for _, s := range w.exp.GetSpans() {
@@ -489,12 +490,22 @@ func TestFailuresSuspensionAndClose(t *testing.T) {
 	step("i-a", loop.Event{Kind: loop.EventFinished, Turn: 1, Stop: loop.StopModelError, Err: errors.New("turn 1: 500 api_error")})
 	w.tr.Event(agent.Event{Kind: agent.EventEnded, Instance: "i-a"})
 
-	// A child that asks: its run ends at finished (no EventEnded comes).
+	// A child that asks: its run ends at finished (no EventEnded comes),
+	// asking, since its last turn's ask_parent call succeeded.
 	w.tr.Event(agent.Event{Kind: agent.EventSpawned, Instance: "i-b", Parent: "i-gone", Depth: 1, Type: "helper",
 		Spawned: &agent.Spawned{Model: "ollama:llama3"}})
 	step("i-b", loop.Event{Kind: loop.EventTurnStarted, Turn: 1})
 	step("i-b", loop.Event{Kind: loop.EventModelResponse, Turn: 1, ModelStop: llm.StopToolUse})
+	step("i-b", loop.Event{Kind: loop.EventToolCall, Turn: 1, Block: llm.ToolUse("toolu_ask", agentdef.AskTool, json.RawMessage(`{}`))})
+	step("i-b", loop.Event{Kind: loop.EventToolResult, Turn: 1, Block: llm.ToolResult("toolu_ask", agent.Waiting, false)})
 	step("i-b", loop.Event{Kind: loop.EventFinished, Turn: 1, Stop: loop.StopSuspended})
+	// One paused at a turn boundary: a turn whose ask failed, then the
+	// pause before the next.
+	w.tr.Event(agent.Event{Kind: agent.EventSpawned, Instance: "i-p", Parent: "i-gone", Depth: 1, Type: "helper"})
+	step("i-p", loop.Event{Kind: loop.EventTurnStarted, Turn: 1})
+	step("i-p", loop.Event{Kind: loop.EventToolCall, Turn: 1, Block: llm.ToolUse("toolu_no", agentdef.AskTool, json.RawMessage(`{}`))})
+	step("i-p", loop.Event{Kind: loop.EventToolResult, Turn: 1, Block: llm.ToolResult("toolu_no", "the question is empty", true)})
+	step("i-p", loop.Event{Kind: loop.EventFinished, Turn: 1, Stop: loop.StopSuspended})
 
 	// A root still in a tool call when the process closes.
 	w.tr.Event(agent.Event{Kind: agent.EventSpawned, Instance: "i-c", Type: "root"})
@@ -516,7 +527,7 @@ func TestFailuresSuspensionAndClose(t *testing.T) {
 	for _, s := range w.exp.GetSpans() {
 		got[str(s, "deputy.instance.id")+" "+s.Name+" "+str(s, "deputy.purpose")] = s
 	}
-	if len(got) != 8 {
+	if len(got) != 12 {
 		t.Errorf("%d spans: %v", len(got), got)
 	}
 	if s := got["i-a chat compact"]; num(s, "gen_ai.usage.input_tokens") != 1000 || s.Status.Code == codes.Error {
@@ -528,13 +539,16 @@ func TestFailuresSuspensionAndClose(t *testing.T) {
 		len(s.Events) != 1 || s.Events[0].Name != "deputy.attempt" {
 		t.Errorf("failed chat %+v %v %v", s.Status, s.Attributes, s.Events)
 	}
-	if s := got["i-a invoke_agent root "]; s.Status.Code != codes.Error || str(s, "deputy.state") != agent.StateFailed ||
-		str(s, "error.type") != agent.StateFailed {
+	if s := got["i-a invoke_agent root "]; s.Status.Code != codes.Error || str(s, "deputy.state") != string(instance.Failed) ||
+		str(s, "error.type") != string(instance.Failed) {
 		t.Errorf("failed root %+v %v", s.Status, s.Attributes)
 	}
-	if s := got["i-b invoke_agent helper "]; str(s, "deputy.state") != agent.StateSuspended || s.Status.Code == codes.Error ||
+	if s := got["i-b invoke_agent helper "]; str(s, "deputy.state") != string(instance.Asking) || s.Status.Code == codes.Error ||
 		s.SpanContext.TraceID() != telemetry.TraceID("i-gone") || str(s, "gen_ai.provider.name") != "ollama" {
-		t.Errorf("suspended child %+v %v", s.Status, s.Attributes)
+		t.Errorf("asking child %+v %v", s.Status, s.Attributes)
+	}
+	if s := got["i-p invoke_agent helper "]; str(s, "deputy.state") != string(instance.Paused) || s.Status.Code == codes.Error {
+		t.Errorf("paused child %+v %v", s.Status, s.Attributes)
 	}
 	if s := got["i-c execute_tool bash "]; s.Status.Code != codes.Error || !s.EndTime.Equal(t0.Add(time.Minute)) ||
 		str(s, "error.type") != "interrupted" {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
@@ -88,7 +89,7 @@ func (s controlCmd) command() *cobra.Command {
 					did = "answered your subagent %s's question in your name: %s"
 				}
 				note := "The operator " + fmt.Sprintf(did, id, text)
-				if err := ctl.Send(ctx, in.Parent, durable.Operator, note); err != nil && !errors.Is(err, store.ErrIllegalTransition) {
+				if err := ctl.Send(ctx, in.Parent, durable.Operator, note); err != nil && !errors.Is(err, instance.ErrIllegalTransition) {
 					return controlErr(where, in.Parent, err)
 				}
 			}
@@ -119,9 +120,9 @@ func (s controlCmd) command() *cobra.Command {
 // hintWorker says so when what was asked needs a worker and none runs:
 // a resume or an answer queues a run; a pause or cancel of a running
 // instance waits for the process running it.
-func hintWorker(ctx context.Context, w io.Writer, st *store.Store, where, use string, in *store.Instance) {
+func hintWorker(ctx context.Context, w io.Writer, st *store.Store, where, use string, in *instance.Record) {
 	verb := strings.Fields(use)[0]
-	needs := verb == "resume" || verb == "answer" || in.State == store.Running
+	needs := verb == "resume" || verb == "answer" || in.State == instance.Running
 	if !needs {
 		return
 	}
@@ -138,8 +139,8 @@ func controlErr(where, id string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound(where, id, err)
-	case errors.Is(err, store.ErrIllegalTransition), errors.Is(err, store.ErrTerminal):
-		return usageErr("%s", strings.TrimPrefix(err.Error(), store.ErrIllegalTransition.Error()+": "))
+	case errors.Is(err, instance.ErrIllegalTransition), errors.Is(err, instance.ErrTerminal):
+		return usageErr("%s", strings.TrimPrefix(err.Error(), instance.ErrIllegalTransition.Error()+": "))
 	}
 	return usageErr("%v", err)
 }
@@ -177,9 +178,9 @@ func newTreeCmd() *cobra.Command {
 
 // treeNode is an instance with its children, and its subtree's totals.
 type treeNode struct {
-	instanceJSON
-	Subtree  totals      `json:"subtree"`
-	Children []*treeNode `json:"children"`
+	instance.Record             // its View, as the API shows it
+	Subtree         totals      `json:"subtree"`
+	Children        []*treeNode `json:"children"`
 }
 
 type totals struct {
@@ -189,11 +190,11 @@ type totals struct {
 
 // buildTree nests instances (oldest first, so parents come before their
 // children) under the first one, the root.
-func buildTree(list []*store.Instance) *treeNode {
+func buildTree(list []*instance.Record) *treeNode {
 	nodes := map[string]*treeNode{}
 	var root *treeNode
 	for _, in := range list {
-		n := &treeNode{instanceJSON: toJSON(in), Children: []*treeNode{}}
+		n := &treeNode{Record: in.View(), Children: []*treeNode{}}
 		nodes[in.ID] = n
 		if p, ok := nodes[in.Parent]; ok {
 			p.Children = append(p.Children, n)

@@ -61,8 +61,8 @@ func TestAskPauseAnswerResumeThroughTheCLI(t *testing.T) {
 	step("", "worker", "--until-idle", "-q", "--scenario", "ask.yaml")
 
 	out, _, _ = deputy(t, ws, nil, "show", "--json", id)
-	var shown struct{ State, Result string }
-	if json.Unmarshal([]byte(out), &shown) != nil || shown.State != "completed" || shown.Result != "using b.txt" {
+	var shown struct{ State, Report string }
+	if json.Unmarshal([]byte(out), &shown) != nil || shown.State != "completed" || shown.Report != "using b.txt" {
 		t.Fatalf("show after the worker: %s", out)
 	}
 	out, _, _ = deputy(t, ws, nil, "tree", "--json", id)

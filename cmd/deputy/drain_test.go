@@ -197,7 +197,7 @@ func showJSON(t *testing.T, ws, id string) (state, result, transcript string) {
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatalf("show --json: %v\n%s", err, out)
 	}
-	return str(t, m["state"]), str(t, m["result"]), string(m["transcript"])
+	return str(t, m["state"]), str(t, m["report"]), string(m["transcript"])
 }
 
 // SIGTERM to `deputy run` on SQLite drains: the bash call that runs

@@ -119,15 +119,15 @@ func TestRunJSONFromEnvModel(t *testing.T) {
 		} `json:"usage"`
 		Cost      *float64 `json:"cost"`
 		Instances []struct {
-			ID          string   `json:"id"`
-			Parent      string   `json:"parent"`
-			Type        string   `json:"type"`
-			Mode        string   `json:"mode"`
-			State       string   `json:"state"`
-			Turns       int      `json:"turns"`
-			Cost        *float64 `json:"cost"`
-			ReportChars int      `json:"report_chars"`
-			Usage       struct {
+			ID     string   `json:"id"`
+			Parent string   `json:"parent"`
+			Type   string   `json:"type"`
+			Mode   string   `json:"mode"`
+			State  string   `json:"state"`
+			Turns  int      `json:"turns"`
+			Cost   *float64 `json:"cost"`
+			Report string   `json:"report"`
+			Usage  struct {
 				OutputTokens int64 `json:"output_tokens"`
 			} `json:"usage"`
 		} `json:"instances"`
@@ -152,7 +152,7 @@ func TestRunJSONFromEnvModel(t *testing.T) {
 		}
 		sum += *in.Cost
 		out64 += in.Usage.OutputTokens
-		if i > 0 && (in.Parent != root.ID || in.Type != "explorer" || in.Mode != "isolated" || in.Turns != 2 || in.ReportChars == 0) {
+		if i > 0 && (in.Parent != root.ID || in.Type != "explorer" || in.Mode != "isolated" || in.Turns != 2 || in.Report == "") {
 			t.Errorf("child %d: %+v", i, in)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	deputylib "github.com/deputy-run/deputy"
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
@@ -91,16 +92,16 @@ reported to the model as interrupted when the run resumes.`,
 
 // runResult is the --json output.
 type runResult struct {
-	ID         string         `json:"id"`
-	Answer     string         `json:"answer"`
-	StopReason string         `json:"stop_reason"`
-	Usage      llm.Usage      `json:"usage"` // the whole tree's
-	Turns      int            `json:"turns"`
-	ToolCalls  int            `json:"tool_calls"`
-	Model      string         `json:"model"`
-	Cost       *float64       `json:"cost"` // USD for the tree; null when a model has no price
-	Instances  []instanceJSON `json:"instances"`
-	Error      string         `json:"error,omitempty"`
+	ID         string            `json:"id"`
+	Answer     string            `json:"answer"`
+	StopReason string            `json:"stop_reason"`
+	Usage      llm.Usage         `json:"usage"` // the whole tree's
+	Turns      int               `json:"turns"`
+	ToolCalls  int               `json:"tool_calls"`
+	Model      string            `json:"model"`
+	Cost       *float64          `json:"cost"`      // USD for the tree; null when a model has no price
+	Instances  []instance.Record `json:"instances"` // each its View, as the API shows it
+	Error      string            `json:"error,omitempty"`
 	// State is the root's: completed and the other ends, asking or
 	// paused when the run stopped to wait (exit 4), or interrupted when
 	// this process stopped before the run ended (exit 6: it resumes).
@@ -192,14 +193,14 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	}
 	// A signal cut the wait short: what is left to print is still owed.
 	ctx = context.WithoutCancel(ctx)
-	interrupted := root.State == store.Created || root.State == store.Running
+	interrupted := root.State == instance.Created || root.State == instance.Running
 	tree, err := records.List(ctx, store.Filter{Root: id})
 	if err != nil {
 		return err
 	}
 	rows, usage, cost := instanceRows(tree)
 	question := ""
-	if root.State == store.Asking {
+	if root.State == instance.Asking {
 		question, _ = records.Question(ctx, id) // without it, the exit still says it asks
 	}
 
@@ -229,7 +230,7 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	case interrupted:
 		active := 0
 		for _, in := range tree {
-			if in.ID != id && (in.State == store.Created || in.State == store.Running) {
+			if in.ID != id && (in.State == instance.Created || in.State == instance.Running) {
 				active++
 			}
 		}
@@ -242,13 +243,13 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		}
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted, resumable: run %s is saved%s as of "+
 			"its last finished step; deputy worker resumes it (deputy cancel %s ends it)", id, with, id)}
-	case root.State == store.Asking:
+	case root.State == instance.Asking:
 		return &exitError{code: exitWaiting, err: fmt.Errorf("%s waits for an answer: deputy answer %s TEXT", id, id)}
-	case root.State == store.Paused:
+	case root.State == instance.Paused:
 		return &exitError{code: exitWaiting, err: fmt.Errorf("%s is paused: deputy resume %s", id, id)}
 	case setupFailed(root):
 		return &exitError{code: exitUsage, err: errors.New(root.Error)}
-	case root.State == store.Failed || root.State == store.Cancelled:
+	case root.State == instance.Failed || root.State == instance.Cancelled:
 		return &exitError{code: exitFailed, err: fmt.Errorf("run %s: %s", root.StopReason, root.Error)}
 	case root.StopReason != string(loop.StopCompleted):
 		return &exitError{code: exitLimited, err: fmt.Errorf("run stopped: %s after %d turns", root.StopReason, root.Turns)}
@@ -304,8 +305,8 @@ func isConfigMessage(msg string) bool {
 // setupFailed: the root failed on its first model call, before any tool
 // ran, with an error of the setup kind. A connection dropped at turn 20 is
 // a failure of the run, not of the setup.
-func setupFailed(root *store.Instance) bool {
-	return root.State == store.Failed && root.Turns <= 1 && root.ToolCalls == 0 && isConfigMessage(root.Error)
+func setupFailed(root *instance.Record) bool {
+	return root.State == instance.Failed && root.Turns <= 1 && root.ToolCalls == 0 && isConfigMessage(root.Error)
 }
 
 var configFailure = regexp.MustCompile(`: (401|403|404) [a-z_]+|dial tcp|connection refused`)
@@ -378,55 +379,12 @@ func loopLine(e loop.Event) string {
 	return ""
 }
 
-// instanceJSON is an instance as the CLI prints it (run --json, show,
-// ps).
-type instanceJSON struct {
-	ID          string    `json:"id"`
-	Parent      nullable  `json:"parent"` // null for a root: the key is always there
-	Root        string    `json:"root"`
-	Depth       int       `json:"depth"`
-	Type        string    `json:"type"`
-	Mode        string    `json:"mode,omitempty"`
-	Model       string    `json:"model"`
-	State       string    `json:"state"`
-	StopReason  string    `json:"stop_reason,omitempty"`
-	Incomplete  bool      `json:"incomplete,omitempty"`
-	Turns       int       `json:"turns"`
-	ToolCalls   int       `json:"tool_calls"`
-	Usage       llm.Usage `json:"usage"`
-	Cost        *float64  `json:"cost"`
-	Result      string    `json:"result"`
-	ReportChars int       `json:"report_chars"`
-	Error       string    `json:"error,omitempty"`
-	Task        string    `json:"task,omitempty"`
-	Created     time.Time `json:"created_at"`
-	Ended       time.Time `json:"ended_at,omitzero"`
-}
-
-// nullable is a string printed as JSON null when empty, so scripts find
-// the key on every object and a missing value reads as none, not as "".
-type nullable string
-
-func (s nullable) MarshalJSON() ([]byte, error) {
-	if s == "" {
-		return []byte("null"), nil
-	}
-	return json.Marshal(string(s))
-}
-
-func toJSON(in *store.Instance) instanceJSON {
-	return instanceJSON{ID: in.ID, Parent: nullable(in.Parent), Root: in.Root, Depth: in.Depth, Type: in.Type, Mode: in.Mode,
-		Model: in.Model, State: string(in.State), StopReason: in.StopReason, Incomplete: in.Incomplete,
-		Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage, Cost: in.Cost, Result: in.Report,
-		ReportChars: utf8.RuneCountInString(in.Report), Error: in.Error, Task: in.Task, Created: in.CreatedAt, Ended: in.EndedAt}
-}
-
 // instanceRows turns a tree's instances into rows, parents before their
 // children, with the tree's usage and cost (nil when some model has no
 // price).
-func instanceRows(tree []*store.Instance) ([]instanceJSON, llm.Usage, *float64) {
-	kids := map[string][]*store.Instance{}
-	var roots []*store.Instance
+func instanceRows(tree []*instance.Record) ([]instance.Record, llm.Usage, *float64) {
+	kids := map[string][]*instance.Record{}
+	var roots []*instance.Record
 	for _, in := range tree {
 		if in.Parent == "" {
 			roots = append(roots, in)
@@ -434,10 +392,10 @@ func instanceRows(tree []*store.Instance) ([]instanceJSON, llm.Usage, *float64) 
 			kids[in.Parent] = append(kids[in.Parent], in)
 		}
 	}
-	var rows []instanceJSON
-	var walk func(in *store.Instance)
-	walk = func(in *store.Instance) {
-		rows = append(rows, toJSON(in))
+	var rows []instance.Record
+	var walk func(in *instance.Record)
+	walk = func(in *instance.Record) {
+		rows = append(rows, in.View())
 		for _, k := range kids[in.ID] {
 			walk(k)
 		}
@@ -463,7 +421,7 @@ func instanceRows(tree []*store.Instance) ([]instanceJSON, llm.Usage, *float64) 
 
 // costTable prints one row per instance of the tree, children indented
 // under their parents, and the total.
-func costTable(w io.Writer, rows []instanceJSON, u llm.Usage, total *float64) {
+func costTable(w io.Writer, rows []instance.Record, u llm.Usage, total *float64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "instance\ttype\tmode\tstate\tturns\ttools\tin\tcached\tout\treport\tcost\t")
 	money := func(c *float64) string {
@@ -477,13 +435,13 @@ func costTable(w io.Writer, rows []instanceJSON, u llm.Usage, total *float64) {
 		if mode == "" {
 			mode = "-"
 		}
-		state := in.State
+		state := string(in.State)
 		if in.Incomplete {
 			state += "*"
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", strings.Repeat("  ", in.Depth), in.ID,
 			in.Type, mode, state, in.Turns, in.ToolCalls, in.Usage.InputTokens+in.Usage.CacheWriteTokens,
-			in.Usage.CacheReadTokens, in.Usage.OutputTokens, in.ReportChars, money(in.Cost))
+			in.Usage.CacheReadTokens, in.Usage.OutputTokens, utf8.RuneCountInString(in.Report), money(in.Cost))
 	}
 	fmt.Fprintf(tw, "total\t\t\t\t\t\t%d\t%d\t%d\t\t%s\t\n", u.InputTokens+u.CacheWriteTokens, u.CacheReadTokens, u.OutputTokens, money(total))
 	tw.Flush()

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
@@ -35,27 +36,26 @@ func newShowCmd() *cobra.Command {
 			if err != nil {
 				return readErr(where, err)
 			}
-			question := ""
-			if in.State == store.Asking || in.State == store.Paused {
+			shown := in.View() // as the API shows it
+			if in.State == instance.Asking || in.State == instance.Paused {
 				q, err := (durable.Control{Store: st}).Question(ctx, in.ID)
 				if err != nil {
 					return readErr(where, err)
 				}
 				if q != nil {
-					question = q.Body
+					shown.Question = q.Body
 				}
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), struct {
-					instanceJSON
-					Question    string             `json:"question,omitempty"`
+					instance.Record
 					Transcript  []llm.Message      `json:"transcript"`
 					Transitions []store.Transition `json:"transitions"`
-				}{toJSON(in), question, msgs, trs})
+				}{shown, msgs, trs})
 			}
 			showText(cmd.OutOrStdout(), in, msgs, trs)
-			if question != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "\nquestion (deputy answer %s TEXT)\n%s\n", in.ID, question)
+			if shown.Question != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "\nquestion (deputy answer %s TEXT)\n%s\n", in.ID, shown.Question)
 			}
 			return nil
 		},
@@ -65,8 +65,7 @@ func newShowCmd() *cobra.Command {
 	return cmd
 }
 
-func showText(w io.Writer, in *store.Instance, msgs []llm.Message, trs []store.Transition) {
-	j := toJSON(in)
+func showText(w io.Writer, in *instance.Record, msgs []llm.Message, trs []store.Transition) {
 	fmt.Fprintf(w, "%s  %s  %s", in.ID, in.Type, in.State)
 	if in.Incomplete {
 		fmt.Fprint(w, " (incomplete)")
@@ -77,8 +76,8 @@ func showText(w io.Writer, in *store.Instance, msgs []llm.Message, trs []store.T
 	}
 	fmt.Fprintf(w, "model    %s\nturns    %d, %d tool calls\nusage    %d in (%d cached), %d out\n", in.Model, in.Turns, in.ToolCalls,
 		in.Usage.Prompt(), in.Usage.CacheReadTokens, in.Usage.OutputTokens)
-	if j.Cost != nil {
-		fmt.Fprintf(w, "cost     $%.4f\n", *j.Cost)
+	if in.Cost != nil {
+		fmt.Fprintf(w, "cost     $%.4f\n", *in.Cost)
 	}
 	if in.Error != "" {
 		fmt.Fprintf(w, "error    %s\n", in.Error)
@@ -114,9 +113,9 @@ func newPsCmd() *cobra.Command {
 			if err != nil {
 				return readErr(where, err)
 			}
-			out := make([]instanceJSON, 0, len(list))
+			out := make([]instance.Record, 0, len(list))
 			for _, in := range list {
-				out = append(out, toJSON(in))
+				out = append(out, in.View())
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), out)
@@ -129,7 +128,7 @@ func newPsCmd() *cobra.Command {
 					parent = "-"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", in.ID, parent, in.Type, in.State, in.Turns,
-					in.Usage.Total(), in.Created.Local().Format("01-02 15:04:05"), strings.TrimSpace(oneLineOf(in.Task, 60)))
+					in.Usage.Total(), in.CreatedAt.Local().Format("01-02 15:04:05"), strings.TrimSpace(oneLineOf(in.Task, 60)))
 			}
 			return tw.Flush()
 		},

@@ -343,8 +343,9 @@ func TestLockedDatabaseExits2(t *testing.T) {
 }
 
 // instanceKeys are the keys issue 5 promises on every instance object of
-// show --json and ps --json.
-var instanceKeys = []string{"id", "parent", "type", "state", "usage", "result"}
+// show --json and ps --json, with the API's names since issue 18 (the
+// report is "report").
+var instanceKeys = []string{"id", "parent", "type", "state", "usage", "report"}
 
 // decodeInstance decodes one instance object and checks that it carries
 // every promised key.
@@ -421,11 +422,11 @@ func TestDetachThenWorkerRunsIt(t *testing.T) {
 		t.Fatalf("show --json: %s", out)
 	}
 	if str(t, m["id"]) != id || str(t, m["state"]) != "completed" || str(t, m["parent"]) != "" ||
-		!strings.Contains(str(t, m["result"]), "count files") || u.InputTokens <= 0 || u.OutputTokens <= 0 || len(transcript) < 3 {
-		t.Fatalf("show --json after the worker: state %s, result %s, usage %+v, %d messages", m["state"], m["result"], u, len(transcript))
+		!strings.Contains(str(t, m["report"]), "count files") || u.InputTokens <= 0 || u.OutputTokens <= 0 || len(transcript) < 3 {
+		t.Fatalf("show --json after the worker: state %s, report %s, usage %+v, %d messages", m["state"], m["report"], u, len(transcript))
 	}
-	if string(m["parent"]) != "null" {
-		t.Errorf("a root's parent is %s, want null", m["parent"])
+	if string(m["parent"]) != `""` {
+		t.Errorf("a root's parent is %s, want \"\"", m["parent"])
 	}
 
 	out, errOut, code = deputy(t, ws, nil, "ps", "--all", "--json")
@@ -440,7 +441,7 @@ func TestDetachThenWorkerRunsIt(t *testing.T) {
 	for _, raw := range all {
 		m := decodeInstance(t, raw)
 		var u usageJSON
-		if json.Unmarshal(m["usage"], &u) != nil || u.OutputTokens <= 0 || str(t, m["state"]) != "completed" || str(t, m["result"]) == "" {
+		if json.Unmarshal(m["usage"], &u) != nil || u.OutputTokens <= 0 || str(t, m["state"]) != "completed" || str(t, m["report"]) == "" {
 			t.Errorf("instance after the worker: %s", raw)
 		}
 		if str(t, m["id"]) != id && (str(t, m["parent"]) != id || str(t, m["type"]) != "explorer") {

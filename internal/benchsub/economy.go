@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/llm"
@@ -207,7 +208,7 @@ func (res *EconomyResult) addUsage(o *agent.Outcome, childRead int64, children i
 	var childUsage llm.Usage
 	for _, in := range o.Instances[1:] {
 		childUsage.Add(in.Usage)
-		res.RelayedReportChars = max(res.RelayedReportChars, in.ReportChars)
+		res.RelayedReportChars = max(res.RelayedReportChars, utf8.RuneCountInString(in.Report))
 	}
 	res.ChildTokens = res.ChildPromptByLog + childUsage.OutputTokens
 	res.ChildPromptByUsage = childUsage.Prompt()

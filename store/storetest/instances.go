@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
@@ -14,14 +15,14 @@ import (
 func testInstances(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	def := json.RawMessage(`{"name":"worker",  "tools":["read"],"max_turns":3}`)
-	root := &store.Instance{ID: "r1", Type: "main", Definition: def, Task: "do it", Mode: "root", Model: "fake:big"}
+	root := &instance.Record{ID: "r1", Type: "main", Definition: def, Task: "do it", Mode: "root", Model: "fake:big"}
 	noErr(t, "create root", e.s.CreateInstance(e.ctx, root))
-	if root.State != store.Created || root.Root != "r1" || root.Depth != 0 || !root.CreatedAt.Equal(Epoch) || !root.UpdatedAt.Equal(Epoch) {
+	if root.State != instance.Created || root.Root != "r1" || root.Depth != 0 || !root.CreatedAt.Equal(Epoch) || !root.UpdatedAt.Equal(Epoch) {
 		t.Fatalf("created root: %+v", root)
 	}
 	got := e.get("r1")
 	if got.ID != "r1" || got.Parent != "" || got.Type != "main" || string(got.Definition) != string(def) ||
-		got.Task != "do it" || got.Mode != "root" || got.Model != "fake:big" || got.State != store.Created ||
+		got.Task != "do it" || got.Mode != "root" || got.Model != "fake:big" || got.State != instance.Created ||
 		!got.EndedAt.IsZero() || got.Cost != nil || got.Turns != 0 || got.Usage != (llm.Usage{}) {
 		t.Fatalf("stored root: %+v", got)
 	}
@@ -31,28 +32,28 @@ func testInstances(t *testing.T, h Harness) {
 	if child.Root != "r1" || child.Depth != 1 || !child.CreatedAt.Equal(Epoch.Add(time.Second)) {
 		t.Fatalf("child: %+v", child)
 	}
-	grand := &store.Instance{ID: "g1", Parent: "c1", Root: "r1", Depth: 2, Type: "worker", Task: "task of g1", Mode: "isolated", Model: "fake:m"}
+	grand := &instance.Record{ID: "g1", Parent: "c1", Root: "r1", Depth: 2, Type: "worker", Task: "task of g1", Mode: "isolated", Model: "fake:m"}
 	noErr(t, "create grandchild with root and depth given", e.s.CreateInstance(e.ctx, grand))
 
 	// The creation is the first recorded transition.
 	ts := e.transitions("c1")
-	if len(ts) != 1 || ts[0].Seq != 1 || ts[0].From != "" || ts[0].To != store.Created || !ts[0].At.Equal(Epoch.Add(time.Second)) {
+	if len(ts) != 1 || ts[0].Seq != 1 || ts[0].From != "" || ts[0].To != instance.Created || !ts[0].At.Equal(Epoch.Add(time.Second)) {
 		t.Fatalf("transitions after create: %+v", ts)
 	}
 
 	// Creating again with the same identity is a no-op that reports what
 	// is stored, even after the instance moved on.
-	e.move("c1", store.Running)
+	e.move("c1", instance.Running)
 	e.clock.Advance(time.Second)
-	again := &store.Instance{ID: "c1", Parent: "r1", Type: "worker", Task: "task of c1", Mode: "isolated", Model: "fake:m"}
+	again := &instance.Record{ID: "c1", Parent: "r1", Type: "worker", Task: "task of c1", Mode: "isolated", Model: "fake:m"}
 	noErr(t, "create again", e.s.CreateInstance(e.ctx, again))
-	if again.State != store.Running || !again.CreatedAt.Equal(Epoch.Add(time.Second)) || again.Depth != 1 {
+	if again.State != instance.Running || !again.CreatedAt.Equal(Epoch.Add(time.Second)) || again.Depth != 1 {
 		t.Fatalf("repeated create should report the stored instance: %+v", again)
 	}
 	if n := len(e.transitions("c1")); n != 2 {
 		t.Fatalf("a repeated create recorded a transition: %d transitions", n)
 	}
-	rootAgain := &store.Instance{ID: "r1", Type: "main", Definition: def, Task: "do it", Mode: "root", Model: "fake:big"}
+	rootAgain := &instance.Record{ID: "r1", Type: "main", Definition: def, Task: "do it", Mode: "root", Model: "fake:big"}
 	noErr(t, "create root again", e.s.CreateInstance(e.ctx, rootAgain))
 }
 
@@ -61,17 +62,17 @@ func testInstanceConflicts(t *testing.T, h Harness) {
 	e.create("r1", "")
 	e.create("r2", "")
 	e.create("c1", "r1")
-	base := store.Instance{ID: "c1", Parent: "r1", Type: "worker", Task: "task of c1", Mode: "isolated", Model: "fake:m"}
+	base := instance.Record{ID: "c1", Parent: "r1", Type: "worker", Task: "task of c1", Mode: "isolated", Model: "fake:m"}
 	for _, tc := range []struct {
 		name string
-		edit func(*store.Instance)
+		edit func(*instance.Record)
 	}{
-		{"parent", func(in *store.Instance) { in.Parent = "r2" }},
-		{"type", func(in *store.Instance) { in.Type = "other" }},
-		{"definition", func(in *store.Instance) { in.Definition = json.RawMessage(`{}`) }},
-		{"task", func(in *store.Instance) { in.Task = "another task" }},
-		{"mode", func(in *store.Instance) { in.Mode = "fork" }},
-		{"model", func(in *store.Instance) { in.Model = "fake:other" }},
+		{"parent", func(in *instance.Record) { in.Parent = "r2" }},
+		{"type", func(in *instance.Record) { in.Type = "other" }},
+		{"definition", func(in *instance.Record) { in.Definition = json.RawMessage(`{}`) }},
+		{"task", func(in *instance.Record) { in.Task = "another task" }},
+		{"mode", func(in *instance.Record) { in.Mode = "fork" }},
+		{"model", func(in *instance.Record) { in.Model = "fake:other" }},
 	} {
 		in := base
 		tc.edit(&in)
@@ -84,17 +85,17 @@ func testInstanceConflicts(t *testing.T, h Harness) {
 
 	bad := []struct {
 		name string
-		in   store.Instance
+		in   instance.Record
 		is   error
 	}{
-		{"empty id", store.Instance{}, nil},
-		{"missing parent", store.Instance{ID: "x", Parent: "nope"}, store.ErrNotFound},
-		{"own parent", store.Instance{ID: "x", Parent: "x"}, nil},
-		{"root with a root", store.Instance{ID: "x", Root: "r1"}, nil},
-		{"root with depth", store.Instance{ID: "x", Depth: 3}, nil},
-		{"child in another tree", store.Instance{ID: "x", Parent: "c1", Root: "r2"}, nil},
-		{"child at a wrong depth", store.Instance{ID: "x", Parent: "c1", Depth: 5}, nil},
-		{"invalid definition", store.Instance{ID: "x", Definition: json.RawMessage(`{"a":`)}, nil},
+		{"empty id", instance.Record{}, nil},
+		{"missing parent", instance.Record{ID: "x", Parent: "nope"}, store.ErrNotFound},
+		{"own parent", instance.Record{ID: "x", Parent: "x"}, nil},
+		{"root with a root", instance.Record{ID: "x", Root: "r1"}, nil},
+		{"root with depth", instance.Record{ID: "x", Depth: 3}, nil},
+		{"child in another tree", instance.Record{ID: "x", Parent: "c1", Root: "r2"}, nil},
+		{"child at a wrong depth", instance.Record{ID: "x", Parent: "c1", Depth: 5}, nil},
+		{"invalid definition", instance.Record{ID: "x", Definition: json.RawMessage(`{"a":`)}, nil},
 	}
 	for _, tc := range bad {
 		in := tc.in
@@ -118,10 +119,10 @@ func testListInstances(t *testing.T, h Harness) {
 		e.create(c[0], c[1])
 		e.clock.Advance(time.Second)
 	}
-	e.move("a", store.Running)
-	e.move("b", store.Cancelled)
-	e.move("r2", store.Running)
-	e.move("r2", store.Paused)
+	e.move("a", instance.Running)
+	e.move("b", instance.Cancelled)
+	e.move("r2", instance.Running)
+	e.move("r2", instance.Paused)
 
 	ids := func(f store.Filter) []string {
 		t.Helper()
@@ -142,10 +143,10 @@ func testListInstances(t *testing.T, h Harness) {
 		{store.Filter{Parent: "r1"}, []string{"a", "b"}},
 		{store.Filter{Parent: "a"}, []string{"a1"}},
 		{store.Filter{OnlyRoots: true}, []string{"r1", "r2"}},
-		{store.Filter{States: []store.State{store.Running, store.Paused}}, []string{"a", "r2"}},
+		{store.Filter{States: []instance.State{instance.Running, instance.Paused}}, []string{"a", "r2"}},
 		{store.Filter{Active: true}, []string{"r1", "a", "a1", "r2"}},
 		{store.Filter{Active: true, Root: "r1", Limit: 2}, []string{"r1", "a"}},
-		{store.Filter{States: []store.State{store.Cancelled}, Root: "r2"}, nil},
+		{store.Filter{States: []instance.State{instance.Cancelled}, Root: "r2"}, nil},
 		{store.Filter{Limit: 1}, []string{"r1"}},
 		{store.Filter{Parent: "nobody"}, nil},
 	} {
@@ -162,13 +163,13 @@ func testListInstances(t *testing.T, h Harness) {
 
 func testProgress(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.createIn("i", store.Running)
+	e.createIn("i", instance.Running)
 	e.clock.Advance(3 * time.Second)
 	u := llm.Usage{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 900, CacheWriteTokens: 50}
 	noErr(t, "progress", e.s.UpdateProgress(e.ctx, "i", 3, 5, u, ptr(0.0125)))
 	got := e.get("i")
 	if got.Turns != 3 || got.ToolCalls != 5 || got.Usage != u || got.Cost == nil || *got.Cost != 0.0125 ||
-		!got.UpdatedAt.Equal(Epoch.Add(3*time.Second)) || got.State != store.Running {
+		!got.UpdatedAt.Equal(Epoch.Add(3*time.Second)) || got.State != instance.Running {
 		t.Fatalf("after progress: %+v", got)
 	}
 	// Absolute values: a repeat changes nothing; nil cost means unpriced.
@@ -182,6 +183,6 @@ func testProgress(t *testing.T, h Harness) {
 		t.Fatalf("workflow id: %q", got.WorkflowID)
 	}
 	// Paused and asking instances are active: progress is still recorded.
-	e.move("i", store.Paused)
+	e.move("i", instance.Paused)
 	noErr(t, "progress while paused", e.s.UpdateProgress(e.ctx, "i", 5, 6, u, nil))
 }

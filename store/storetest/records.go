@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
@@ -35,7 +36,7 @@ func conversation() []llm.Message {
 
 func testTranscript(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.createIn("i", store.Running)
+	e.createIn("i", instance.Running)
 	msgs := conversation()
 	if got, err := e.s.Transcript(e.ctx, "i"); err != nil || got != nil {
 		t.Fatalf("empty transcript: %v, %v", got, err)
@@ -73,7 +74,7 @@ func testTranscript(t *testing.T, h Harness) {
 
 func testCompactions(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.createIn("i", store.Running)
+	e.createIn("i", instance.Running)
 	msgs := conversation()
 	noErr(t, "append", e.s.AppendMessages(e.ctx, "i", 1, 0, msgs))
 	e.clock.Advance(time.Second)
@@ -105,7 +106,7 @@ func testCompactions(t *testing.T, h Harness) {
 
 func testAttempts(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.createIn("i", store.Running)
+	e.createIn("i", instance.Running)
 	first := llm.Attempt{Provider: "anthropic", Model: "claude-x", N: 1, Status: 429, RequestID: "req_1", Latency: 120*time.Millisecond + 700*time.Microsecond,
 		Reason: "rate_limit", Err: errors.New("429 too many requests"), Retry: true, Wait: 1500 * time.Millisecond, Discarded: true}
 	a1, err := e.s.RecordAttempt(e.ctx, "i", 1, first)
@@ -149,8 +150,8 @@ func testRuns(t *testing.T, h Harness) {
 	if again != r1 {
 		t.Fatalf("a recovered workflow got a new run: %+v, first %+v", again, r1)
 	}
-	e.move("i", store.Running)
-	e.move("i", store.Asking)
+	e.move("i", instance.Running)
+	e.move("i", instance.Asking)
 	noErr(t, "end run 1", e.s.EndRun(e.ctx, r1.ID, "suspended"))
 	noErr(t, "end run 1 again", e.s.EndRun(e.ctx, r1.ID, "suspended"))
 	wantErr(t, "end run 1 otherwise", e.s.EndRun(e.ctx, r1.ID, "completed"), store.ErrConflict)
@@ -160,7 +161,7 @@ func testRuns(t *testing.T, h Harness) {
 	wantErr(t, "end an unknown run", e.s.EndRun(e.ctx, 987654, "completed"), store.ErrNotFound)
 
 	e.clock.Advance(time.Second)
-	e.move("i", store.Running)
+	e.move("i", instance.Running)
 	r2, err := e.s.StartRun(e.ctx, "i", "wf-2")
 	noErr(t, "start run 2", err)
 	r3, err := e.s.StartRun(e.ctx, "i", "")
@@ -177,12 +178,12 @@ func testRuns(t *testing.T, h Harness) {
 	}
 	// A recovered workflow may ask for its run even after the instance
 	// ended; a new run may not start.
-	noErr(t, "finish", e.s.Finish(e.ctx, "i", store.Result{State: store.Completed}))
+	noErr(t, "finish", e.s.Finish(e.ctx, "i", store.Result{State: instance.Completed}))
 	if r, err := e.s.StartRun(e.ctx, "i", "wf-2"); err != nil || r != r2 {
 		t.Fatalf("recovered run after the end: %+v, %v", r, err)
 	}
 	_, err = e.s.StartRun(e.ctx, "i", "wf-3")
-	wantErr(t, "new run after the end", err, store.ErrTerminal)
+	wantErr(t, "new run after the end", err, instance.ErrTerminal)
 }
 
 func testDefinitions(t *testing.T, h Harness) {
@@ -300,17 +301,17 @@ func testStoreEvents(t *testing.T, h Harness) {
 		t.Fatal("EventsWritten not signalled by a creation")
 	}
 	e.create("c", "r")
-	e.move("c", store.Running)
+	e.move("c", instance.Running)
 	noErr(t, "progress", e.s.UpdateProgress(e.ctx, "c", 2, 3, llm.Usage{InputTokens: 10, OutputTokens: 5}, nil))
 	_, err := e.s.Post(e.ctx, store.Mail{InstanceID: "r", Sender: "c", Kind: "question", Body: "which one?"})
 	noErr(t, "post", err)
 	cost := 0.25
-	noErr(t, "finish", e.s.Finish(e.ctx, "c", store.Result{State: store.Completed, StopReason: "end_turn",
+	noErr(t, "finish", e.s.Finish(e.ctx, "c", store.Result{State: instance.Completed, StopReason: "end_turn",
 		Report: strings.Repeat("é", store.EventReportCut+10), Turns: 2, ToolCalls: 3, Cost: &cost}))
 	last, err := e.s.LastEventID(e.ctx)
 	noErr(t, "last", err)
 	// Refused: a finished instance cannot run again; no event is written.
-	if err := e.s.Transition(e.ctx, "c", store.Running, "again"); err == nil {
+	if err := e.s.Transition(e.ctx, "c", instance.Running, "again"); err == nil {
 		t.Fatal("completed to running: no error")
 	}
 	if l, _ := e.s.LastEventID(e.ctx); l != last {
@@ -555,8 +556,8 @@ func testNotFound(t *testing.T, h Harness) {
 	const id = "no-such-instance"
 	_, err := e.s.GetInstance(e.ctx, id)
 	wantErr(t, "get", err, store.ErrNotFound)
-	wantErr(t, "transition", e.s.Transition(e.ctx, id, store.Running, ""), store.ErrNotFound)
-	wantErr(t, "finish", e.s.Finish(e.ctx, id, store.Result{State: store.Completed}), store.ErrNotFound)
+	wantErr(t, "transition", e.s.Transition(e.ctx, id, instance.Running, ""), store.ErrNotFound)
+	wantErr(t, "finish", e.s.Finish(e.ctx, id, store.Result{State: instance.Completed}), store.ErrNotFound)
 	wantErr(t, "progress", e.s.UpdateProgress(e.ctx, id, 1, 1, llm.Usage{}, nil), store.ErrNotFound)
 	wantErr(t, "workflow", e.s.SetWorkflow(e.ctx, id, "wf"), store.ErrNotFound)
 	_, err = e.s.Transitions(e.ctx, id)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/store"
 )
 
@@ -46,7 +47,7 @@ func testMigrations(t *testing.T, h Harness) {
 			e.s = old
 			e.create("r", "")
 			e.create("c", "r")
-			e.move("c", store.Running)
+			e.move("c", instance.Running)
 			noErr(t, "append", old.AppendMessages(e.ctx, "c", 1, 0, conversation()))
 			_, err := old.Post(e.ctx, store.Mail{InstanceID: "c", Kind: "answer", Body: "42"})
 			noErr(t, "post", err)
@@ -71,7 +72,7 @@ func testMigrations(t *testing.T, h Harness) {
 				}
 			}
 			// The old data is there and the new schema's queries work on it.
-			if c := e.get("c"); c.State != store.Running || c.Root != "r" || c.Depth != 1 {
+			if c := e.get("c"); c.State != instance.Running || c.Root != "r" || c.Depth != 1 {
 				t.Fatalf("migrated instance: %+v", c)
 			}
 			if list, err := e.s.ListInstances(e.ctx, store.Filter{Parent: "r", Active: true}); err != nil || len(list) != 1 {
@@ -83,7 +84,7 @@ func testMigrations(t *testing.T, h Harness) {
 			if m, err := e.s.Pending(e.ctx, "c"); err != nil || len(m) != 1 || m[0].Body != "42" {
 				t.Fatalf("mail after migrating: %+v, %v", m, err)
 			}
-			e.move("c", store.Completed)
+			e.move("c", instance.Completed)
 			// Opening an up-to-date database changes nothing.
 			e.clock.Advance(time.Hour)
 			e.open(store.Options{})
@@ -134,7 +135,7 @@ func testConcurrentOpen(t *testing.T, h Harness) {
 
 func testNewerSchema(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.createIn("canary", store.Running)
+	e.createIn("canary", instance.Running)
 	noErr(t, "append", e.s.AppendMessages(e.ctx, "canary", 1, 0, conversation()[:2]))
 	noErr(t, "close", e.s.Close())
 	future := store.LatestSchemaVersion() + 1
@@ -159,7 +160,7 @@ func testNewerSchema(t *testing.T, h Harness) {
 	raw := e.raw()
 	noErr(t, "read canary", raw.QueryRowContext(e.ctx, `SELECT state FROM deputy_instances WHERE id = 'canary'`).Scan(&state))
 	noErr(t, "count messages", raw.QueryRowContext(e.ctx, `SELECT COUNT(*) FROM deputy_messages`).Scan(&n))
-	if state != string(store.Running) || n != 2 {
+	if state != string(instance.Running) || n != 2 {
 		t.Fatalf("data changed: canary %s, %d messages", state, n)
 	}
 }
@@ -192,13 +193,13 @@ func testLocked(t *testing.T, h Harness) {
 	}
 
 	e.s = e.open(store.Options{BusyTimeout: wait})
-	if in := e.get("i"); in.State != store.Created {
+	if in := e.get("i"); in.State != instance.Created {
 		t.Fatalf("after the lock: %+v", in)
 	}
 	// A writer locked out mid-life gets ErrLocked too, not a bare driver error.
 	release = h.Lock(t, e.url)
-	err = e.s.Transition(e.ctx, "i", store.Running, "locked out")
+	err = e.s.Transition(e.ctx, "i", instance.Running, "locked out")
 	release()
 	wantErr(t, "transition while locked", err, store.ErrLocked)
-	noErr(t, "transition after", e.s.Transition(e.ctx, "i", store.Running, "free"))
+	noErr(t, "transition after", e.s.Transition(e.ctx, "i", instance.Running, "free"))
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/store"
 )
 
@@ -48,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 		{"TerminalNeverChanges", testTerminalNeverChanges},
 		{"ConcurrentTransitions", testConcurrentTransitions},
 		{"Finish", testFinish},
+		{"DamagedArtifacts", testDamagedArtifacts},
 		{"Atomicity", testAtomicity},
 		{"Transcript", testTranscript},
 		{"Compactions", testCompactions},
@@ -123,9 +125,9 @@ func (e *env) raw() *sql.DB {
 }
 
 // create records a root instance id, or a child of parent.
-func (e *env) create(id, parent string) *store.Instance {
+func (e *env) create(id, parent string) *instance.Record {
 	e.t.Helper()
-	in := &store.Instance{ID: id, Parent: parent, Type: "worker", Task: "task of " + id, Mode: "isolated", Model: "fake:m"}
+	in := &instance.Record{ID: id, Parent: parent, Type: "worker", Task: "task of " + id, Mode: "isolated", Model: "fake:m"}
 	if err := e.s.CreateInstance(e.ctx, in); err != nil {
 		e.t.Fatalf("create %s: %v", id, err)
 	}
@@ -133,7 +135,7 @@ func (e *env) create(id, parent string) *store.Instance {
 }
 
 // get reads instance id.
-func (e *env) get(id string) *store.Instance {
+func (e *env) get(id string) *instance.Record {
 	e.t.Helper()
 	in, err := e.s.GetInstance(e.ctx, id)
 	if err != nil {
@@ -143,7 +145,7 @@ func (e *env) get(id string) *store.Instance {
 }
 
 // move transitions id to `to`, failing the test on error.
-func (e *env) move(id string, to store.State) {
+func (e *env) move(id string, to instance.State) {
 	e.t.Helper()
 	if err := e.s.Transition(e.ctx, id, to, "test"); err != nil {
 		e.t.Fatalf("move %s to %s: %v", id, to, err)
@@ -151,19 +153,19 @@ func (e *env) move(id string, to store.State) {
 }
 
 // pathTo is a way to reach each state from created by legal moves.
-var pathTo = map[store.State][]store.State{
-	store.Created:   nil,
-	store.Running:   {store.Running},
-	store.Asking:    {store.Running, store.Asking},
-	store.Paused:    {store.Running, store.Paused},
-	store.Completed: {store.Running, store.Completed},
-	store.Failed:    {store.Running, store.Failed},
-	store.TimedOut:  {store.Running, store.TimedOut},
-	store.Cancelled: {store.Cancelled},
+var pathTo = map[instance.State][]instance.State{
+	instance.Created:   nil,
+	instance.Running:   {instance.Running},
+	instance.Asking:    {instance.Running, instance.Asking},
+	instance.Paused:    {instance.Running, instance.Paused},
+	instance.Completed: {instance.Running, instance.Completed},
+	instance.Failed:    {instance.Running, instance.Failed},
+	instance.TimedOut:  {instance.Running, instance.TimedOut},
+	instance.Cancelled: {instance.Cancelled},
 }
 
 // createIn creates instance id and drives it to state st.
-func (e *env) createIn(id string, st store.State) {
+func (e *env) createIn(id string, st instance.State) {
 	e.t.Helper()
 	e.create(id, "")
 	for _, s := range pathTo[st] {

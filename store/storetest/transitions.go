@@ -1,35 +1,37 @@
 package storetest
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
 
 // legal is the state machine as the suite expects it, written out pair by
 // pair rather than derived from the package, so a change to the table in
-// store/state.go must be made here too, on purpose.
-var legal = map[[2]store.State]bool{}
+// instance/state.go must be made here too, on purpose.
+var legal = map[[2]instance.State]bool{}
 
 func init() {
-	active := []store.State{store.Created, store.Running, store.Asking, store.Paused}
-	ends := []store.State{store.Completed, store.Failed, store.TimedOut, store.Cancelled}
+	active := []instance.State{instance.Created, instance.Running, instance.Asking, instance.Paused}
+	ends := []instance.State{instance.Completed, instance.Failed, instance.TimedOut, instance.Cancelled}
 	for _, from := range active {
 		for _, to := range ends {
-			legal[[2]store.State{from, to}] = true
+			legal[[2]instance.State{from, to}] = true
 		}
 	}
-	for _, p := range [][2]store.State{
-		{store.Created, store.Running},
-		{store.Running, store.Asking}, {store.Asking, store.Running},
-		{store.Running, store.Paused}, {store.Paused, store.Running},
-		{store.Asking, store.Paused},
+	for _, p := range [][2]instance.State{
+		{instance.Created, instance.Running},
+		{instance.Running, instance.Asking}, {instance.Asking, instance.Running},
+		{instance.Running, instance.Paused}, {instance.Paused, instance.Running},
+		{instance.Asking, instance.Paused},
 	} {
 		legal[p] = true
 	}
@@ -38,13 +40,13 @@ func init() {
 func testLegalTransitions(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	n := 0
-	for _, from := range store.States() {
-		for _, to := range store.States() {
-			if !legal[[2]store.State{from, to}] {
+	for _, from := range instance.States() {
+		for _, to := range instance.States() {
+			if !legal[[2]instance.State{from, to}] {
 				continue
 			}
 			n++
-			if !store.CanTransition(from, to) {
+			if !instance.CanMove(from, to) {
 				t.Errorf("CanTransition(%s, %s) = false, want true", from, to)
 			}
 			id := fmt.Sprintf("%s-%s", from, to)
@@ -73,16 +75,16 @@ func testLegalTransitions(t *testing.T, h Harness) {
 	}
 	// A whole lifecycle, recorded in order.
 	e.create("life", "")
-	for _, s := range []store.State{store.Running, store.Asking, store.Running, store.Paused, store.Running, store.Asking, store.Paused, store.Running, store.Completed} {
+	for _, s := range []instance.State{instance.Running, instance.Asking, instance.Running, instance.Paused, instance.Running, instance.Asking, instance.Paused, instance.Running, instance.Completed} {
 		e.move("life", s)
 	}
 	ts := e.transitions("life")
-	want := []store.State{store.Created, store.Running, store.Asking, store.Running, store.Paused, store.Running, store.Asking, store.Paused, store.Running, store.Completed}
+	want := []instance.State{instance.Created, instance.Running, instance.Asking, instance.Running, instance.Paused, instance.Running, instance.Asking, instance.Paused, instance.Running, instance.Completed}
 	if len(ts) != len(want) {
 		t.Fatalf("lifecycle: %d transitions, want %d", len(ts), len(want))
 	}
 	for i, tr := range ts {
-		var from store.State
+		var from instance.State
 		if i > 0 {
 			from = want[i-1]
 		}
@@ -94,28 +96,28 @@ func testLegalTransitions(t *testing.T, h Harness) {
 
 func testIllegalTransitions(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	targets := append(store.States(), "bogus", "")
+	targets := append(instance.States(), "bogus", "")
 	n := 0
-	for _, from := range store.States() {
+	for _, from := range instance.States() {
 		id := "from-" + string(from)
 		e.createIn(id, from)
 		before := e.transitions(id)
 		for _, to := range targets {
-			if legal[[2]store.State{from, to}] {
+			if legal[[2]instance.State{from, to}] {
 				continue
 			}
 			n++
-			if store.CanTransition(from, to) {
+			if instance.CanMove(from, to) {
 				t.Errorf("CanTransition(%s, %q) = true, want false", from, to)
 			}
 			err := e.s.Transition(e.ctx, id, to, "illegal")
-			wantErr(t, fmt.Sprintf("%s → %q", from, to), err, store.ErrIllegalTransition)
-			var te *store.TransitionError
+			wantErr(t, fmt.Sprintf("%s → %q", from, to), err, instance.ErrIllegalTransition)
+			var te *instance.TransitionError
 			if !errors.As(err, &te) || te.ID != id || te.From != from || te.To != to {
 				t.Fatalf("%s → %q: error %v is not a *TransitionError naming both states", from, to, err)
 			}
-			if from.Terminal() != errors.Is(err, store.ErrTerminal) {
-				t.Fatalf("%s → %q: errors.Is(ErrTerminal) = %v", from, to, errors.Is(err, store.ErrTerminal))
+			if from.Terminal() != errors.Is(err, instance.ErrTerminal) {
+				t.Fatalf("%s → %q: errors.Is(ErrTerminal) = %v", from, to, errors.Is(err, instance.ErrTerminal))
 			}
 		}
 		if in := e.get(id); in.State != from {
@@ -133,27 +135,27 @@ func testIllegalTransitions(t *testing.T, h Harness) {
 
 func testTerminalNeverChanges(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	for _, end := range []store.State{store.Completed, store.Failed, store.TimedOut, store.Cancelled} {
+	for _, end := range []instance.State{instance.Completed, instance.Failed, instance.TimedOut, instance.Cancelled} {
 		id := "ended-" + string(end)
 		e.createIn(id, end)
 		noErr(t, "append before", e.s.AppendMessages(e.ctx, id, 0, 0, nil))
 		before := e.get(id)
 		e.clock.Advance(time.Minute)
-		for _, to := range store.States() {
-			wantErr(t, id+" → "+string(to), e.s.Transition(e.ctx, id, to, "again"), store.ErrTerminal)
+		for _, to := range instance.States() {
+			wantErr(t, id+" → "+string(to), e.s.Transition(e.ctx, id, to, "again"), instance.ErrTerminal)
 		}
-		for _, other := range []store.State{store.Completed, store.Failed, store.TimedOut, store.Cancelled} {
+		for _, other := range []instance.State{instance.Completed, instance.Failed, instance.TimedOut, instance.Cancelled} {
 			if other == end {
 				continue
 			}
-			wantErr(t, "finish "+id+" as "+string(other), e.s.Finish(e.ctx, id, store.Result{State: other}), store.ErrTerminal)
+			wantErr(t, "finish "+id+" as "+string(other), e.s.Finish(e.ctx, id, store.Result{State: other}), instance.ErrTerminal)
 		}
-		wantErr(t, "finish "+id+" with another result", e.s.Finish(e.ctx, id, store.Result{State: end, Report: "late"}), store.ErrTerminal)
-		wantErr(t, "progress of "+id, e.s.UpdateProgress(e.ctx, id, 9, 9, llm.Usage{InputTokens: 1}, nil), store.ErrTerminal)
-		wantErr(t, "workflow of "+id, e.s.SetWorkflow(e.ctx, id, "wf-late"), store.ErrTerminal)
+		wantErr(t, "finish "+id+" with another result", e.s.Finish(e.ctx, id, store.Result{State: end, Report: "late"}), instance.ErrTerminal)
+		wantErr(t, "progress of "+id, e.s.UpdateProgress(e.ctx, id, 9, 9, llm.Usage{InputTokens: 1}, nil), instance.ErrTerminal)
+		wantErr(t, "workflow of "+id, e.s.SetWorkflow(e.ctx, id, "wf-late"), instance.ErrTerminal)
 		_, err := e.s.StartRun(e.ctx, id, "wf-late")
-		wantErr(t, "run of "+id, err, store.ErrTerminal)
-		wantErr(t, "messages of "+id, e.s.AppendMessages(e.ctx, id, 1, 0, []llm.Message{llm.UserText("late")}), store.ErrTerminal)
+		wantErr(t, "run of "+id, err, instance.ErrTerminal)
+		wantErr(t, "messages of "+id, e.s.AppendMessages(e.ctx, id, 1, 0, []llm.Message{llm.UserText("late")}), instance.ErrTerminal)
 		after := e.get(id)
 		if fmt.Sprint(*after) != fmt.Sprint(*before) {
 			t.Fatalf("%s changed after it ended:\nbefore %+v\nafter  %+v", id, before, after)
@@ -168,17 +170,17 @@ func testConcurrentTransitions(t *testing.T, h Harness) {
 	// target itself). Transition serialises them, so exactly one wins and
 	// every loser is told the winner's state. Half the racers to an end use
 	// Finish, which must race the same way.
-	ends := []store.State{store.Completed, store.Failed, store.TimedOut, store.Cancelled}
+	ends := []instance.State{instance.Completed, instance.Failed, instance.TimedOut, instance.Cancelled}
 	cases := []struct {
-		from    store.State
-		targets []store.State
+		from    instance.State
+		targets []instance.State
 	}{
-		{store.Running, append(ends, ends...)},
-		{store.Asking, append(ends, ends...)},
-		{store.Paused, ends},
-		{store.Created, []store.State{store.Running, store.Running, store.Running, store.Running, store.Running, store.Running}},
-		{store.Asking, []store.State{store.Running, store.Running, store.Running, store.Running}},
-		{store.Running, []store.State{store.Paused, store.Paused, store.Paused, store.Paused}},
+		{instance.Running, append(ends, ends...)},
+		{instance.Asking, append(ends, ends...)},
+		{instance.Paused, ends},
+		{instance.Created, []instance.State{instance.Running, instance.Running, instance.Running, instance.Running, instance.Running, instance.Running}},
+		{instance.Asking, []instance.State{instance.Running, instance.Running, instance.Running, instance.Running}},
+		{instance.Running, []instance.State{instance.Paused, instance.Paused, instance.Paused, instance.Paused}},
 	}
 	for round := 0; round < 4; round++ {
 		for ci, c := range cases {
@@ -216,7 +218,7 @@ func testConcurrentTransitions(t *testing.T, h Harness) {
 				t.Fatalf("%s: nobody won: %v", id, errs)
 			}
 			for i, err := range errs {
-				var te *store.TransitionError
+				var te *instance.TransitionError
 				if i != winner && (!errors.As(err, &te) || te.From != c.targets[winner]) {
 					t.Fatalf("%s: loser %d: %v (want a TransitionError from the winner's state %s)", id, i, err, c.targets[winner])
 				}
@@ -235,22 +237,22 @@ func testConcurrentTransitions(t *testing.T, h Harness) {
 
 func testFinish(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.createIn("i", store.Running)
+	e.createIn("i", instance.Running)
 	e.clock.Advance(time.Minute)
 	r := store.Result{
-		State: store.Completed, StopReason: "end_turn", Incomplete: true, Report: "found 3 files", Error: "",
+		State: instance.Completed, StopReason: "end_turn", Incomplete: true, Report: "found 3 files", Error: "",
 		Usage: llm.Usage{InputTokens: 10, OutputTokens: 20, CacheReadTokens: 30, CacheWriteTokens: 40},
-		Cost:  ptr(1.5), Turns: 7, ToolCalls: 12, Artifacts: json.RawMessage(`[{"path":"a.md"},  {"path":"b.md"}]`),
+		Cost:  ptr(1.5), Turns: 7, ToolCalls: 12, Artifacts: []string{"a.md", "b.md"},
 	}
 	noErr(t, "finish", e.s.Finish(e.ctx, "i", r))
 	in := e.get("i")
-	if in.State != store.Completed || in.StopReason != "end_turn" || !in.Incomplete || in.Report != "found 3 files" ||
+	if in.State != instance.Completed || in.StopReason != "end_turn" || !in.Incomplete || in.Report != "found 3 files" ||
 		in.Usage != r.Usage || in.Cost == nil || *in.Cost != 1.5 || in.Turns != 7 || in.ToolCalls != 12 ||
-		string(in.Artifacts) != string(r.Artifacts) || !in.EndedAt.Equal(Epoch.Add(time.Minute)) || !in.UpdatedAt.Equal(in.EndedAt) {
+		!slices.Equal(in.Artifacts, r.Artifacts) || !in.EndedAt.Equal(Epoch.Add(time.Minute)) || !in.UpdatedAt.Equal(in.EndedAt) {
 		t.Fatalf("finished: %+v", in)
 	}
 	ts := e.transitions("i")
-	if last := ts[len(ts)-1]; last.From != store.Running || last.To != store.Completed || last.Cause != "end_turn" {
+	if last := ts[len(ts)-1]; last.From != instance.Running || last.To != instance.Completed || last.Cause != "end_turn" {
 		t.Fatalf("finish recorded %+v (the cause defaults to the stop reason)", last)
 	}
 	// The same result again (a replay after a crash) is a no-op.
@@ -261,25 +263,50 @@ func testFinish(t *testing.T, h Harness) {
 	}
 	r2 := r
 	r2.Cost = ptr(1.6)
-	wantErr(t, "finish with another cost", e.s.Finish(e.ctx, "i", r2), store.ErrTerminal)
+	wantErr(t, "finish with another cost", e.s.Finish(e.ctx, "i", r2), instance.ErrTerminal)
 
 	// Failed with an error, from asking, unpriced, with an explicit cause.
-	e.createIn("f", store.Asking)
-	noErr(t, "finish failed", e.s.Finish(e.ctx, "f", store.Result{State: store.Failed, Cause: "parent gone", Error: "boom"}))
-	if got := e.get("f"); got.State != store.Failed || got.Error != "boom" || got.Cost != nil || got.Artifacts != nil {
+	e.createIn("f", instance.Asking)
+	noErr(t, "finish failed", e.s.Finish(e.ctx, "f", store.Result{State: instance.Failed, Cause: "parent gone", Error: "boom"}))
+	if got := e.get("f"); got.State != instance.Failed || got.Error != "boom" || got.Cost != nil || got.Artifacts != nil {
 		t.Fatalf("failed: %+v", got)
 	}
 	if ts := e.transitions("f"); ts[len(ts)-1].Cause != "parent gone" {
 		t.Fatalf("cause: %+v", ts[len(ts)-1])
 	}
 
-	e.createIn("n", store.Running)
-	wantErr(t, "finish as paused", e.s.Finish(e.ctx, "n", store.Result{State: store.Paused}), store.ErrIllegalTransition)
-	if err := e.s.Finish(e.ctx, "n", store.Result{State: store.Completed, Artifacts: json.RawMessage(`[`)}); err == nil {
-		t.Fatal("finish with invalid artifacts JSON: no error")
-	}
-	if got := e.get("n"); got.State != store.Running {
+	e.createIn("n", instance.Running)
+	wantErr(t, "finish as paused", e.s.Finish(e.ctx, "n", store.Result{State: instance.Paused}), instance.ErrIllegalTransition)
+	if got := e.get("n"); got.State != instance.Running {
 		t.Fatalf("a refused finish moved the instance to %s", got.State)
+	}
+}
+
+// A row whose artifact list does not decode (damaged outside the store,
+// which writes only lists) reads with no artifacts and a problem saying
+// so, in a get and a list alike, rather than failing either: the record
+// must still reach its parent and the list must still show the others.
+func testDamagedArtifacts(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.createIn("i", instance.Running)
+	e.create("ok", "")
+	noErr(t, "finish", e.s.Finish(e.ctx, "i", store.Result{State: instance.Completed, Report: "wrote a.go", Artifacts: []string{"a.go"}}))
+	if got := e.get("i"); !slices.Equal(got.Artifacts, []string{"a.go"}) || got.Problems != nil {
+		t.Fatalf("sound row: artifacts %q, problems %q", got.Artifacts, got.Problems)
+	}
+	// Valid JSON, not a list; the placeholder-free statement suits both dialects.
+	if _, err := e.raw().ExecContext(e.ctx, `UPDATE deputy_instances SET artifacts = '{"a.go": true}' WHERE id = 'i'`); err != nil {
+		t.Fatal(err)
+	}
+	got := e.get("i")
+	if got.Artifacts != nil || len(got.Problems) != 1 || !strings.Contains(got.Problems[0], "artifacts") ||
+		got.Report != "wrote a.go" || got.State != instance.Completed {
+		t.Fatalf("damaged row: %+v", got)
+	}
+	list, err := e.s.ListInstances(e.ctx, store.Filter{})
+	noErr(t, "list", err)
+	if len(list) != 2 || list[0].Problems == nil || list[1].Problems != nil {
+		t.Fatalf("list with a damaged row: %+v", list)
 	}
 }
 
@@ -317,33 +344,33 @@ func testAtomicity(t *testing.T, h Harness) {
 		}
 	}
 
-	e.createIn("i", store.Running)
+	e.createIn("i", instance.Running)
 	noErr(t, "progress", e.s.UpdateProgress(e.ctx, "i", 2, 1, llm.Usage{InputTokens: 5}, nil))
 	before := e.get("i")
 	e.clock.Advance(time.Hour)
 	// Finish writes the instance row first, then the transition: the
 	// trigger fails the second write, and the first must not survive.
-	err := e.s.Finish(e.ctx, "i", store.Result{State: store.Completed, Cause: failHere, Report: "r", Turns: 9, Usage: llm.Usage{InputTokens: 50}, Cost: ptr(2.0)})
+	err := e.s.Finish(e.ctx, "i", store.Result{State: instance.Completed, Cause: failHere, Report: "r", Turns: 9, Usage: llm.Usage{InputTokens: 50}, Cost: ptr(2.0)})
 	if err == nil {
 		t.Fatal("finish with a failing transition record: no error")
 	}
 	if after := e.get("i"); fmt.Sprint(*after) != fmt.Sprint(*before) {
 		t.Fatalf("a failed finish left a half-written instance:\nbefore %+v\nafter  %+v", before, after)
 	}
-	if err := e.s.Transition(e.ctx, "i", store.Paused, failHere); err == nil {
+	if err := e.s.Transition(e.ctx, "i", instance.Paused, failHere); err == nil {
 		t.Fatal("transition with a failing record: no error")
 	}
-	if after := e.get("i"); after.State != store.Running {
+	if after := e.get("i"); after.State != instance.Running {
 		t.Fatalf("a failed transition left state %s", after.State)
 	}
 	if ts := e.transitions("i"); len(ts) != 2 {
 		t.Fatalf("failed transitions were recorded: %+v", ts)
 	}
 	// The instance is not stuck: the same moves with another cause work.
-	noErr(t, "finish", e.s.Finish(e.ctx, "i", store.Result{State: store.Completed, Cause: "done"}))
+	noErr(t, "finish", e.s.Finish(e.ctx, "i", store.Result{State: instance.Completed, Cause: "done"}))
 
 	// A batch of messages whose third is refused stores none of them.
-	e.createIn("m", store.Running)
+	e.createIn("m", instance.Running)
 	batch := []llm.Message{llm.UserText("one"), {Role: llm.Assistant, Content: []llm.Block{llm.Text("two")}}, {Role: failHere, Content: []llm.Block{llm.Text("three")}}}
 	if err := e.s.AppendMessages(e.ctx, "m", 1, 0, batch); err == nil {
 		t.Fatal("append with a refused message: no error")
