@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -14,23 +13,11 @@ import (
 	"github.com/deputy-run/deputy/llm/retry"
 )
 
-// attemptOptions returns the per-attempt request options: a middleware that
-// records the response status and retry headers into out and hint, and
-// feeds the watchdog with the response's bytes.
+// attemptOptions returns the per-attempt request options: retry's
+// middleware, which records the response status and retry headers into out
+// and hint and feeds the watchdog with the response's bytes.
 func (m *Model) attemptOptions(req *llm.Request, w *retry.Watchdog, out *retry.Outcome, hint *retry.Hint) []option.RequestOption {
-	opts := []option.RequestOption{option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		resp, err := next(r)
-		if resp != nil {
-			w.Kick()
-			out.Status = resp.StatusCode
-			out.RequestID = resp.Header.Get("request-id")
-			if resp.StatusCode >= 300 {
-				*hint = retry.ParseHint(resp.Header, m.now())
-			}
-			resp.Body = w.Body(resp.Body)
-		}
-		return resp, err
-	})}
+	opts := []option.RequestOption{option.WithMiddleware(m.policy.Middleware(w, out, hint, "request-id"))}
 	if req.Temperature != nil {
 		// The SDK's params have no temperature field; set it on the encoded
 		// body, leaving the rest of the bytes as they are.
@@ -60,12 +47,7 @@ func (m *Model) streamOnce(ctx context.Context, w *retry.Watchdog, req *llm.Requ
 	// toolInput for why not the accumulator's).
 	var inputs [][]byte
 	stopped := false
-	emit := func(d llm.Delta) {
-		if stream != nil {
-			out.Streamed = true
-			stream(d)
-		}
-	}
+	emit := out.Relay(stream)
 	for s.Next() {
 		ev := s.Current()
 		if err := acc.Accumulate(ev); err != nil {
@@ -134,7 +116,7 @@ func (m *Model) wrapErr(err error, out *retry.Outcome, hint retry.Hint) error {
 			RequestID:  se.RequestID,
 		}
 		if ae.Message == "" {
-			ae.Message = bodySnippet(se.RawJSON(), se.StatusCode)
+			ae.Message = retry.BodySnippet(se.RawJSON(), se.StatusCode)
 		}
 		if ae.Type == "" {
 			ae.Type = "error"
@@ -151,11 +133,4 @@ func (m *Model) wrapErr(err error, out *retry.Outcome, hint retry.Hint) error {
 		return retry.BodyError(ProviderName, err)
 	}
 	return fmt.Errorf("anthropic: %w", err)
-}
-
-func (m *Model) now() time.Time {
-	if m.policy.Clock == nil {
-		return time.Now()
-	}
-	return m.policy.Clock.Now()
 }

@@ -3,8 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
-	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
@@ -67,21 +65,6 @@ func canonical(raw string) json.RawMessage {
 	out.Grow(b.Len())
 	json.HTMLEscape(&out, b.Bytes())
 	return out.Bytes()
-}
-
-// bodySnippet describes an error response whose body had no message (a
-// proxy's HTML page, an empty body): the status text and the body's start.
-func bodySnippet(body string, status int) string {
-	s := http.StatusText(status)
-	body = strings.TrimSpace(body)
-	if body == "" {
-		return s
-	}
-	body = strings.Join(strings.Fields(body), " ")
-	if len(body) > 200 {
-		body = body[:200] + "…"
-	}
-	return s + ": " + body
 }
 
 // toolInput returns a non-streamed tool call's input as the exact bytes the

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -17,30 +15,11 @@ import (
 	"github.com/deputy-run/deputy/llm/retry"
 )
 
-// attemptOptions returns the per-attempt request options: a middleware that
-// records the response status and retry headers, and feeds the watchdog
-// with the response's bytes.
+// attemptOptions returns the per-attempt request options: retry's
+// middleware, which records the response status and retry headers and
+// feeds the watchdog with the response's bytes.
 func (m *Model) attemptOptions(w *retry.Watchdog, out *retry.Outcome, hint *retry.Hint) []option.RequestOption {
-	return []option.RequestOption{option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		resp, err := next(r)
-		if resp != nil {
-			w.Kick()
-			out.Status = resp.StatusCode
-			out.RequestID = resp.Header.Get("x-request-id")
-			if resp.StatusCode >= 300 {
-				*hint = retry.ParseHint(resp.Header, m.now())
-			}
-			resp.Body = w.Body(resp.Body)
-		}
-		return resp, err
-	})}
-}
-
-func (m *Model) now() time.Time {
-	if m.policy.Clock == nil {
-		return time.Now()
-	}
-	return m.policy.Clock.Now()
+	return []option.RequestOption{option.WithMiddleware(m.policy.Middleware(w, out, hint, "x-request-id"))}
 }
 
 // once makes one non-streaming attempt.
@@ -64,12 +43,7 @@ func (m *Model) streamOnce(ctx context.Context, w *retry.Watchdog, p *sdk.ChatCo
 	defer s.Close()
 	var acc sdk.ChatCompletionAccumulator
 	var st streamState
-	emit := func(d llm.Delta) {
-		if stream != nil {
-			out.Streamed = true
-			stream(d)
-		}
-	}
+	emit := out.Relay(stream)
 	for s.Next() {
 		chunk := s.Current()
 		st.fixToolIndexes(&chunk)
@@ -113,7 +87,7 @@ func (m *Model) wrapErr(err error, out *retry.Outcome, hint retry.Hint) error {
 			ae.RequestID = se.Response.Header.Get("x-request-id")
 		}
 		if ae.Message == "" {
-			ae.Message = bodySnippet(se.RawJSON(), se.StatusCode)
+			ae.Message = retry.BodySnippet(se.RawJSON(), se.StatusCode)
 		}
 		if hint.HasAfter {
 			ae.RetryAfter = hint.After
@@ -135,7 +109,7 @@ func (m *Model) wrapErr(err error, out *retry.Outcome, hint retry.Hint) error {
 		ae := &llm.APIError{Provider: m.name, StatusCode: out.Status, Type: errType(body.Error.Type, code),
 			Message: body.Error.Message, RequestID: out.RequestID}
 		if ae.Message == "" {
-			ae.Message = bodySnippet(string(ev.Event.Data), 0)
+			ae.Message = retry.BodySnippet(string(ev.Event.Data), 0)
 		}
 		return ae
 	}
@@ -158,20 +132,4 @@ func errType(typ, code string) string {
 		return typ
 	}
 	return "error"
-}
-
-// bodySnippet describes an error body without a message.
-func bodySnippet(body string, status int) string {
-	s := http.StatusText(status)
-	body = strings.Join(strings.Fields(body), " ")
-	if len(body) > 200 {
-		body = body[:200] + "…"
-	}
-	switch {
-	case body == "":
-		return s
-	case s == "":
-		return body
-	}
-	return s + ": " + body
 }
