@@ -245,6 +245,48 @@ func toolResults(r *llm.Request) []llm.Block {
 	return out
 }
 
+// Timing is what a fan-out or an orchestration run measured, on one clock.
+type Timing struct {
+	// Wall is the run's wall time; Ideal is the time the workload's
+	// latency alone takes with perfect parallelism (the config's Ideal).
+	Wall  time.Duration `json:"wall_ns"`
+	Ideal time.Duration `json:"ideal_ns"`
+	Ratio float64       `json:"wall_over_ideal"`
+	// PeakRunning is the most workers that ran at once.
+	PeakRunning int `json:"peak_running"`
+	// Requests is the generation requests in the server's log.
+	Requests int `json:"requests"`
+	// The run in phases, from the root's events, when there is a root: its
+	// first turn (the request, and its calls streamed back), the
+	// children's phase (from that response to the root's second turn), and
+	// its last turn.
+	RootFirst  time.Duration `json:"root_first_turn_ns,omitempty"`
+	Children   time.Duration `json:"children_phase_ns,omitempty"`
+	RootSecond time.Duration `json:"root_second_turn_ns,omitempty"`
+}
+
+// phases sets the root's phases from its four events: turn 1 starts, its
+// response, turn 2 starts, its response.
+func (t *Timing) phases(ev []time.Duration) {
+	t.RootFirst, t.Children, t.RootSecond = ev[1]-ev[0], ev[2]-ev[1], ev[3]-ev[2]
+}
+
+// settle finishes a run's figures once Wall and Ideal are in (the ratio,
+// the requests in srv's log) and holds the log to want, the requests the
+// workload makes.
+func (t *Timing) settle(srv *server, want int) error {
+	t.Ratio = ratio(float64(t.Wall), float64(t.Ideal))
+	for _, lr := range srv.srv.Requests() {
+		if lr.N > 0 {
+			t.Requests++
+		}
+	}
+	if t.Requests != want {
+		return fmt.Errorf("%d requests in the log, want %d", t.Requests, want)
+	}
+	return nil
+}
+
 // ratio is a/b, or 0 when b is 0.
 func ratio(a, b float64) float64 {
 	if b == 0 {

@@ -55,27 +55,14 @@ const (
 // FanOutVias lists the ways, in the order the command runs them.
 var FanOutVias = []string{ViaDeputy, ViaProviderLoop, ViaBareSDK}
 
-// FanOutResult is one fan-out run.
+// FanOutResult is one fan-out run. Its Ideal is FanOutConfig.Ideal; its
+// phases are ViaDeputy's (the loops have no root), the first turn being the
+// request and then 100s of spawn calls streamed back, and the children's
+// phase having the bare loops' ideal.
 type FanOutResult struct {
 	Wire string `json:"wire"`
 	Via  string `json:"via"`
-	// Wall is the run's wall time; Ideal is ceil(Children/MaxParallel) ×
-	// Turns × Latency, plus the root's own turns for ViaDeputy (2 ×
-	// Latency): the time the latency alone takes with perfect parallelism.
-	Wall  time.Duration `json:"wall_ns"`
-	Ideal time.Duration `json:"ideal_ns"`
-	Ratio float64       `json:"wall_over_ideal"`
-	// PeakRunning is the most workers that ran at once.
-	PeakRunning int `json:"peak_running"`
-	// Requests is the generation requests in the server's log.
-	Requests int `json:"requests"`
-	// For ViaDeputy, the run in phases on the same clock: the root's
-	// first turn (the request, then 100s of spawn calls streamed back),
-	// the children's phase (from the root's first response to its second
-	// turn; its ideal is the bare loops' ideal), and the root's last turn.
-	RootFirst  time.Duration `json:"root_first_turn_ns,omitempty"`
-	Children   time.Duration `json:"children_phase_ns,omitempty"`
-	RootSecond time.Duration `json:"root_second_turn_ns,omitempty"`
+	Timing
 }
 
 const (
@@ -143,22 +130,16 @@ func FanOut(ctx context.Context, wire, via string, c FanOutConfig) (*FanOutResul
 	if err != nil {
 		return nil, fmt.Errorf("fan-out %s %s: %w", wire, via, err)
 	}
-	res := &FanOutResult{Wire: wire, Via: via, Wall: wall, Ideal: c.Ideal(via), PeakRunning: peak}
-	res.Ratio = ratio(float64(res.Wall), float64(res.Ideal))
-	if len(phases) == 4 { // root turn 1 start, its response, turn 2 start, its response
-		res.RootFirst, res.Children, res.RootSecond = phases[1]-phases[0], phases[2]-phases[1], phases[3]-phases[2]
-	}
-	for _, lr := range srv.srv.Requests() {
-		if lr.N > 0 {
-			res.Requests++
-		}
+	res := &FanOutResult{Wire: wire, Via: via, Timing: Timing{Wall: wall, Ideal: c.Ideal(via), PeakRunning: peak}}
+	if len(phases) == 4 {
+		res.phases(phases)
 	}
 	want := c.Children * c.Turns
 	if via == ViaDeputy {
 		want += 2
 	}
-	if res.Requests != want {
-		return nil, fmt.Errorf("fan-out %s %s: %d requests in the log, want %d", wire, via, res.Requests, want)
+	if err := res.settle(srv, want); err != nil {
+		return nil, fmt.Errorf("fan-out %s %s: %w", wire, via, err)
 	}
 	return res, nil
 }

@@ -199,27 +199,16 @@ func orchCatalog() (*agentdef.Catalog, error) {
 		Tools: []string{"noop"}, Mode: agentdef.ModeIsolated})
 }
 
-// OrchResult is one orchestration run.
+// OrchResult is one orchestration run. Its Wall is Runner.Run's, or the
+// engine's Start to Wait; its Ideal is OrchConfig.Ideal; PeakRunning
+// counts tasks, from the runner's events (a task runs from its start to
+// its end); the root's first turn is the request and the fan_out call
+// streamed back.
 type OrchResult struct {
 	Wire  string `json:"wire"`
 	Via   string `json:"via"`
 	Tasks int    `json:"tasks"`
-	// Wall is the run's wall time (Runner.Run, or the engine's Start to
-	// Wait); Ideal is OrchConfig.Ideal.
-	Wall  time.Duration `json:"wall_ns"`
-	Ideal time.Duration `json:"ideal_ns"`
-	Ratio float64       `json:"wall_over_ideal"`
-	// PeakRunning is the most tasks that ran at once (from the runner's
-	// events: a task runs from its start to its end).
-	PeakRunning int `json:"peak_running"`
-	// Requests is the generation requests in the server's log.
-	Requests int `json:"requests"`
-	// The run in phases, from the root's events: its first turn (the
-	// request, and the fan_out call streamed back), the tasks' phase (from
-	// that response to the root's second turn), and its last turn.
-	RootFirst  time.Duration `json:"root_first_turn_ns"`
-	Children   time.Duration `json:"children_phase_ns"`
-	RootSecond time.Duration `json:"root_second_turn_ns"`
+	Timing
 	// Steps is, for a durable run, the steps DBOS checkpointed for it
 	// (rows of its operation_outputs): model calls, tool calls and the
 	// engine's own (load, start, inbox, end...).
@@ -258,7 +247,7 @@ func Orchestrate(ctx context.Context, wire, via string, c OrchConfig) (*OrchResu
 	defer os.RemoveAll(dir)
 
 	obs := &orchObserver{reports: map[string]string{}}
-	res := &OrchResult{Wire: wire, Via: via, Tasks: len(tasks), Ideal: c.Ideal()}
+	res := &OrchResult{Wire: wire, Via: via, Tasks: len(tasks), Timing: Timing{Ideal: c.Ideal()}}
 	switch via {
 	case OrchMemory:
 		err = orchMemory(ctx, model, cat, c, obs, res)
@@ -282,17 +271,11 @@ func Orchestrate(ctx context.Context, wire, via string, c OrchConfig) (*OrchResu
 	if err != nil {
 		return nil, fmt.Errorf("orchestration %s %s: %w", wire, via, err)
 	}
-	res.Ratio = ratio(float64(res.Wall), float64(res.Ideal))
 	if err := obs.check(tasks, c, res); err != nil {
 		return nil, fmt.Errorf("orchestration %s %s: %w", wire, via, err)
 	}
-	for _, lr := range srv.srv.Requests() {
-		if lr.N > 0 {
-			res.Requests++
-		}
-	}
-	if want := len(tasks)*c.Turns + 2; res.Requests != want {
-		return nil, fmt.Errorf("orchestration %s %s: %d requests in the log, want %d", wire, via, res.Requests, want)
+	if err := res.settle(srv, len(tasks)*c.Turns+2); err != nil {
+		return nil, fmt.Errorf("orchestration %s %s: %w", wire, via, err)
 	}
 	return res, nil
 }
@@ -368,7 +351,7 @@ func (o *orchObserver) check(tasks []orchTask, c OrchConfig, res *OrchResult) er
 		return fmt.Errorf("the root's turns left %d events, want 4", len(o.phases))
 	}
 	res.PeakRunning = o.most
-	res.RootFirst, res.Children, res.RootSecond = o.phases[1]-o.phases[0], o.phases[2]-o.phases[1], o.phases[3]-o.phases[2]
+	res.phases(o.phases)
 	return nil
 }
 
