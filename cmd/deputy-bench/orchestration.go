@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -78,22 +77,6 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// orchFigure is one line of `deputy-bench orchestration` output.
-type orchFigure struct {
-	Benchmark string  `json:"benchmark"` // orchestration
-	Figure    string  `json:"figure"`
-	Wire      string  `json:"wire"`
-	Via       string  `json:"via"`
-	Value     float64 `json:"value"` // median over repeats
-	Unit      string  `json:"unit"`
-	Goal      string  `json:"goal"`
-	Met       bool    `json:"met"`
-	Repeats   int     `json:"repeats"`
-	Min       float64 `json:"min"`
-	Max       float64 `json:"max"`
-	Detail    any     `json:"detail,omitempty"`
-}
-
 func runBenchOrchestration(ctx context.Context, out io.Writer, wiresFlag string, o *benchOrchFlags, repeats int) error {
 	if o.postgres == "" {
 		o.postgres = os.Getenv(benchPostgresEnv)
@@ -135,9 +118,7 @@ func runBenchOrchestration(ctx context.Context, out io.Writer, wiresFlag string,
 	if err := dag.Check(); err != nil {
 		return usageErr("--orch-dag %s: %v", o.dag, err)
 	}
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
-	emit := func(f orchFigure) error { return enc.Encode(f) }
+	emit := figureWriter(out)
 	for _, f := range figures {
 		for _, w := range wires {
 			var err error
@@ -156,30 +137,20 @@ func runBenchOrchestration(ctx context.Context, out io.Writer, wiresFlag string,
 
 // orchSeries is one way's runs of a figure.
 type orchSeries struct {
-	ratio, wall, cpu, first, kids, second, steps []float64
-	peak                                         int
-	ideal                                        time.Duration
+	viaSeries
+	steps []float64
+	ideal time.Duration
 }
 
 func (s *orchSeries) add(r *benchsub.OrchResult, cpu time.Duration) {
-	s.ratio, s.wall, s.cpu = append(s.ratio, r.Ratio), append(s.wall, ms(r.Wall)), append(s.cpu, ms(cpu))
-	s.first, s.kids, s.second = append(s.first, ms(r.RootFirst)), append(s.kids, ms(r.Children)), append(s.second, ms(r.RootSecond))
+	s.viaSeries.add(&r.Timing, cpu)
 	s.steps = append(s.steps, float64(r.Steps))
-	s.peak = max(s.peak, r.PeakRunning)
 	s.ideal = r.Ideal
 }
 
 // orchViaDetail is one way's medians, in a figure's detail.
 type orchViaDetail struct {
-	WallMS  float64 `json:"wall_ms_median"`
-	IdealMS float64 `json:"ideal_ms"`
-	Ratio   float64 `json:"wall_over_ideal_median"`
-	MinR    float64 `json:"wall_over_ideal_min"`
-	MaxR    float64 `json:"wall_over_ideal_max"`
-	// CPUMS is this process's CPU time during a run (client, engine,
-	// SQLite, and the in-process fake server), median.
-	CPUMS float64 `json:"cpu_ms_median"`
-	Peak  int     `json:"peak_running"`
+	viaMedians
 	// The root's first turn (the fan_out call streamed back), the tasks'
 	// phase, the root's last turn: medians.
 	RootFirstMS  float64 `json:"root_first_turn_ms,omitempty"`
@@ -193,13 +164,8 @@ type orchViaDetail struct {
 }
 
 func (s *orchSeries) detail(memWall float64) orchViaDetail {
-	m, lo, hi := stats(s.ratio)
-	d := orchViaDetail{IdealMS: ms(s.ideal), Ratio: m, MinR: lo, MaxR: hi, Peak: s.peak}
-	d.WallMS, _, _ = stats(s.wall)
-	d.CPUMS, _, _ = stats(s.cpu)
-	d.RootFirstMS, _, _ = stats(s.first)
-	d.ChildrenMS, _, _ = stats(s.kids)
-	d.RootSecondMS, _, _ = stats(s.second)
+	d := orchViaDetail{viaMedians: s.medians(s.ideal)}
+	d.RootFirstMS, d.ChildrenMS, d.RootSecondMS = s.phases()
 	if d.Steps, _, _ = stats(s.steps); d.Steps > 0 && memWall > 0 {
 		d.StepCostMS = (d.WallMS - memWall) / d.Steps
 	}
@@ -219,7 +185,7 @@ func orchRound(ctx context.Context, wire string, vias []string, c benchsub.OrchC
 			var b *benchsub.FanOutResult
 			b, err = benchsub.FanOut(ctx, wire, via, bareConfig(c))
 			if err == nil {
-				r = &benchsub.OrchResult{Wall: b.Wall, Ideal: b.Ideal, Ratio: b.Ratio, PeakRunning: b.PeakRunning}
+				r = &benchsub.OrchResult{Timing: b.Timing}
 			}
 		} else {
 			r, err = benchsub.Orchestrate(ctx, wire, via, c)
@@ -350,14 +316,14 @@ func orchMeasure(ctx context.Context, wire string, vias []string, c benchsub.Orc
 // its goal: in memory and on Postgres, the issue's; on SQLite, within the
 // same 15% as Postgres, of the bound its step cost implies rather than of
 // the ideal. The first line carries the detail.
-func emitOrch(name, wire string, d *orchDetail, repeats int, emit func(orchFigure) error) error {
+func emitOrch(name, wire string, d *orchDetail, repeats int, emit func(figure) error) error {
 	first := true
 	for _, via := range benchsub.OrchVias {
 		v, ok := d.Vias[via]
 		if !ok {
 			continue
 		}
-		f := orchFigure{Benchmark: "orchestration", Figure: name, Wire: wire, Via: via, Value: v.Ratio, Unit: "x",
+		f := figure{Benchmark: "orchestration", Figure: name, Wire: wire, Via: via, Value: v.Ratio, Unit: "x",
 			Repeats: repeats, Min: v.MinR, Max: v.MaxR}
 		switch via {
 		case benchsub.OrchMemory:
@@ -380,7 +346,7 @@ func emitOrch(name, wire string, d *orchDetail, repeats int, emit func(orchFigur
 	return nil
 }
 
-func benchOrchFan(ctx context.Context, wire string, vias []string, c benchsub.OrchConfig, repeats int, emit func(orchFigure) error) error {
+func benchOrchFan(ctx context.Context, wire string, vias []string, c benchsub.OrchConfig, repeats int, emit func(figure) error) error {
 	withBare := slices.Contains(vias, benchsub.OrchMemory)
 	if withBare {
 		// Right after the in-memory run in each round.
@@ -398,12 +364,12 @@ func benchOrchFan(ctx context.Context, wire string, vias []string, c benchsub.Or
 	// which the bare loop does not have.
 	md, bd := d.Vias[benchsub.OrchMemory], d.Vias[benchsub.ViaBareSDK]
 	v := md.Ratio / bd.Ratio
-	return emit(orchFigure{Benchmark: "orchestration", Figure: "fanout_deputy_vs_bare_sdk", Wire: wire, Via: benchsub.OrchMemory,
+	return emit(figure{Benchmark: "orchestration", Figure: "fanout_deputy_vs_bare_sdk", Wire: wire, Via: benchsub.OrchMemory,
 		Value: v, Unit: "x", Goal: fmt.Sprintf("<= 1 (deputy %.3f, bare SDK %.3f, each over its own ideal)", md.Ratio, bd.Ratio),
 		Met: v <= 1, Repeats: repeats, Min: v, Max: v})
 }
 
-func benchOrchDAG(ctx context.Context, wire string, vias []string, c benchsub.OrchConfig, repeats int, emit func(orchFigure) error) error {
+func benchOrchDAG(ctx context.Context, wire string, vias []string, c benchsub.OrchConfig, repeats int, emit func(figure) error) error {
 	d, err := orchMeasure(ctx, wire, vias, c, repeats)
 	if err != nil {
 		return err

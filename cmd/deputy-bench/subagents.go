@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -56,27 +55,8 @@ process on loopback, and prints one JSON object per figure with its goal.`,
 	return cmd
 }
 
-// subFigure is one line of `deputy-bench subagents` output.
-type subFigure struct {
-	Benchmark string  `json:"benchmark"` // economy, fork, fanout
-	Figure    string  `json:"figure"`
-	Wire      string  `json:"wire"`
-	Value     float64 `json:"value"` // median over repeats
-	Unit      string  `json:"unit"`
-	Goal      string  `json:"goal"`
-	Met       bool    `json:"met"`
-	Repeats   int     `json:"repeats"`
-	// Min and Max are over the repeats: equal when the figure is fixed by
-	// the scripted workload, a spread when it is a measured time.
-	Min    float64 `json:"min"`
-	Max    float64 `json:"max"`
-	Detail any     `json:"detail,omitempty"`
-}
-
 func runBenchSubagents(ctx context.Context, out io.Writer, figures, wires []string, fan benchsub.FanOutConfig, repeats int) error {
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false) // goals read "<= 1000", not "\u003c= 1000"
-	emit := func(f subFigure) error { return enc.Encode(f) }
+	emit := figureWriter(out)
 	for _, f := range figures {
 		for _, w := range wires {
 			var err error
@@ -96,7 +76,7 @@ func runBenchSubagents(ctx context.Context, out io.Writer, figures, wires []stri
 	return nil
 }
 
-func benchEconomy(ctx context.Context, wire string, repeats int, emit func(subFigure) error) error {
+func benchEconomy(ctx context.Context, wire string, repeats int, emit func(figure) error) error {
 	var into, rat []float64
 	var last *benchsub.EconomyResult
 	for range repeats {
@@ -107,16 +87,16 @@ func benchEconomy(ctx context.Context, wire string, repeats int, emit func(subFi
 		into, rat, last = append(into, float64(r.MaxIntoParent)), append(rat, r.Ratio), r
 	}
 	m, lo, hi := stats(into)
-	if err := emit(subFigure{Benchmark: "economy", Figure: "tokens_into_parent_per_child", Wire: wire, Value: m, Unit: "tokens",
+	if err := emit(figure{Benchmark: "economy", Figure: "tokens_into_parent_per_child", Wire: wire, Value: m, Unit: "tokens",
 		Goal: "<= 1000", Met: m <= 1000, Repeats: repeats, Min: lo, Max: hi, Detail: last}); err != nil {
 		return err
 	}
 	m, lo, hi = stats(rat)
-	return emit(subFigure{Benchmark: "economy", Figure: "child_over_parent_tokens", Wire: wire, Value: m, Unit: "x",
+	return emit(figure{Benchmark: "economy", Figure: "child_over_parent_tokens", Wire: wire, Value: m, Unit: "x",
 		Goal: ">= 30", Met: m >= 30, Repeats: repeats, Min: lo, Max: hi})
 }
 
-func benchFork(ctx context.Context, wire string, repeats int, emit func(subFigure) error) error {
+func benchFork(ctx context.Context, wire string, repeats int, emit func(figure) error) error {
 	var prefix, cache []float64
 	var last *benchsub.ForkResult
 	for range repeats {
@@ -127,13 +107,13 @@ func benchFork(ctx context.Context, wire string, repeats int, emit func(subFigur
 		prefix, cache, last = append(prefix, r.MinPrefixShare), append(cache, r.MinCacheShare), r
 	}
 	m, lo, hi := stats(prefix)
-	if err := emit(subFigure{Benchmark: "fork", Figure: "min_prefix_share", Wire: wire, Value: m, Unit: "share",
+	if err := emit(figure{Benchmark: "fork", Figure: "min_prefix_share", Wire: wire, Value: m, Unit: "share",
 		Goal: ">= 0.95 for every fork child after the first response", Met: m >= 0.95, Repeats: repeats, Min: lo, Max: hi,
 		Detail: last}); err != nil {
 		return err
 	}
 	m, lo, hi = stats(cache)
-	return emit(subFigure{Benchmark: "fork", Figure: "min_cache_read_share", Wire: wire, Value: m, Unit: "share",
+	return emit(figure{Benchmark: "fork", Figure: "min_cache_read_share", Wire: wire, Value: m, Unit: "share",
 		Goal: ">= 0.95 for every fork child after the first response", Met: m >= 0.95, Repeats: repeats, Min: lo, Max: hi})
 }
 
@@ -144,15 +124,7 @@ type fanDetail struct {
 }
 
 type fanViaDetail struct {
-	WallMS  float64 `json:"wall_ms_median"`
-	IdealMS float64 `json:"ideal_ms"`
-	Ratio   float64 `json:"wall_over_ideal_median"`
-	MinR    float64 `json:"wall_over_ideal_min"`
-	MaxR    float64 `json:"wall_over_ideal_max"`
-	// CPUMS is this process's CPU time during a run (client and the
-	// in-process fake server), median.
-	CPUMS float64 `json:"cpu_ms_median"`
-	Peak  int     `json:"peak_running"`
+	viaMedians
 	// Deputy only, medians: the root's turns and the children's phase,
 	// whose ideal is the loops' (ChildrenRatio is comparable to theirs).
 	RootFirstMS   float64 `json:"root_first_turn_ms,omitempty"`
@@ -161,7 +133,7 @@ type fanViaDetail struct {
 	RootSecondMS  float64 `json:"root_second_turn_ms,omitempty"`
 }
 
-func benchFanOut(ctx context.Context, wire string, c benchsub.FanOutConfig, repeats int, emit func(subFigure) error) error {
+func benchFanOut(ctx context.Context, wire string, c benchsub.FanOutConfig, repeats int, emit func(figure) error) error {
 	// A small untimed round first, so that no way pays for the process's
 	// first connections and code paths alone.
 	warm := benchsub.FanOutConfig{Children: 2 * c.MaxParallel, Turns: 2, MaxParallel: c.MaxParallel, Latency: time.Millisecond}
@@ -170,9 +142,7 @@ func benchFanOut(ctx context.Context, wire string, c benchsub.FanOutConfig, repe
 			return err
 		}
 	}
-	type series struct{ ratio, wall, cpu, first, kids, second []float64 }
-	runs := map[string]*series{}
-	peaks := map[string]int{}
+	runs := map[string]*viaSeries{}
 	// The ways take turns within each repeat, so load that comes and goes
 	// hits them alike.
 	for range repeats {
@@ -185,39 +155,32 @@ func benchFanOut(ctx context.Context, wire string, c benchsub.FanOutConfig, repe
 			cpu := cpuTime() - c0
 			s := runs[via]
 			if s == nil {
-				s = &series{}
+				s = &viaSeries{}
 				runs[via] = s
 			}
-			s.ratio, s.wall, s.cpu = append(s.ratio, r.Ratio), append(s.wall, ms(r.Wall)), append(s.cpu, ms(cpu))
-			s.first, s.kids, s.second = append(s.first, ms(r.RootFirst)), append(s.kids, ms(r.Children)), append(s.second, ms(r.RootSecond))
-			peaks[via] = max(peaks[via], r.PeakRunning)
+			s.add(&r.Timing, cpu)
 		}
 	}
 	d := fanDetail{Config: c, Vias: map[string]fanViaDetail{}}
 	loopsIdeal := ms(c.Ideal(benchsub.ViaBareSDK))
 	for _, via := range benchsub.FanOutVias {
 		s := runs[via]
-		m, lo, hi := stats(s.ratio)
-		v := fanViaDetail{IdealMS: ms(c.Ideal(via)), Ratio: m, MinR: lo, MaxR: hi, Peak: peaks[via]}
-		v.WallMS, _, _ = stats(s.wall)
-		v.CPUMS, _, _ = stats(s.cpu)
+		v := fanViaDetail{viaMedians: s.medians(c.Ideal(via))}
 		if via == benchsub.ViaDeputy {
-			v.RootFirstMS, _, _ = stats(s.first)
-			v.ChildrenMS, _, _ = stats(s.kids)
-			v.RootSecondMS, _, _ = stats(s.second)
+			v.RootFirstMS, v.ChildrenMS, v.RootSecondMS = s.phases()
 			v.ChildrenRatio = v.ChildrenMS / loopsIdeal
 		}
 		d.Vias[via] = v
 	}
 	dep, bare := d.Vias[benchsub.ViaDeputy], d.Vias[benchsub.ViaBareSDK]
-	if err := emit(subFigure{Benchmark: "fanout", Figure: "wall_over_ideal", Wire: wire, Value: dep.Ratio, Unit: "x",
+	if err := emit(figure{Benchmark: "fanout", Figure: "wall_over_ideal", Wire: wire, Value: dep.Ratio, Unit: "x",
 		Goal: "<= 1.05", Met: dep.Ratio <= 1.05, Repeats: repeats, Min: dep.MinR, Max: dep.MaxR, Detail: d}); err != nil {
 		return err
 	}
 	// Each way over its own ideal: deputy's includes the root's two turns,
 	// which the bare loops do not have.
 	v := dep.Ratio / bare.Ratio
-	return emit(subFigure{Benchmark: "fanout", Figure: "deputy_vs_bare_sdk_wall_over_ideal", Wire: wire, Value: v, Unit: "x",
+	return emit(figure{Benchmark: "fanout", Figure: "deputy_vs_bare_sdk_wall_over_ideal", Wire: wire, Value: v, Unit: "x",
 		Goal: fmt.Sprintf("<= 1 (deputy %.3f, bare SDK %.3f)", dep.Ratio, bare.Ratio), Met: v <= 1, Repeats: repeats,
 		Min: v, Max: v})
 }
