@@ -55,10 +55,7 @@ func (t *EditFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 	if in.Old == in.New {
 		return "", fmt.Errorf("old and new are identical; nothing to change in %s", in.Path)
 	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	r, rel, hide, err := t.ws.openWritable(in.Path)
+	r, rel, hide, err := t.ws.openWritable(ctx, in.Path)
 	if err != nil {
 		return "", err
 	}

@@ -1,6 +1,9 @@
 package fstool
 
-import "os"
+import (
+	"context"
+	"os"
+)
 
 // confined is what every file tool holds: the workspace it is confined to
 // and its limits, the defaults filled in.
@@ -35,8 +38,13 @@ func (w *Workspace) openPath(p string) (r *os.Root, rel string, hide *hider, err
 }
 
 // openWritable is openPath for a tool that writes p (write_file,
-// edit_file): a read-only path is refused too, before anything is read.
-func (w *Workspace) openWritable(p string) (r *os.Root, rel string, hide *hider, err error) {
+// edit_file): a read-only path is refused too, before anything is read,
+// and nothing is opened once ctx has ended (a write is not begun for a
+// call that was cancelled).
+func (w *Workspace) openWritable(ctx context.Context, p string) (r *os.Root, rel string, hide *hider, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", nil, err
+	}
 	r, rel, hide, err = w.openPath(p)
 	if err != nil {
 		return nil, "", nil, err

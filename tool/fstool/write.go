@@ -54,10 +54,7 @@ func (t *WriteFile) Run(ctx context.Context, input json.RawMessage) (string, err
 	if err != nil {
 		return "", err
 	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	r, rel, hide, err := t.ws.openWritable(in.Path)
+	r, rel, hide, err := t.ws.openWritable(ctx, in.Path)
 	if err != nil {
 		return "", err
 	}
