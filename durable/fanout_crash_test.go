@@ -123,7 +123,7 @@ func TestFanOutCrashRecovery(t *testing.T) {
 // shownInstance is what `deputy show --json` prints, as far as this test
 // reads it.
 type shownInstance struct {
-	ID, Parent, State, Task, Result string
+	ID, Parent, State, Task, Report string
 	Turns                           int
 	Transcript                      []llm.Message
 }
@@ -201,13 +201,13 @@ func resumeAndCheckFanOut(c *crashCase, mustExist bool) {
 			t.Errorf("task %s has no child", task)
 			continue
 		}
-		if k.State != "completed" || k.Turns != fanOutTurns[task] || !strings.HasPrefix(k.Result, "Conclusion: task-"+task) {
-			t.Errorf("task %s: %s after %d turns, report %q; want completed after %d", task, k.State, k.Turns, k.Result, fanOutTurns[task])
+		if k.State != "completed" || k.Turns != fanOutTurns[task] || !strings.HasPrefix(k.Report, "Conclusion: task-"+task) {
+			t.Errorf("task %s: %s after %d turns, report %q; want completed after %d", task, k.State, k.Turns, k.Report, fanOutTurns[task])
 		}
 		checkTranscript(t, k.Transcript, fanOutTurns[task])
-		i := strings.Index(root.Result, "## "+task+"\n"+strings.TrimSpace(k.Result))
+		i := strings.Index(root.Report, "## "+task+"\n"+strings.TrimSpace(k.Report))
 		if i < 0 || i < at {
-			t.Errorf("the root's report lacks task %s's report %q, or not in task order:\n%s", task, k.Result, root.Result)
+			t.Errorf("the root's report lacks task %s's report %q, or not in task order:\n%s", task, k.Report, root.Report)
 		}
 		at = i
 	}

@@ -13,13 +13,13 @@ import (
 	"github.com/deputy-run/deputy/store"
 )
 
-// view is in as the API shows it: its record as deputy shows one
-// (instance.Record.View, which the CLI's --json prints too: without the
-// definition snapshot, which the definitions endpoints show), with its open
-// question when it asks.
+// view is in as the API shows it, as the CLI's --json does too: its
+// record's View (without the definition snapshot, which the definitions
+// endpoints show), with its open question while it waits (asking, or
+// paused while asking).
 func (s *Server) view(r *http.Request, in *instance.Record) (instance.Record, error) {
 	v := in.View()
-	if in.State == instance.Asking {
+	if in.State.Waiting() {
 		q, err := s.rt.Question(r.Context(), in.ID)
 		if err != nil {
 			return v, err

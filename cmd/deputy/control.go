@@ -163,7 +163,13 @@ func newTreeCmd() *cobra.Command {
 			if err != nil {
 				return readErr(where, err)
 			}
-			t := buildTree(all)
+			views := make([]instance.Record, len(all))
+			for i, in := range all {
+				if views[i], err = view(ctx, st, in); err != nil {
+					return readErr(where, err)
+				}
+			}
+			t := buildTree(views)
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), t)
 			}
@@ -188,13 +194,13 @@ type totals struct {
 	Cost  *float64  `json:"cost"` // nil when some instance has no price
 }
 
-// buildTree nests instances (oldest first, so parents come before their
-// children) under the first one, the root.
-func buildTree(list []*instance.Record) *treeNode {
+// buildTree nests instances, as shown (view), oldest first so parents come
+// before their children, under the first one, the root.
+func buildTree(list []instance.Record) *treeNode {
 	nodes := map[string]*treeNode{}
 	var root *treeNode
 	for _, in := range list {
-		n := &treeNode{Record: in.View(), Children: []*treeNode{}}
+		n := &treeNode{Record: in, Children: []*treeNode{}}
 		nodes[in.ID] = n
 		if p, ok := nodes[in.Parent]; ok {
 			p.Children = append(p.Children, n)

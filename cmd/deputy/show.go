@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -36,15 +37,9 @@ func newShowCmd() *cobra.Command {
 			if err != nil {
 				return readErr(where, err)
 			}
-			shown := in.View() // as the API shows it
-			if in.State == instance.Asking || in.State == instance.Paused {
-				q, err := (durable.Control{Store: st}).Question(ctx, in.ID)
-				if err != nil {
-					return readErr(where, err)
-				}
-				if q != nil {
-					shown.Question = q.Body
-				}
+			shown, err := view(ctx, st, in)
+			if err != nil {
+				return readErr(where, err)
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), struct {
@@ -63,6 +58,23 @@ func newShowCmd() *cobra.Command {
 	cmd.Flags().StringVar(&db, "db", "", dbFlagHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the instance, its transcript and its transitions as JSON")
 	return cmd
+}
+
+// view is in as deputy shows an instance, here as in the HTTP API: its
+// record's View, with its open question while it waits (asking, or paused
+// while asking).
+func view(ctx context.Context, st *store.Store, in *instance.Record) (instance.Record, error) {
+	v := in.View()
+	if in.State.Waiting() {
+		q, err := (durable.Control{Store: st}).Question(ctx, in.ID)
+		if err != nil {
+			return v, err
+		}
+		if q != nil {
+			v.Question = q.Body
+		}
+	}
+	return v, nil
 }
 
 func showText(w io.Writer, in *instance.Record, msgs []llm.Message, trs []store.Transition) {
@@ -115,7 +127,11 @@ func newPsCmd() *cobra.Command {
 			}
 			out := make([]instance.Record, 0, len(list))
 			for _, in := range list {
-				out = append(out, in.View())
+				v, err := view(ctx, st, in)
+				if err != nil {
+					return readErr(where, err)
+				}
+				out = append(out, v)
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), out)
