@@ -141,11 +141,39 @@ const maxBreakpoints = 4
 
 // decodeAnthropic decodes and validates a body as the Messages API does.
 // countTokens selects the count_tokens variant (no max_tokens, no stream).
+// The steps check in one fixed order, so a body with several faults is
+// always refused for the same one.
 func decodeAnthropic(body []byte, countTokens bool) (*anthDecoded, *wireError) {
 	var w anthWireRequest
 	if p := decodeStrict(body, &w); p != nil {
 		return nil, anthDecodeError(p)
 	}
+	d, werr := anthRequired(&w, countTokens)
+	if werr != nil {
+		return nil, werr
+	}
+	req := &llm.Request{Model: *w.Model, Temperature: w.Temperature, StopSequences: w.StopSequences}
+	if w.MaxTokens != nil {
+		req.MaxTokens = int(*w.MaxTokens)
+	}
+	if werr := anthOptions(&w, d.maxTokens, req); werr != nil {
+		return nil, werr
+	}
+	pb := newPrefixBuilder(*w.Model, len(w.Tools)+2*len(w.Messages)+2)
+	if werr := anthPrompt(&w, req, pb); werr != nil {
+		return nil, werr
+	}
+	if werr := anthPairing(req.Messages); werr != nil {
+		return nil, werr
+	}
+	d.req, d.elems = req, pb.elems
+	return d, nil
+}
+
+// anthRequired checks the fields a request cannot do without (and, for
+// count_tokens, refuses the ones it does not take), starting the decoded
+// request with its limit and streaming.
+func anthRequired(w *anthWireRequest, countTokens bool) (*anthDecoded, *wireError) {
 	if countTokens {
 		if f := w.countTokensRefuses(); f != "" {
 			return nil, invalid("%s: Extra inputs are not permitted", f)
@@ -171,38 +199,82 @@ func decodeAnthropic(body []byte, countTokens bool) (*anthDecoded, *wireError) {
 	if len(w.Messages) == 0 {
 		return nil, invalid("messages: List should have at least 1 item after validation, not 0")
 	}
-	req := &llm.Request{Model: *w.Model, Temperature: w.Temperature, StopSequences: w.StopSequences}
-	if w.MaxTokens != nil {
-		req.MaxTokens = int(*w.MaxTokens)
-	}
+	return d, nil
+}
+
+// anthOptions validates the settings around the prompt: temperature,
+// thinking (whose budget must fit under maxTokens, -1 for none) and tool
+// choice, which lands in req.
+func anthOptions(w *anthWireRequest, maxTokens int, req *llm.Request) *wireError {
 	if t := w.Temperature; t != nil && *t < 0 {
-		return nil, invalid("temperature: Input should be greater than or equal to 0")
+		return invalid("temperature: Input should be greater than or equal to 0")
 	} else if t != nil && *t > 1 {
-		return nil, invalid("temperature: Input should be less than or equal to 1")
+		return invalid("temperature: Input should be less than or equal to 1")
 	}
-	if werr := anthThinkingCheck(w.Thinking, d.maxTokens); werr != nil {
-		return nil, werr
+	if werr := anthThinkingCheck(w.Thinking, maxTokens); werr != nil {
+		return werr
 	}
-	if werr := anthToolChoiceDecode(w.ToolChoice, req); werr != nil {
-		return nil, werr
-	}
+	return anthToolChoiceDecode(w.ToolChoice, req)
+}
 
-	pb := newPrefixBuilder(*w.Model, len(w.Tools)+2*len(w.Messages)+2)
-	breakpoints := 0
-	mark := func(raw json.RawMessage, path string) (time.Duration, *wireError) {
-		ttl, werr := anthCacheTTL(raw, path)
-		if ttl > 0 {
-			breakpoints++
+// anthPrompt decodes the cacheable prompt (tools, system, messages, in
+// the order the prefix hashes them) into req and pb, and holds the
+// cache_control markers found on the way to the API's limit.
+func anthPrompt(w *anthWireRequest, req *llm.Request, pb *prefixBuilder) *wireError {
+	bp := &anthBreakpoints{}
+	tools, werr := anthTools(w.Tools, pb, bp)
+	if werr != nil {
+		return werr
+	}
+	req.Tools = tools
+	if req.System, werr = anthSystem(w.System, pb, bp); werr != nil {
+		return werr
+	}
+	req.Messages = make([]llm.Message, 0, len(w.Messages))
+	for i, m := range w.Messages {
+		msg, werr := anthMessage(i, m, pb, bp)
+		if werr != nil {
+			return werr
 		}
-		return ttl, werr
+		req.Messages = append(req.Messages, msg)
 	}
+	if !isNull(w.CacheControl) {
+		// A top-level marker caches everything up to the last element.
+		ttl, werr := bp.mark(w.CacheControl, "cache_control")
+		if werr != nil {
+			return werr
+		}
+		pb.markLast(ttl)
+	}
+	if bp.n > maxBreakpoints {
+		return invalid("A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, bp.n)
+	}
+	return nil
+}
 
-	for i, raw := range w.Tools {
+// anthBreakpoints counts the cache_control markers a request carries,
+// which the API limits to maxBreakpoints wherever they are.
+type anthBreakpoints struct{ n int }
+
+// mark validates one cache_control value at path and counts it if set.
+func (bp *anthBreakpoints) mark(raw json.RawMessage, path string) (time.Duration, *wireError) {
+	ttl, werr := anthCacheTTL(raw, path)
+	if ttl > 0 {
+		bp.n++
+	}
+	return ttl, werr
+}
+
+// anthTools decodes the tool definitions, each one prefix element: a
+// custom tool needs a name and a schema, a server tool only its type.
+func anthTools(tools []json.RawMessage, pb *prefixBuilder, bp *anthBreakpoints) ([]llm.ToolSpec, *wireError) {
+	var specs []llm.ToolSpec
+	for i, raw := range tools {
 		var t anthWireTool
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return nil, invalid("tools.%d: Input should be a valid dictionary", i)
 		}
-		ttl, werr := mark(t.CacheControl, fmt.Sprintf("tools.%d", i))
+		ttl, werr := bp.mark(t.CacheControl, fmt.Sprintf("tools.%d", i))
 		if werr != nil {
 			return nil, werr
 		}
@@ -225,38 +297,9 @@ func decodeAnthropic(body []byte, countTokens bool) (*anthDecoded, *wireError) {
 			pb.raw(raw)
 		}
 		pb.end(toolTokens(&spec), ttl)
-		req.Tools = append(req.Tools, spec)
+		specs = append(specs, spec)
 	}
-
-	system, werr := anthSystem(w.System, pb, mark)
-	if werr != nil {
-		return nil, werr
-	}
-	req.System = system
-
-	req.Messages = make([]llm.Message, 0, len(w.Messages))
-	for i, m := range w.Messages {
-		msg, werr := anthMessage(i, m, pb, mark)
-		if werr != nil {
-			return nil, werr
-		}
-		req.Messages = append(req.Messages, msg)
-	}
-	if !isNull(w.CacheControl) {
-		ttl, werr := mark(w.CacheControl, "cache_control")
-		if werr != nil {
-			return nil, werr
-		}
-		pb.markLast(ttl)
-	}
-	if breakpoints > maxBreakpoints {
-		return nil, invalid("A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, breakpoints)
-	}
-	if werr := anthPairing(req.Messages); werr != nil {
-		return nil, werr
-	}
-	d.req, d.elems = req, pb.elems
-	return d, nil
+	return specs, nil
 }
 
 // anthDecodeError words a decode problem as the Messages API does.
@@ -345,7 +388,7 @@ func anthToolChoiceDecode(raw json.RawMessage, req *llm.Request) *wireError {
 // anthSystem decodes system as a string or an array of text blocks; each
 // text is one prefix element. Multiple texts are joined with newlines in
 // llm.Request.System.
-func anthSystem(raw json.RawMessage, pb *prefixBuilder, mark func(json.RawMessage, string) (time.Duration, *wireError)) (string, *wireError) {
+func anthSystem(raw json.RawMessage, pb *prefixBuilder, bp *anthBreakpoints) (string, *wireError) {
 	if isNull(raw) {
 		return "", nil
 	}
@@ -372,7 +415,7 @@ func anthSystem(raw json.RawMessage, pb *prefixBuilder, mark func(json.RawMessag
 		if b.Text == nil {
 			return "", invalid("system.%d.text: Field required", i)
 		}
-		ttl, werr := mark(b.CacheControl, fmt.Sprintf("system.%d", i))
+		ttl, werr := bp.mark(b.CacheControl, fmt.Sprintf("system.%d", i))
 		if werr != nil {
 			return "", werr
 		}
@@ -387,7 +430,7 @@ func anthSystem(raw json.RawMessage, pb *prefixBuilder, mark func(json.RawMessag
 
 // anthMessage decodes message i; each content block is a prefix element,
 // the first one also carrying the message's framing tokens.
-func anthMessage(i int, m anthWireMessage, pb *prefixBuilder, mark func(json.RawMessage, string) (time.Duration, *wireError)) (llm.Message, *wireError) {
+func anthMessage(i int, m anthWireMessage, pb *prefixBuilder, bp *anthBreakpoints) (llm.Message, *wireError) {
 	var msg llm.Message
 	switch m.Role {
 	case "user":
@@ -427,7 +470,7 @@ func anthMessage(i int, m anthWireMessage, pb *prefixBuilder, mark func(json.Raw
 		if werr != nil {
 			return msg, werr
 		}
-		ttl, werr := mark(cc, path)
+		ttl, werr := bp.mark(cc, path)
 		if werr != nil {
 			return msg, werr
 		}

@@ -117,61 +117,113 @@ type oaiDecoded struct {
 // become tool_use blocks whose Input is the arguments string's bytes; tool
 // messages become tool_result blocks in a user message. Adjacent messages
 // that map to the same role are merged, so the llm transcript alternates.
+// The steps check in one fixed order, so a body with several faults is
+// always refused for the same one.
 func decodeOpenAI(body []byte) (*oaiDecoded, *wireError) {
 	var w oaiWireRequest
 	if p := decodeStrict(body, &w); p != nil {
 		return nil, oaiDecodeError(p)
 	}
-	if w.Model == nil || *w.Model == "" {
-		return nil, oaiInvalid("", "", "you must provide a model parameter")
-	}
-	if w.Messages == nil {
-		return nil, oaiInvalid("messages", "missing_required_parameter", "Missing required parameter: 'messages'.")
-	}
-	if len(w.Messages) == 0 {
-		return nil, oaiInvalid("messages", "empty_array", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+	if werr := oaiRequired(&w); werr != nil {
+		return nil, werr
 	}
 	d := &oaiDecoded{maxTokens: -1, retention: ttl5m}
+	req := &llm.Request{Model: *w.Model, Temperature: w.Temperature}
+	if werr := oaiOptions(&w, d, req); werr != nil {
+		return nil, werr
+	}
+	pb := newPrefixBuilder(*w.Model, len(w.Tools)+2*len(w.Messages))
+	tools, werr := oaiTools(w.Tools, pb)
+	if werr != nil {
+		return nil, werr
+	}
+	req.Tools = tools
+	if werr := oaiMessages(w.Messages, req, pb); werr != nil {
+		return nil, werr
+	}
+	if werr := oaiPairing(w.Messages); werr != nil {
+		return nil, werr
+	}
+	d.req, d.elems = req, pb.elems
+	return d, nil
+}
+
+// oaiRequired refuses a body without a model or without messages, the
+// first things the API looks for.
+func oaiRequired(w *oaiWireRequest) *wireError {
+	if w.Model == nil || *w.Model == "" {
+		return oaiInvalid("", "", "you must provide a model parameter")
+	}
+	if w.Messages == nil {
+		return oaiInvalid("messages", "missing_required_parameter", "Missing required parameter: 'messages'.")
+	}
+	if len(w.Messages) == 0 {
+		return oaiInvalid("messages", "empty_array", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+	}
+	return nil
+}
+
+// oaiOptions validates the settings around the prompt (streaming,
+// sampling, limits, caching, stop and tool choice) into d and req.
+func oaiOptions(w *oaiWireRequest, d *oaiDecoded, req *llm.Request) *wireError {
 	d.stream = w.Stream != nil && *w.Stream
 	if w.StreamOptions != nil {
 		if !d.stream {
-			return nil, oaiInvalid("stream_options", "invalid_value", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+			return oaiInvalid("stream_options", "invalid_value", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 		}
 		d.includeUsage = w.StreamOptions.IncludeUsage
 	}
-	req := &llm.Request{Model: *w.Model, Temperature: w.Temperature}
 	if t := w.Temperature; t != nil && (*t < 0 || *t > 2) {
-		return nil, oaiInvalid("temperature", "invalid_value", "Invalid 'temperature': expected a value between 0 and 2, but got %v instead.", *t)
+		return oaiInvalid("temperature", "invalid_value", "Invalid 'temperature': expected a value between 0 and 2, but got %v instead.", *t)
 	}
-	switch {
-	case w.MaxCompletionTokens != nil:
-		d.maxTokens = int(*w.MaxCompletionTokens)
-	case w.MaxTokens != nil:
-		d.maxTokens = int(*w.MaxTokens)
+	maxTokens, werr := oaiMaxTokens(w)
+	if werr != nil {
+		return werr
 	}
-	if d.maxTokens == 0 || d.maxTokens < -1 {
-		return nil, oaiInvalid("max_tokens", "integer_below_min_value", "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", d.maxTokens)
-	}
-	if d.maxTokens > 0 {
-		req.MaxTokens = d.maxTokens
+	d.maxTokens = maxTokens
+	if maxTokens > 0 {
+		req.MaxTokens = maxTokens
 	}
 	if w.PromptCacheRetention != nil && *w.PromptCacheRetention == "24h" {
 		d.retention = ttl24h
 	}
 	stops, werr := oaiStop(w.Stop)
 	if werr != nil {
-		return nil, werr
+		return werr
 	}
 	req.StopSequences = stops
 	if werr := oaiToolChoice(w.ToolChoice, req); werr != nil {
-		return nil, werr
+		return werr
 	}
 	if w.ParallelToolCalls != nil && !*w.ParallelToolCalls {
 		req.ToolChoice.DisableParallel = true
 	}
+	return nil
+}
 
-	pb := newPrefixBuilder(*w.Model, len(w.Tools)+2*len(w.Messages))
-	for i, t := range w.Tools {
+// oaiMaxTokens reads the output limit, -1 for none: max_completion_tokens
+// wins over the deprecated max_tokens, and either must be at least 1
+// (the error names max_tokens whichever was sent, as the API does).
+func oaiMaxTokens(w *oaiWireRequest) (int, *wireError) {
+	n := -1
+	switch {
+	case w.MaxCompletionTokens != nil:
+		n = int(*w.MaxCompletionTokens)
+	case w.MaxTokens != nil:
+		n = int(*w.MaxTokens)
+	}
+	if n == 0 || n < -1 {
+		return 0, oaiInvalid("max_tokens", "integer_below_min_value", "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", n)
+	}
+	return n, nil
+}
+
+// oaiTools maps the tool definitions, each one prefix element. A custom
+// tool (free-form input, no schema) hashes its kind too, so it never
+// shares a cache prefix with a function of the same name.
+func oaiTools(tools []oaiWireTool, pb *prefixBuilder) ([]llm.ToolSpec, *wireError) {
+	var specs []llm.ToolSpec
+	for i, t := range tools {
 		var spec llm.ToolSpec
 		pb.begin()
 		switch {
@@ -192,15 +244,21 @@ func decodeOpenAI(body []byte) (*oaiDecoded, *wireError) {
 		pb.str(spec.Description)
 		pb.raw(spec.InputSchema)
 		pb.end(toolTokens(&spec), 0)
-		req.Tools = append(req.Tools, spec)
+		specs = append(specs, spec)
 	}
+	return specs, nil
+}
 
+// oaiMessages maps the messages into req: system and developer texts join
+// into req.System, the rest become req.Messages, a wire message that has
+// the role of the one before it merging into it.
+func oaiMessages(msgs []oaiWireMessage, req *llm.Request, pb *prefixBuilder) *wireError {
 	var system []string
-	for i := range w.Messages {
-		m := &w.Messages[i]
+	for i := range msgs {
+		m := &msgs[i]
 		role, blocks, werr := oaiMessage(i, m)
 		if werr != nil {
-			return nil, werr
+			return werr
 		}
 		if role == "" { // system or developer
 			text := blocks[0].Text
@@ -211,41 +269,45 @@ func decodeOpenAI(body []byte) (*oaiDecoded, *wireError) {
 			pb.end(systemTokens(text), 0)
 			continue
 		}
-		// Consecutive wire messages of one role (an assistant's tool
-		// results, one message each on this wire) merge into one
-		// deputy message below, which llm.EstimateRequest counts once:
-		// charge the message overhead once too, so both ways of counting
-		// agree, as docs/scenarios.md promises.
-		overhead := messageOverhead
-		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == role {
-			overhead = 0
-		}
-		for j := range blocks {
-			pb.begin()
-			if j == 0 {
-				pb.str(m.Role)
-			}
-			hashBlock(pb, &blocks[j])
-			pb.end(overhead+llm.EstimateBlock(&blocks[j]), 0)
-			overhead = 0
-		}
-		if len(blocks) == 0 {
-			pb.begin()
-			pb.str(m.Role)
-			pb.end(overhead, 0)
-		}
-		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == role {
+		n := len(req.Messages)
+		merge := n > 0 && req.Messages[n-1].Role == role
+		oaiPrefixMessage(pb, m.Role, blocks, merge)
+		if merge {
 			req.Messages[n-1].Content = append(req.Messages[n-1].Content, blocks...)
 		} else {
 			req.Messages = append(req.Messages, llm.Message{Role: role, Content: blocks})
 		}
 	}
 	req.System = strings.Join(system, "\n")
-	if werr := oaiPairing(w.Messages); werr != nil {
-		return nil, werr
+	return nil
+}
+
+// oaiPrefixMessage adds one wire message's blocks to the prefix, each an
+// element, the first also carrying the wire role and the message's
+// framing tokens. A message that merges into the one before (an
+// assistant's tool results, one message each on this wire) becomes part
+// of one deputy message, which llm.EstimateRequest counts once: it is
+// charged no overhead, so both ways of counting agree, as
+// docs/scenarios.md promises.
+func oaiPrefixMessage(pb *prefixBuilder, wireRole string, blocks []llm.Block, merge bool) {
+	overhead := messageOverhead
+	if merge {
+		overhead = 0
 	}
-	d.req, d.elems = req, pb.elems
-	return d, nil
+	for j := range blocks {
+		pb.begin()
+		if j == 0 {
+			pb.str(wireRole)
+		}
+		hashBlock(pb, &blocks[j])
+		pb.end(overhead+llm.EstimateBlock(&blocks[j]), 0)
+		overhead = 0
+	}
+	if len(blocks) == 0 {
+		pb.begin()
+		pb.str(wireRole)
+		pb.end(overhead, 0)
+	}
 }
 
 // oaiDecodeError words a decode problem as OpenAI does.

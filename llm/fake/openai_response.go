@@ -220,11 +220,21 @@ type oaiStream struct {
 	delta oaiDeltaOut
 	text  string
 	call  [1]oaiToolCallDelta
+
+	// opened is set once the first delta (the role) has gone out; tool
+	// numbers the tool calls sent so far, as the wire's index does.
+	opened bool
+	tool   int
 }
 
 // emit sends one chunk holding delta (and finish reason, if set).
 func (st *oaiStream) emit(delta any, finish *string) error {
 	st.chunk.Choices[0] = oaiChunkChoice{Index: 0, Delta: delta, FinishReason: finish}
+	return st.send()
+}
+
+// send encodes the chunk as it stands and writes it as one frame.
+func (st *oaiStream) send() error {
 	st.buf.Reset()
 	if err := st.enc.encode(&st.chunk); err != nil {
 		return err
@@ -251,94 +261,121 @@ func (s *Server) openaiStream(ex *exchange, g *generation, d *oaiDecoded, id str
 	_ = st.run(d.includeUsage)
 }
 
+// run streams the generation: each content block as its deltas, then the
+// finish chunk, the usage chunk if asked for, and [DONE].
 func (st *oaiStream) run(includeUsage bool) error {
-	g := st.g
-	ctx := st.ex.r.Context()
-	opened := false
-	tool := 0
-	for i := range g.content {
-		b := &g.content[i]
-		switch b.Type {
-		case llm.TypeText:
-			if !opened {
-				st.first = oaiFirstDelta{Role: "assistant", Content: jsonEmptyString, Refusal: jsonNull}
-				if err := st.emit(&st.first, nil); err != nil {
-					return err
-				}
-				opened = true
-			}
-			p := newPacer(llm.EstimateOutput(g.content[i:i+1]), len(b.Text))
-			for _, piece := range g.textPieces(b.Text) {
-				if err := clock.Sleep(ctx, st.s.clock, time.Duration(p.next(len(piece)))*g.perToken); err != nil {
-					return err
-				}
-				st.text = piece
-				st.delta = oaiDeltaOut{Content: &st.text}
-				if err := st.emit(&st.delta, nil); err != nil {
-					return err
-				}
-			}
-		case llm.TypeToolUse:
-			// id, type and name come once, in the call's first fragment,
-			// with empty arguments; the arguments follow in pieces.
-			st.call[0] = oaiToolCallDelta{Index: tool, ID: b.ID, Type: "function", Function: oaiFunctionDelta{Name: b.Name}}
-			var err error
-			if !opened {
-				st.first = oaiFirstDelta{Role: "assistant", Content: jsonNull, ToolCalls: st.call[:], Refusal: jsonNull}
-				err = st.emit(&st.first, nil)
-				opened = true
-			} else {
-				st.delta = oaiDeltaOut{ToolCalls: st.call[:]}
-				err = st.emit(&st.delta, nil)
-			}
-			if err != nil {
-				return err
-			}
-			// Arguments that are not a JSON object (a scenario's
-			// raw_input) stream as they are, as a local model's do.
-			args := b.Arguments()
-			p := newPacer(llm.EstimateOutput(g.content[i:i+1]), len(args))
-			for _, piece := range g.jsonPieces(args) {
-				if err := clock.Sleep(ctx, st.s.clock, time.Duration(p.next(len(piece)))*g.perToken); err != nil {
-					return err
-				}
-				st.call[0] = oaiToolCallDelta{Index: tool, Function: oaiFunctionDelta{Arguments: piece}}
-				st.delta = oaiDeltaOut{ToolCalls: st.call[:]}
-				if err := st.emit(&st.delta, nil); err != nil {
-					return err
-				}
-			}
-			tool++
-		default:
-			// Opaque blocks (thinking) have no Chat Completions form; they
-			// still cost their time, and count as reasoning tokens.
-			p := newPacer(llm.EstimateOutput(g.content[i:i+1]), 0)
-			if err := clock.Sleep(ctx, st.s.clock, time.Duration(p.next(0))*g.perToken); err != nil {
-				return err
-			}
-		}
-	}
-	if !opened {
-		st.first = oaiFirstDelta{Role: "assistant", Content: jsonEmptyString, Refusal: jsonNull}
-		if err := st.emit(&st.first, nil); err != nil {
+	for i := range st.g.content {
+		if err := st.block(i); err != nil {
 			return err
 		}
 	}
-	finish := oaiFinishReason(g.stop)
+	if !st.opened {
+		// Even an empty reply opens the message before it finishes.
+		if err := st.open(jsonEmptyString, nil); err != nil {
+			return err
+		}
+	}
+	finish := oaiFinishReason(st.g.stop)
 	st.delta = oaiDeltaOut{}
 	if err := st.emit(&st.delta, &finish); err != nil {
 		return err
 	}
 	if includeUsage {
-		st.chunk.Choices = st.chunk.Choices[:0]
-		st.chunk.Usage = mustJSON(oaiUsageOut(g))
-		st.buf.Reset()
-		if err := st.enc.encode(&st.chunk); err != nil {
-			return err
-		}
-		if err := st.bw.event("", st.buf.Bytes(), false); err != nil {
+		if err := st.usage(); err != nil {
 			return err
 		}
 	}
 	return st.bw.event("", []byte("[DONE]"), true)
+}
+
+// block streams content block i in the form its type takes on this wire.
+func (st *oaiStream) block(i int) error {
+	b := &st.g.content[i]
+	cost := llm.EstimateOutput(st.g.content[i : i+1])
+	switch b.Type {
+	case llm.TypeText:
+		return st.textBlock(b, cost)
+	case llm.TypeToolUse:
+		return st.toolBlock(b, cost)
+	}
+	// Opaque blocks (thinking) have no Chat Completions form; they still
+	// cost their time, and count as reasoning tokens.
+	return st.pace(newPacer(cost, 0), 0)
+}
+
+// open sends the first delta, which carries the role: Chat Completions
+// names it once, in the message's first chunk, whatever comes first.
+func (st *oaiStream) open(content json.RawMessage, calls []oaiToolCallDelta) error {
+	st.first = oaiFirstDelta{Role: "assistant", Content: content, ToolCalls: calls, Refusal: jsonNull}
+	st.opened = true
+	return st.emit(&st.first, nil)
+}
+
+// pace waits out the per-token latency a delta of n more bytes pays for,
+// so the stream's timing is the one the generation was given.
+func (st *oaiStream) pace(p *pacer, n int) error {
+	return clock.Sleep(st.ex.r.Context(), st.s.clock, time.Duration(p.next(n))*st.g.perToken)
+}
+
+// textBlock streams a text block as content deltas, opening the message
+// (content "") if nothing has yet.
+func (st *oaiStream) textBlock(b *llm.Block, cost int) error {
+	if !st.opened {
+		if err := st.open(jsonEmptyString, nil); err != nil {
+			return err
+		}
+	}
+	p := newPacer(cost, len(b.Text))
+	for _, piece := range st.g.textPieces(b.Text) {
+		if err := st.pace(p, len(piece)); err != nil {
+			return err
+		}
+		st.text = piece
+		st.delta = oaiDeltaOut{Content: &st.text}
+		if err := st.emit(&st.delta, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toolBlock streams a tool call: id, type and name come once, in the
+// call's first fragment, with empty arguments; the arguments follow in
+// pieces. A call that opens the message does so with content null.
+func (st *oaiStream) toolBlock(b *llm.Block, cost int) error {
+	st.call[0] = oaiToolCallDelta{Index: st.tool, ID: b.ID, Type: "function", Function: oaiFunctionDelta{Name: b.Name}}
+	var err error
+	if !st.opened {
+		err = st.open(jsonNull, st.call[:])
+	} else {
+		st.delta = oaiDeltaOut{ToolCalls: st.call[:]}
+		err = st.emit(&st.delta, nil)
+	}
+	if err != nil {
+		return err
+	}
+	// Arguments that are not a JSON object (a scenario's raw_input)
+	// stream as they are, as a local model's do.
+	args := b.Arguments()
+	p := newPacer(cost, len(args))
+	for _, piece := range st.g.jsonPieces(args) {
+		if err := st.pace(p, len(piece)); err != nil {
+			return err
+		}
+		st.call[0] = oaiToolCallDelta{Index: st.tool, Function: oaiFunctionDelta{Arguments: piece}}
+		st.delta = oaiDeltaOut{ToolCalls: st.call[:]}
+		if err := st.emit(&st.delta, nil); err != nil {
+			return err
+		}
+	}
+	st.tool++
+	return nil
+}
+
+// usage sends the include_usage chunk: no choices, and the usage that
+// every earlier chunk carried as null.
+func (st *oaiStream) usage() error {
+	st.chunk.Choices = st.chunk.Choices[:0]
+	st.chunk.Usage = mustJSON(oaiUsageOut(st.g))
+	return st.send()
 }

@@ -889,32 +889,12 @@ func (d *decoder) jsonValue(b *jsonBuilder, n ast.Node, what string, depth int) 
 	}
 	if forceStr {
 		if s, ok := scalarText(rn); ok {
-			t, err := d.tmplOf(s, rn, what)
-			if err != nil {
-				return err
-			}
-			b.str(t)
-			return nil
+			return d.jsonString(b, s, rn, what)
 		}
 	}
 	switch v := rn.(type) {
 	case *ast.MappingNode, *ast.MappingValueNode:
-		entries, err := d.mapping(rn, what, depth)
-		if err != nil {
-			return err
-		}
-		b.literal("{")
-		for i, e := range entries {
-			if i > 0 {
-				b.literal(",")
-			}
-			b.buf = appendJSONString(b.buf, e.key)
-			b.literal(":")
-			if err := d.jsonValue(b, e.val, what+"."+e.key, depth+1); err != nil {
-				return err
-			}
-		}
-		b.literal("}")
+		return d.jsonObject(b, rn, what, depth)
 	case *ast.NullNode:
 		if depth == 0 {
 			b.literal("{}") // `input:` with nothing after it
@@ -922,23 +902,74 @@ func (d *decoder) jsonValue(b *jsonBuilder, n ast.Node, what string, depth int) 
 			b.literal("null")
 		}
 	case *ast.SequenceNode:
-		b.literal("[")
-		for i, item := range v.Values {
-			if i > 0 {
-				b.literal(",")
-			}
-			if err := d.jsonValue(b, item, fmt.Sprintf("%s[%d]", what, i), depth+1); err != nil {
-				return err
-			}
-		}
-		b.literal("]")
+		return d.jsonArray(b, v, what, depth)
 	case *ast.StringNode, *ast.LiteralNode:
 		s, _ := scalarText(rn)
-		t, err := d.tmplOf(s, rn, what)
-		if err != nil {
+		return d.jsonString(b, s, rn, what)
+	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		return d.jsonNumber(b, rn, what)
+	case *ast.BoolNode:
+		b.buf = strconv.AppendBool(b.buf, v.Value)
+	default:
+		return d.errAt(rn, "%s: %s cannot be JSON", what, nodeKind(rn))
+	}
+	return nil
+}
+
+// jsonString appends s, the text of the scalar rn, as a JSON string that
+// is a template: a static one is written now, any other is rendered
+// afresh for each reply.
+func (d *decoder) jsonString(b *jsonBuilder, s string, rn ast.Node, what string) error {
+	t, err := d.tmplOf(s, rn, what)
+	if err != nil {
+		return err
+	}
+	b.str(t)
+	return nil
+}
+
+// jsonObject appends the mapping rn as a JSON object, its keys in the
+// order they were written, so the arguments read as the author wrote them.
+func (d *decoder) jsonObject(b *jsonBuilder, rn ast.Node, what string, depth int) error {
+	entries, err := d.mapping(rn, what, depth)
+	if err != nil {
+		return err
+	}
+	b.literal("{")
+	for i, e := range entries {
+		if i > 0 {
+			b.literal(",")
+		}
+		b.buf = appendJSONString(b.buf, e.key)
+		b.literal(":")
+		if err := d.jsonValue(b, e.val, what+"."+e.key, depth+1); err != nil {
 			return err
 		}
-		b.str(t)
+	}
+	b.literal("}")
+	return nil
+}
+
+// jsonArray appends the sequence v as a JSON array; errors name the
+// item by its index.
+func (d *decoder) jsonArray(b *jsonBuilder, v *ast.SequenceNode, what string, depth int) error {
+	b.literal("[")
+	for i, item := range v.Values {
+		if i > 0 {
+			b.literal(",")
+		}
+		if err := d.jsonValue(b, item, fmt.Sprintf("%s[%d]", what, i), depth+1); err != nil {
+			return err
+		}
+	}
+	b.literal("]")
+	return nil
+}
+
+// jsonNumber appends the number rn, refusing what YAML can say and JSON
+// cannot (infinities, NaN) and an integer the YAML parser could not read.
+func (d *decoder) jsonNumber(b *jsonBuilder, rn ast.Node, what string) error {
+	switch v := rn.(type) {
 	case *ast.IntegerNode:
 		switch x := v.Value.(type) {
 		case int64:
@@ -953,12 +984,8 @@ func (d *decoder) jsonValue(b *jsonBuilder, n ast.Node, what string, depth int) 
 			return d.errAt(rn, "%s: JSON has no infinity or NaN", what)
 		}
 		b.buf = strconv.AppendFloat(b.buf, v.Value, 'g', -1, 64)
-	case *ast.InfinityNode, *ast.NanNode:
+	default: // *ast.InfinityNode, *ast.NanNode
 		return d.errAt(rn, "%s: JSON has no infinity or NaN", what)
-	case *ast.BoolNode:
-		b.buf = strconv.AppendBool(b.buf, v.Value)
-	default:
-		return d.errAt(rn, "%s: %s cannot be JSON", what, nodeKind(rn))
 	}
 	return nil
 }
