@@ -270,49 +270,73 @@ func (t *Tracer) begin(e agent.Event) {
 		}
 		return
 	}
-	var known Known
-	var haveKnown bool
+	var known *Known
 	if parent == nil && t.lookup != nil {
-		known, haveKnown = t.lookup(e.Instance)
+		if k, ok := t.lookup(e.Instance); ok {
+			known = &k
+		}
 	}
-	in = &inst{id: e.Instance, parent: e.Parent, name: e.Type, depth: e.Depth}
-	if in.name == "" {
-		in.name = "agent"
-	}
-	sp := e.Spawned
-	switch {
+	in = t.newInst(e, known)
+	ctx := t.spanParent(in, parent, e, known)
+	in.span = t.start(ctx, "invoke_agent "+in.name, kindInternal, t.agentAttrs(in, e.Spawned, known))
+	in.ctx = trace.ContextWithSpan(context.Background(), in.span)
+	t.register(in)
+}
+
+// newInst is the record of an instance run not traced before, named after
+// its type, on the model its spawn (or else the lookup) names. With
+// content, the message that starts it (the task, or a fork's
+// instructions) is pending: the first model call's input carries it.
+func (t *Tracer) newInst(e agent.Event, known *Known) *inst {
+	in := &inst{id: e.Instance, parent: e.Parent, name: cmp.Or(e.Type, "agent"), depth: e.Depth}
+	switch sp := e.Spawned; {
 	case sp != nil:
 		in.setModel(sp.Model)
-	case haveKnown:
+		if n := len(sp.Messages); t.content && n > 0 {
+			in.pending = append(in.pending, sp.Messages[n-1])
+		}
+	case known != nil:
 		in.setModel(known.Model)
 	}
-	ctx := context.Background()
-	if parent != nil {
-		parent.mu.Lock()
-		in.root = parent.root
-		ps := parent.span
-		if c := parent.claim(sp); c != nil {
-			ps = c.span
-			c.span.AddEvent("deputy.subagent", trace.WithTimestamp(t.clock.Now()),
-				trace.WithAttributes(keySubagent.String(e.Instance), keySubType.String(e.Type)))
-			if c.spawns == spawnOne {
-				c.span.SetAttributes(keySubagent.String(e.Instance))
-			}
-		}
-		parent.mu.Unlock()
-		ctx = trace.ContextWithSpan(ctx, ps)
-	} else {
+	return in
+}
+
+// spanParent sets in's root and returns the context its span starts in.
+// Under a traced parent, that is the parent's tool call that spawned it
+// (which gets a deputy.subagent event) when the parent claims one, else
+// the parent's own span. Without one, the span starts a trace named after
+// the root (TraceID), so a tree's runs in several processes share a trace.
+func (t *Tracer) spanParent(in, parent *inst, e agent.Event, known *Known) context.Context {
+	if parent == nil {
 		switch {
 		case e.Parent == "":
 			in.root = e.Instance
-		case haveKnown && known.Root != "":
+		case known != nil && known.Root != "":
 			in.root = known.Root
 		default:
 			in.root = e.Parent // the root if the parent is one (depth 1)
 		}
-		ctx = withTrace(ctx, TraceID(in.root))
+		return withTrace(context.Background(), TraceID(in.root))
 	}
+	parent.mu.Lock()
+	defer parent.mu.Unlock()
+	in.root = parent.root
+	ps := parent.span
+	if c := parent.claim(e.Spawned); c != nil {
+		ps = c.span
+		c.span.AddEvent("deputy.subagent", trace.WithTimestamp(t.clock.Now()),
+			trace.WithAttributes(keySubagent.String(e.Instance), keySubType.String(e.Type)))
+		if c.spawns == spawnOne {
+			c.span.SetAttributes(keySubagent.String(e.Instance))
+		}
+	}
+	return trace.ContextWithSpan(context.Background(), ps)
+}
 
+// agentAttrs are an invoke_agent span's attributes: the instance and its
+// place in the tree, its model and mode and, with content, its task as
+// the span's input.
+func (t *Tracer) agentAttrs(in *inst, sp *agent.Spawned, known *Known) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 14)
 	attrs = append(attrs, keyOperation.String("invoke_agent"), keyAgentName.String(in.name),
 		keyAgentID.String(in.id), keyConversation.String(in.id), keyInstance.String(in.id),
@@ -328,19 +352,20 @@ func (t *Tracer) begin(e agent.Event) {
 		switch {
 		case sp != nil:
 			attrs = append(attrs, keyInput.String(textJSON(llm.User, sp.Task)))
-			if n := len(sp.Messages); n > 0 {
-				in.pending = append(in.pending, sp.Messages[n-1]) // the task, or a fork's instructions
-			}
-		case haveKnown && known.Task != "":
+		case known != nil && known.Task != "":
 			attrs = append(attrs, keyInput.String(textJSON(llm.User, known.Task)))
 		}
 	}
-	in.span = t.start(ctx, "invoke_agent "+in.name, kindInternal, attrs)
-	in.ctx = trace.ContextWithSpan(context.Background(), in.span)
+	return attrs
+}
 
+// register lists a begun instance for the events that follow. Its span
+// started without the tracer's lock held, so the tracer may have closed
+// meanwhile, or another event begun the same instance at once: then this
+// one's span ends there, marked interrupted (the one listed first stays).
+func (t *Tracer) register(in *inst) {
 	t.mu.Lock()
 	if t.closed || t.insts[in.id] != nil {
-		// Closed meanwhile, or begun twice at once: this one goes.
 		t.mu.Unlock()
 		in.span.SetAttributes(keyInterrupted.Bool(true))
 		in.span.End(trace.WithTimestamp(t.clock.Now()))
