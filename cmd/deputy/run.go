@@ -110,47 +110,20 @@ type runResult struct {
 }
 
 func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.Writer) error {
-	if strings.TrimSpace(task) == "" {
-		return usageErr("the task is empty")
-	}
-	if o.maxTurns < 1 {
-		return usageErr("--max-turns must be at least 1")
-	}
-	if o.maxParallel < 1 || o.maxDepth < 0 || o.budget.Tokens < 0 || o.budget.USD < 0 {
-		return usageErr("--max-parallel must be at least 1; --max-depth and the budgets cannot be negative")
-	}
-	spec, err := rootSpec(o.model)
+	spec, err := o.check(task)
 	if err != nil {
 		return err
-	}
-	maxDepth := o.maxDepth
-	if maxDepth == 0 {
-		maxDepth = -1 // the flag's 0 means none; the runner's 0 means its default
 	}
 	drain := cmp.Or(o.drain, durable.DefaultDrain)
 	ctx, hurry, release := stopSignals(ctx, stderr, drain, o.quiet)
 	defer release()
-	in := cliInputs{db: o.db, model: spec, scenario: o.scenario, workspace: o.workspace, config: o.config,
-		searchURL: o.searchURL, stderr: stderr}
-	if !o.quiet {
-		in.onEvent = progress(stderr)
-	}
-	opts, err := cliOptions(in)
+	opts, err := o.options(spec, stderr)
 	if err != nil {
 		return err
 	}
-	opts.System = fmt.Sprintf(rootSystemPrompt, opts.Workspace)
-	t := deputylib.Task{Text: task, MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel,
-		Budget: o.budget, WallTime: o.timeout}
+	t := o.task(task)
 	if o.detach {
-		// Recorded and queued without an engine here: it needs no lock
-		// and works while a worker runs.
-		id, err := deputylib.Enqueue(ctx, opts, t)
-		if err != nil {
-			return openErr(err, opts.DB)
-		}
-		fmt.Fprintln(stdout, id)
-		return nil
+		return detach(ctx, opts, t, stdout)
 	}
 	rt, err := deputylib.Open(ctx, opts)
 	if err != nil {
@@ -163,86 +136,156 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	var records runRecords = rt
-	root, err := rt.WaitRun(ctx, id)
+	root, records, done, err := awaitRun(ctx, rt, id, o.db, hurry, drain)
 	if err != nil {
-		// Stopped by a signal, or the wait failed with the run still
-		// pending (the database out of reach for a while, say): the
-		// runtime drains, and what is said below is how the run stands
-		// after it. A run that cannot resume (its workflow failed) is a
-		// failure.
-		if ctx.Err() == nil {
-			if ok, rerr := rt.Resumable(context.WithoutCancel(ctx), id); rerr != nil || !ok {
-				return &exitError{code: exitFailed, err: err}
-			}
-		}
-		// The drain; the deferred closeRuntime, closing nothing more, says
-		// how it went.
-		_, _ = rt.CloseContext(hurry, drain)
-		// The runtime's store is closed with it: the run's record is read
-		// through one of the CLI's own.
-		rd, _, err := openStore(context.WithoutCancel(ctx), o.db)
-		if err != nil {
-			return err
-		}
-		defer rd.Close()
-		records = storeRecords{rd}
-		if root, err = rd.GetInstance(context.WithoutCancel(ctx), id); err != nil {
-			return &exitError{code: exitFailed, err: fmt.Errorf("stopped; instance %s: %w", id, err)}
-		}
+		return err
 	}
+	defer done()
 	// A signal cut the wait short: what is left to print is still owed.
 	ctx = context.WithoutCancel(ctx)
-	interrupted := root.State == instance.Created || root.State == instance.Running
 	tree, err := records.List(ctx, store.Filter{Root: id})
 	if err != nil {
 		return err
 	}
+	if err := o.print(ctx, stdout, stderr, spec, root, tree, records); err != nil {
+		return err
+	}
+	return runExit(root, tree)
+}
+
+// check refuses flags that cannot make a run before anything is opened,
+// as usage errors (exit 2), and resolves the root's model spec.
+func (o runOptions) check(task string) (spec string, err error) {
+	if strings.TrimSpace(task) == "" {
+		return "", usageErr("the task is empty")
+	}
+	if o.maxTurns < 1 {
+		return "", usageErr("--max-turns must be at least 1")
+	}
+	if o.maxParallel < 1 || o.maxDepth < 0 || o.budget.Tokens < 0 || o.budget.USD < 0 {
+		return "", usageErr("--max-parallel must be at least 1; --max-depth and the budgets cannot be negative")
+	}
+	return rootSpec(o.model)
+}
+
+// options are the library's options for the run: the workspace, config
+// and database the flags name, progress lines on stderr unless quiet, and
+// the root's system prompt, which names the workspace it resolved.
+func (o runOptions) options(spec string, stderr io.Writer) (deputylib.Options, error) {
+	in := cliInputs{db: o.db, model: spec, scenario: o.scenario, workspace: o.workspace, config: o.config,
+		searchURL: o.searchURL, stderr: stderr}
+	if !o.quiet {
+		in.onEvent = progress(stderr)
+	}
+	opts, err := cliOptions(in)
+	if err != nil {
+		return opts, err
+	}
+	opts.System = fmt.Sprintf(rootSystemPrompt, opts.Workspace)
+	return opts, nil
+}
+
+// task is the root's task with the flags' limits. The flags' "none" is
+// not always the library's zero: see MaxDepth.
+func (o runOptions) task(text string) deputylib.Task {
+	maxDepth := o.maxDepth
+	if maxDepth == 0 {
+		maxDepth = -1 // the flag's 0 means none; the runner's 0 means its default
+	}
+	return deputylib.Task{Text: text, MaxTurns: o.maxTurns, MaxDepth: maxDepth, MaxParallel: o.maxParallel,
+		Budget: o.budget, WallTime: o.timeout}
+}
+
+// detach records the run and queues it without an engine here: it needs
+// no lock and works while a worker runs. The root's id is all it prints,
+// for scripts to follow the run with.
+func detach(ctx context.Context, opts deputylib.Options, t deputylib.Task, stdout io.Writer) error {
+	id, err := deputylib.Enqueue(ctx, opts, t)
+	if err != nil {
+		return openErr(err, opts.DB)
+	}
+	fmt.Fprintln(stdout, id)
+	return nil
+}
+
+// awaitRun waits for run id to stop and says where its records are then
+// read. Stopped by a signal, or with the wait failed and the run still
+// pending (the database out of reach for a while, say), the runtime
+// drains, and the records say how the run stands after it; its store is
+// closed with it, so they are read through one of the CLI's own, which
+// done closes. A run that cannot resume (its workflow failed) is a
+// failure.
+func awaitRun(ctx context.Context, rt *deputylib.Runtime, id, db string, hurry context.Context, drain time.Duration) (
+	root *instance.Record, records runRecords, done func(), err error) {
+	root, err = rt.WaitRun(ctx, id)
+	if err == nil {
+		return root, rt, func() {}, nil
+	}
+	if ctx.Err() == nil {
+		if ok, rerr := rt.Resumable(context.WithoutCancel(ctx), id); rerr != nil || !ok {
+			return nil, nil, nil, &exitError{code: exitFailed, err: err}
+		}
+	}
+	// The drain; the deferred closeRuntime, closing nothing more, says
+	// how it went.
+	_, _ = rt.CloseContext(hurry, drain)
+	rd, _, err := openStore(context.WithoutCancel(ctx), db)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if root, err = rd.GetInstance(context.WithoutCancel(ctx), id); err != nil {
+		rd.Close()
+		return nil, nil, nil, &exitError{code: exitFailed, err: fmt.Errorf("stopped; instance %s: %w", id, err)}
+	}
+	return root, storeRecords{rd}, func() { rd.Close() }, nil
+}
+
+// unfinished: the instance has not ended, and will go on when a worker
+// resumes its run.
+func unfinished(in *instance.Record) bool {
+	return in.State == instance.Created || in.State == instance.Running
+}
+
+// print says how the run stands on stdout: --json's object, or the
+// root's report and its question; with the cost table on stderr unless
+// quiet.
+func (o runOptions) print(ctx context.Context, stdout, stderr io.Writer, spec string, root *instance.Record,
+	tree []*instance.Record, records runRecords) error {
 	rows, usage, cost := instanceRows(tree)
 	question := ""
 	if root.State == instance.Asking {
-		question, _ = records.Question(ctx, id) // without it, the exit still says it asks
-	}
-
-	state := string(root.State)
-	if interrupted {
-		state = durable.StateInterrupted
+		question, _ = records.Question(ctx, root.ID) // without it, the exit still says it asks
 	}
 	if o.asJSON {
-		j := runResult{ID: id, Answer: root.Report, StopReason: root.StopReason, Usage: usage, State: state,
-			Question: question, Turns: root.Turns, ToolCalls: root.ToolCalls, Model: spec, Instances: rows, Cost: cost,
-			Error: root.Error}
-		if err := writeJSON(stdout, j); err != nil {
-			return err
+		state := string(root.State)
+		if unfinished(root) {
+			state = durable.StateInterrupted
 		}
-	} else {
-		if root.Report != "" {
-			fmt.Fprintln(stdout, root.Report)
-		}
-		if question != "" {
-			fmt.Fprintf(stdout, "%s asks: %s\n", id, question)
-		}
-		if !o.quiet && !setupFailed(root) {
-			costTable(stderr, rows, usage, cost) // a setup error is one line, not a table of zeros
-		}
+		return writeJSON(stdout, runResult{ID: root.ID, Answer: root.Report, StopReason: root.StopReason, Usage: usage,
+			State: state, Question: question, Turns: root.Turns, ToolCalls: root.ToolCalls, Model: spec,
+			Instances: rows, Cost: cost, Error: root.Error})
 	}
+	if root.Report != "" {
+		fmt.Fprintln(stdout, root.Report)
+	}
+	if question != "" {
+		fmt.Fprintf(stdout, "%s asks: %s\n", root.ID, question)
+	}
+	if !o.quiet && !setupFailed(root) {
+		costTable(stderr, rows, usage, cost) // a setup error is one line, not a table of zeros
+	}
+	return nil
+}
+
+// runExit is the exit the run's end calls for: nil when it completed,
+// else an exitError whose code tells scripts why it did not (waiting,
+// interrupted, a setup error, a failure, a limit).
+func runExit(root *instance.Record, tree []*instance.Record) error {
+	id := root.ID
 	switch {
-	case interrupted:
-		active := 0
-		for _, in := range tree {
-			if in.ID != id && (in.State == instance.Created || in.State == instance.Running) {
-				active++
-			}
-		}
-		with := ""
-		switch {
-		case active == 1:
-			with = " with 1 subagent at work"
-		case active > 1:
-			with = fmt.Sprintf(" with %d subagents at work", active)
-		}
+	case unfinished(root):
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted, resumable: run %s is saved%s as of "+
-			"its last finished step; deputy worker resumes it (deputy cancel %s ends it)", id, with, id)}
+			"its last finished step; deputy worker resumes it (deputy cancel %s ends it)", id, atWork(id, tree), id)}
 	case root.State == instance.Asking:
 		return &exitError{code: exitWaiting, err: fmt.Errorf("%s waits for an answer: deputy answer %s TEXT", id, id)}
 	case root.State == instance.Paused:
@@ -255,6 +298,24 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		return &exitError{code: exitLimited, err: fmt.Errorf("run stopped: %s after %d turns", root.StopReason, root.Turns)}
 	}
 	return nil
+}
+
+// atWork says, for an interrupted run, how many of its subagents were
+// still at work: they resume with it.
+func atWork(rootID string, tree []*instance.Record) string {
+	active := 0
+	for _, in := range tree {
+		if in.ID != rootID && unfinished(in) {
+			active++
+		}
+	}
+	switch {
+	case active == 1:
+		return " with 1 subagent at work"
+	case active > 1:
+		return fmt.Sprintf(" with %d subagents at work", active)
+	}
+	return ""
 }
 
 // runRecords is where the records of a run that stopped are read: the

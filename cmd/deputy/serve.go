@@ -26,11 +26,17 @@ import (
 // tools, so it is reachable from other machines only when asked for.
 const defaultServeAddr = "127.0.0.1:7420"
 
+// serveOptions are deputy serve's flags.
+type serveOptions struct {
+	runtime   runtimeFlags
+	addr      string
+	tokenFile string
+	maxConns  int
+	drain     time.Duration
+}
+
 func newServeCmd() *cobra.Command {
-	var c runtimeFlags
-	var addr, tokenFile string
-	var maxConns int
-	var drain time.Duration
+	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:7420]",
 		Short: "Run instances and serve the HTTP API, live events, the web dashboard and MCP",
@@ -51,70 +57,84 @@ it after a drain, as for "deputy worker": running steps finish within
 the next start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			stderr := cmd.ErrOrStderr()
-			drain := cmp.Or(drain, durable.DefaultDrain)
-			ctx, hurry, release := stopSignals(cmd.Context(), stderr, drain, false)
-			defer release()
-			rt, url, err := c.open(ctx, stderr)
-			if err != nil {
-				return err
-			}
-			defer closeRuntime(rt, hurry, drain, false, stderr, "deputy serve")
-			opened(rt, stderr, "deputy serve: warning", false)
-			if tokenFile == "" {
-				tokenFile = defaultTokenFile(url)
-			}
-			token, created, err := serve.LoadToken(tokenFile)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			srv, err := serve.New(serve.Options{Runtime: rt, Token: token, Log: slog.New(slog.NewTextHandler(stderr, nil)),
-				MCP: mcpserver.Handler(rt, mcpserver.Options{Version: versionString()}), Web: web.Handler(),
-				Limits: serve.Limits{MaxConns: maxConns}})
-			if err != nil {
-				return err
-			}
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				srv.Close()
-				return usageErr("listen on %s: %v", addr, err)
-			}
-			announce(stderr, ln.Addr().String(), tokenFile, token, created)
-			// Harden sets the timeouts (headers 10 s, bodies 30 s, idle
-			// 2 min; none on responses, which streams would hit), the
-			// header cap and the connection cap (serve.Limits).
-			hs := &http.Server{Handler: srv.Handler()}
-			hln := srv.Harden(hs, ln)
-			done := make(chan error, 1)
-			go func() { done <- hs.Serve(hln) }()
-			select {
-			case err := <-done:
-				srv.Close()
-				return err
-			case <-ctx.Done():
-			}
-			fmt.Fprintln(stderr, "deputy serve: stopping")
-			// Streams end first (Shutdown waits for open ones), then the
-			// requests in flight get ten seconds.
-			srv.Close()
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := hs.Shutdown(sctx); err != nil {
-				hs.Close()
-			}
-			if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
+			return o.serve(cmd.Context(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "addr", defaultServeAddr, "address to listen on (loopback unless you name another)")
-	f.StringVar(&tokenFile, "token-file", "", "the token's file (default: in the data directory)")
-	f.IntVar(&maxConns, "max-conns", 0, fmt.Sprintf("most connections open at once; at the cap the oldest unauthenticated or idle one is closed for a new one (default %d: from the descriptor limit)", serve.DefaultMaxConns()))
-	f.DurationVar(&drain, "drain-timeout", durable.DefaultDrain, drainFlagHelp)
-	c.register(f)
+	f.StringVar(&o.addr, "addr", defaultServeAddr, "address to listen on (loopback unless you name another)")
+	f.StringVar(&o.tokenFile, "token-file", "", "the token's file (default: in the data directory)")
+	f.IntVar(&o.maxConns, "max-conns", 0, fmt.Sprintf("most connections open at once; at the cap the oldest unauthenticated or idle one is closed for a new one (default %d: from the descriptor limit)", serve.DefaultMaxConns()))
+	f.DurationVar(&o.drain, "drain-timeout", durable.DefaultDrain, drainFlagHelp)
+	o.runtime.register(f)
 	return cmd
+}
+
+// serve opens the runtime, listens, and serves until a signal; then the
+// server stops before the runtime drains, so no request reaches a
+// runtime that is closing.
+func (o serveOptions) serve(ctx context.Context, stderr io.Writer) error {
+	drain := cmp.Or(o.drain, durable.DefaultDrain)
+	ctx, hurry, release := stopSignals(ctx, stderr, drain, false)
+	defer release()
+	rt, url, err := o.runtime.open(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeRuntime(rt, hurry, drain, false, stderr, "deputy serve")
+	opened(rt, stderr, "deputy serve: warning", false)
+	tokenFile := o.tokenFile
+	if tokenFile == "" {
+		tokenFile = defaultTokenFile(url)
+	}
+	token, created, err := serve.LoadToken(tokenFile)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	srv, err := serve.New(serve.Options{Runtime: rt, Token: token, Log: slog.New(slog.NewTextHandler(stderr, nil)),
+		MCP: mcpserver.Handler(rt, mcpserver.Options{Version: versionString()}), Web: web.Handler(),
+		Limits: serve.Limits{MaxConns: o.maxConns}})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		srv.Close()
+		return usageErr("listen on %s: %v", o.addr, err)
+	}
+	announce(stderr, ln.Addr().String(), tokenFile, token, created)
+	return serveUntil(ctx, srv, ln, stderr)
+}
+
+// serveUntil serves srv's handler on ln until ctx ends (a signal), then
+// shuts the HTTP server down: the error is the server's own failure,
+// not that it was closed.
+func serveUntil(ctx context.Context, srv *serve.Server, ln net.Listener, stderr io.Writer) error {
+	// Harden sets the timeouts (headers 10 s, bodies 30 s, idle
+	// 2 min; none on responses, which streams would hit), the
+	// header cap and the connection cap (serve.Limits).
+	hs := &http.Server{Handler: srv.Handler()}
+	hln := srv.Harden(hs, ln)
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(hln) }()
+	select {
+	case err := <-done:
+		srv.Close()
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stderr, "deputy serve: stopping")
+	// Streams end first (Shutdown waits for open ones), then the
+	// requests in flight get ten seconds.
+	srv.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // announce says where the server is and, the one time it is made, what
