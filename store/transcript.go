@@ -58,94 +58,145 @@ type NewEvent struct {
 // messages again) announces nothing twice. Riding on the
 // append's transaction, they cost a turn no transaction of their own.
 func (s *Store) AppendWith(ctx context.Context, id string, turn, firstSeq int, msgs []llm.Message, w With) error {
-	for _, e := range w.Events {
-		if err := checkEvent(e.Kind, e.Data); err != nil {
-			return fmt.Errorf("append to %s: %w", id, err)
-		}
+	content, err := encodeAppend(id, firstSeq, msgs, w.Events)
+	if err != nil {
+		return err
 	}
-	for _, e := range w.Events {
-		if e.Kind == "" || len(e.Data) > 0 && !json.Valid(e.Data) {
-			return fmt.Errorf("append messages to %s: event %q without a kind or with invalid JSON", id, e.Kind)
+	err = s.tx(ctx, func(q querier) error {
+		next, err := checkAppend(ctx, q, id, turn, firstSeq, content)
+		if err != nil {
+			return err
+		}
+		at := s.now().UnixMicro()
+		if err := insertMessages(ctx, q, id, turn, next, firstSeq, msgs, content, at); err != nil {
+			return err
+		}
+		if err := consumeMail(ctx, q, id, w.Mail, at); err != nil {
+			return err
+		}
+		if next >= firstSeq+len(msgs) {
+			return nil // all stored already: a repeat
+		}
+		return s.announce(ctx, q, id, w)
+	})
+	if err != nil {
+		return fmt.Errorf("append messages %d..%d to %s: %w", firstSeq, firstSeq+len(msgs)-1, id, err)
+	}
+	return nil
+}
+
+// encodeAppend checks an append's events and first seq and encodes its
+// messages as they are stored (and compared with what is stored), before
+// any transaction starts: bad input costs the database nothing.
+func encodeAppend(id string, firstSeq int, msgs []llm.Message, events []NewEvent) ([]string, error) {
+	for _, e := range events {
+		if err := checkEvent(e.Kind, e.Data); err != nil {
+			return nil, fmt.Errorf("append to %s: %w", id, err)
 		}
 	}
 	if firstSeq < 0 {
-		return fmt.Errorf("append messages to %s: negative seq %d", id, firstSeq)
+		return nil, fmt.Errorf("append messages to %s: negative seq %d", id, firstSeq)
 	}
 	content := make([]string, len(msgs))
 	for i, m := range msgs {
 		b, err := json.Marshal(m)
 		if err != nil {
-			return fmt.Errorf("append messages to %s: message %d: %w", id, firstSeq+i, err)
+			return nil, fmt.Errorf("append messages to %s: message %d: %w", id, firstSeq+i, err)
 		}
 		content[i] = string(b)
 	}
-	err := s.tx(ctx, func(q querier) error {
-		st, err := lockState(ctx, q, id)
-		if err != nil {
-			return err
-		}
-		next, err := messageCount(ctx, q, id)
-		if err != nil {
-			return err
-		}
-		if firstSeq > next {
-			return fmt.Errorf("%w: seq %d would leave a gap after the %d messages stored", ErrConflict, firstSeq, next)
-		}
-		// The part already stored must match.
-		rows, err := q.query(ctx, `SELECT seq, turn, content FROM deputy_messages
-			WHERE instance_id = ? AND seq >= ? AND seq < ? ORDER BY seq`, id, firstSeq, firstSeq+len(msgs))
-		if err != nil {
-			return fmt.Errorf("read stored messages: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var seq, t int
-			var c string
-			if err := rows.Scan(&seq, &t, &c); err != nil {
-				return fmt.Errorf("read stored messages: %w", err)
-			}
-			if t != turn || c != content[seq-firstSeq] {
-				return fmt.Errorf("%w: message %d is stored with a different turn or content", ErrConflict, seq)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("read stored messages: %w", err)
-		}
-		rows.Close()
-		if firstSeq+len(msgs) > next && st.Terminal() {
-			return fmt.Errorf("%w (%s)", ErrTerminal, st)
-		}
-		at := s.now().UnixMicro()
-		for seq := next; seq < firstSeq+len(msgs); seq++ {
-			_, err := q.exec(ctx, `INSERT INTO deputy_messages (instance_id, seq, turn, role, content, at)
-				VALUES (?, ?, ?, ?, ?, ?)`, id, seq, turn, string(msgs[seq-firstSeq].Role), content[seq-firstSeq], at)
-			if err != nil {
-				return fmt.Errorf("insert message %d: %w", seq, err)
-			}
-		}
-		for _, m := range w.Mail {
-			if _, err := q.exec(ctx, `UPDATE deputy_mailbox SET consumed_at = ? WHERE id = ? AND instance_id = ? AND consumed_at IS NULL`,
-				at, m, id); err != nil {
-				return fmt.Errorf("consume mail %d: %w", m, err)
-			}
-		}
-		if next >= firstSeq+len(msgs) {
-			return nil // all stored already: a repeat
-		}
-		if w.Progress != nil {
-			if err := s.setProgress(ctx, q, id, *w.Progress); err != nil {
-				return err
-			}
-		}
-		for _, e := range w.Events {
-			if _, err := s.appendEvent(ctx, q, id, e.Kind, e.Data); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return content, nil
+}
+
+// checkAppend locks instance id and tells whether the messages content
+// from firstSeq on may be appended: no gap after those stored, the ones
+// stored already the same, and nothing new for an ended instance. It
+// returns the number of messages stored.
+func checkAppend(ctx context.Context, q querier, id string, turn, firstSeq int, content []string) (next int, err error) {
+	st, err := lockState(ctx, q, id)
 	if err != nil {
-		return fmt.Errorf("append messages %d..%d to %s: %w", firstSeq, firstSeq+len(msgs)-1, id, err)
+		return 0, err
+	}
+	if next, err = messageCount(ctx, q, id); err != nil {
+		return 0, err
+	}
+	if firstSeq > next {
+		return 0, fmt.Errorf("%w: seq %d would leave a gap after the %d messages stored", ErrConflict, firstSeq, next)
+	}
+	if err := matchStored(ctx, q, id, turn, firstSeq, content); err != nil {
+		return 0, err
+	}
+	if firstSeq+len(content) > next && st.Terminal() {
+		return 0, fmt.Errorf("%w (%s)", ErrTerminal, st)
+	}
+	return next, nil
+}
+
+// matchStored: the part of an append that is stored already must be
+// stored with the same turn and content, or the append is ErrConflict.
+// Its rows are closed when it returns, before the transaction writes.
+func matchStored(ctx context.Context, q querier, id string, turn, firstSeq int, content []string) error {
+	rows, err := q.query(ctx, `SELECT seq, turn, content FROM deputy_messages
+		WHERE instance_id = ? AND seq >= ? AND seq < ? ORDER BY seq`, id, firstSeq, firstSeq+len(content))
+	if err != nil {
+		return fmt.Errorf("read stored messages: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq, t int
+		var c string
+		if err := rows.Scan(&seq, &t, &c); err != nil {
+			return fmt.Errorf("read stored messages: %w", err)
+		}
+		if t != turn || c != content[seq-firstSeq] {
+			return fmt.Errorf("%w: message %d is stored with a different turn or content", ErrConflict, seq)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read stored messages: %w", err)
+	}
+	return nil
+}
+
+// insertMessages stores the messages of an append from seq next on: those
+// before it are stored already (checkAppend).
+func insertMessages(ctx context.Context, q querier, id string, turn, next, firstSeq int, msgs []llm.Message,
+	content []string, at int64) error {
+	for seq := next; seq < firstSeq+len(msgs); seq++ {
+		_, err := q.exec(ctx, `INSERT INTO deputy_messages (instance_id, seq, turn, role, content, at)
+			VALUES (?, ?, ?, ?, ?, ?)`, id, seq, turn, string(msgs[seq-firstSeq].Role), content[seq-firstSeq], at)
+		if err != nil {
+			return fmt.Errorf("insert message %d: %w", seq, err)
+		}
+	}
+	return nil
+}
+
+// consumeMail marks instance id's mail ids consumed at at, the time its
+// messages were stored. Mail consumed already (a repeat) is left as it is.
+func consumeMail(ctx context.Context, q querier, id string, ids []int64, at int64) error {
+	for _, m := range ids {
+		if _, err := q.exec(ctx, `UPDATE deputy_mailbox SET consumed_at = ? WHERE id = ? AND instance_id = ? AND consumed_at IS NULL`,
+			at, m, id); err != nil {
+			return fmt.Errorf("consume mail %d: %w", m, err)
+		}
+	}
+	return nil
+}
+
+// announce writes what an append that stored something new brings along
+// (With): the instance's progress, with its progress event, then the
+// append's own events.
+func (s *Store) announce(ctx context.Context, q querier, id string, w With) error {
+	if w.Progress != nil {
+		if err := s.setProgress(ctx, q, id, *w.Progress); err != nil {
+			return err
+		}
+	}
+	for _, e := range w.Events {
+		if _, err := s.appendEvent(ctx, q, id, e.Kind, e.Data); err != nil {
+			return err
+		}
 	}
 	return nil
 }
