@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/sandbox/cgroup"
 )
 
 // killWait bounds, in real time, how long ending a command waits for the
@@ -38,7 +39,7 @@ type Box struct {
 	prefix []string // bwrap and the options every command shares
 	dir    string
 	tmp    string           // the host directory mounted as /tmp
-	cg     *cgroup          // nil, or without pids: the watchdog counts processes
+	cg     *cgroup.Group    // nil, or without pids: the watchdog counts processes
 	cgErr  map[string]error // why a controller is missing from cg
 	snap   *snapshot
 	// placeholders are the protected paths the box binds: those it made
@@ -114,11 +115,11 @@ func New(p Policy) (*Box, error) {
 	}
 	if p.forceWatchdog {
 		b.cgErr = map[string]error{}
-		for _, c := range controllers {
+		for _, c := range cgroup.Controllers {
 			b.cgErr[c] = errors.New("cgroup skipped")
 		}
 	} else {
-		b.cg, b.cgErr = newCgroup(cgroupLimits{tasks: p.MaxProcesses, mem: p.MemoryBytes, cpus: p.CPUs})
+		b.cg, b.cgErr = cgroup.New(cgroup.Limits{Tasks: p.MaxProcesses, Memory: p.MemoryBytes, CPUs: p.CPUs})
 	}
 	if p.HardTimeout > 0 {
 		b.hard = p.Clock.AfterFunc(p.HardTimeout, func() {
@@ -160,12 +161,12 @@ func (b *Box) Description() string {
 		d.WriteString("There is no network (only a private loopback). ")
 	}
 	fmt.Fprintf(&d, "At most %d processes and threads at once", b.p.MaxProcesses)
-	if b.cg.hasMemory() {
+	if b.cg.HasMemory() {
 		fmt.Fprintf(&d, "; %d MiB of memory for all of them together (over it the largest is killed)", b.p.MemoryBytes>>20)
 	} else {
 		fmt.Fprintf(&d, "; %d MiB of memory per process", b.p.MemoryBytes>>20)
 	}
-	if b.cg.hasCPU() {
+	if b.cg.HasCPU() {
 		fmt.Fprintf(&d, "; %s CPUs' worth of time", strconv.FormatFloat(b.p.CPUs, 'g', 3, 64))
 	}
 	fmt.Fprintf(&d, "; %d s of CPU time per process.", b.p.CPUSeconds)
@@ -178,20 +179,16 @@ func (b *Box) Description() string {
 // RLIMIT_CPU), separated by "; ".
 func (b *Box) Limits() string {
 	var out []string
-	say := func(what, dir, fallback, c string) {
-		if dir != "" {
+	say := func(what, c, fallback string) {
+		if dir := b.cg.Dir(c); dir != "" {
 			out = append(out, what+": cgroup "+dir)
 		} else {
 			out = append(out, fmt.Sprintf("%s: %s (%v)", what, fallback, b.cgErr[c]))
 		}
 	}
-	var pids, mem, cpu string
-	if b.cg != nil {
-		pids, mem, cpu = b.cg.pids, b.cg.mem, b.cg.cpu
-	}
-	say("processes", pids, "watchdog", "pids")
-	say("memory", mem, "RLIMIT_DATA per process", "memory")
-	say("cpu", cpu, "RLIMIT_CPU only", "cpu")
+	say("processes", "pids", "watchdog")
+	say("memory", "memory", "RLIMIT_DATA per process")
+	say("cpu", "cpu", "RLIMIT_CPU only")
 	return strings.Join(out, "; ")
 }
 
@@ -395,15 +392,15 @@ func (s *starting) attach(infoR *os.File) (*run, error) {
 // cgroup, whose counters are noted first to tell this command's hits.
 func (b *Box) confine(r *run) error {
 	var data int64
-	if !b.cg.hasMemory() {
+	if !b.cg.HasMemory() {
 		data = b.p.MemoryBytes
 	}
 	if err := setLimits(r.pid, b.p.CPUSeconds, data); err != nil {
 		return err
 	}
 	if b.cg != nil {
-		r.refused0, r.oom0 = b.cg.refused(), b.cg.oomKills()
-		if err := b.cg.add(r.pid); err != nil {
+		r.refused0, r.oom0 = b.cg.Refused(), b.cg.OOMKills()
+		if err := b.cg.Add(r.pid); err != nil {
 			return err
 		}
 	}
@@ -420,7 +417,7 @@ func (b *Box) register(r *run) error {
 		return b.closed
 	}
 	b.runs[r] = struct{}{}
-	if !b.cg.hasPids() && b.watchdog == nil {
+	if !b.cg.HasPids() && b.watchdog == nil {
 		b.watchdog = b.p.Clock.AfterFunc(watchdogEvery, b.watch)
 	}
 	return nil
@@ -607,7 +604,7 @@ func (b *Box) Close() error {
 		errs = append(errs, fmt.Errorf("sandbox: remove the box's /tmp: %w", err))
 	}
 	if b.cg != nil {
-		if err := b.cg.remove(); err != nil {
+		if err := b.cg.Remove(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -750,9 +747,9 @@ func (r *run) end() string {
 	if note == "" && b.cg != nil {
 		// Counted for the box: a command running beside this one may
 		// have been the one hit.
-		if n := b.cg.oomKills() - r.oom0; n > 0 {
+		if n := b.cg.OOMKills() - r.oom0; n > 0 {
 			note = fmt.Sprintf("the memory limit (%d MiB for the sandbox) killed %d processes", b.p.MemoryBytes>>20, n)
-		} else if n := b.cg.refused() - r.refused0; n > 0 {
+		} else if n := b.cg.Refused() - r.refused0; n > 0 {
 			note = fmt.Sprintf("the process limit (%d) refused %d forks", b.p.MaxProcesses, n)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/deputy-run/deputy/sandbox/cgroup"
 )
 
 // InstallHint is how to get bubblewrap.
@@ -145,30 +147,20 @@ func Check(bwrap, rootFS string) Report {
 	}
 
 	// Each controller on its own line: a box uses those it can have.
-	cg, why := newCgroup(cgroupLimits{tasks: DefaultMaxProcesses, mem: DefaultMemoryBytes(), cpus: DefaultCPUs()})
-	for _, c := range controllers {
-		var dir string
-		switch {
-		case cg == nil:
-		case c == "pids":
-			dir = cg.pids
-		case c == "memory":
-			dir = cg.mem
-		case c == "cpu":
-			dir = cg.cpu
-		}
-		if dir == "" {
+	cg, why := cgroup.New(cgroup.Limits{Tasks: DefaultMaxProcesses, Memory: DefaultMemoryBytes(), CPUs: DefaultCPUs()})
+	for _, c := range cgroup.Controllers {
+		if dir := cg.Dir(c); dir == "" {
 			add(Item{Name: "cgroup " + c, Needed: "optional", Detail: fmt.Sprint(why[c]), Fix: cgroupFix})
 		} else {
 			ver := "v1"
-			if cg.v2[c] {
+			if cg.V2(c) {
 				ver = "v2"
 			}
 			add(Item{Name: "cgroup " + c, Needed: "optional", OK: true, Detail: "cgroup " + ver + " at " + filepath.Dir(dir)})
 		}
 	}
 	if cg != nil {
-		_ = cg.remove()
+		_ = cg.Remove()
 	}
 
 	if abi, err := landlockABI(); err != nil {

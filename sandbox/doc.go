@@ -46,7 +46,8 @@
 // Every box has limits, defaults when the Policy gives none. Memory and
 // CPU bandwidth are the box's as a whole, on a cgroup per Box in each
 // hierarchy holding the controller (cgroup v1 memory and cpu, or v2 with
-// them delegated), into which init is moved before it forks: the memory
+// them delegated; package sandbox/cgroup finds, makes and reads them),
+// into which init is moved before it forks: the memory
 // limit (no swap beyond it) over which the kernel kills the box's largest
 // process and the command's note says so, and a CFS quota that slows a
 // box using more than its CPUs. CPU seconds are RLIMIT_CPU, set on init

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/sandbox/cgroup"
 	"github.com/deputy-run/deputy/tool/shell"
 )
 
@@ -288,13 +289,13 @@ func TestEscapeForkBomb(t *testing.T) {
 	}()
 
 	var res result
-	if b.cg.hasPids() {
+	if b.cg.HasPids() {
 		// The cgroup refuses forks past the limit; the bomb lingers until
 		// the timeout.
 		peak := 0
 		pollUntil(t, "the fork bomb to reach the limit", func() bool {
-			peak = max(peak, b.cg.tasks())
-			return b.cg.refused() > 0
+			peak = max(peak, b.cg.Tasks())
+			return b.cg.Refused() > 0
 		})
 		responsive(t)
 		if peak > limit {
@@ -311,7 +312,7 @@ func TestEscapeForkBomb(t *testing.T) {
 		// The sandbox's init may still await reaping by the host's init
 		// (bwrap, its parent, was killed first): a zombie, which the
 		// cgroup counts until then.
-		pollUntil(t, "the box's cgroup to empty", func() bool { return b.cg.tasks() == 0 })
+		pollUntil(t, "the box's cgroup to empty", func() bool { return b.cg.Tasks() == 0 })
 	} else {
 		// Without a cgroup the watchdog kills the box's commands.
 		select {
@@ -688,7 +689,7 @@ func TestEscapeMemoryPerBox(t *testing.T) {
 	requireBwrap(t)
 	env, mark := markedEnv(t)
 	b := newBox(t, Policy{Workspace: t.TempDir(), MemoryBytes: 64 << 20})
-	if !b.cg.hasMemory() {
+	if !b.cg.HasMemory() {
 		missing(t, "no memory cgroup here, so the limit is per process: "+b.Limits())
 	}
 	set := sandboxedBash(t, b, shell.Config{Env: env})
@@ -721,23 +722,23 @@ func TestSandboxDefaultLimits(t *testing.T) {
 	if !strings.Contains(out, fmt.Sprint(DefaultCPUSeconds)) {
 		t.Errorf("ulimit -t: %q", out)
 	}
-	if b.cg.hasMemory() {
+	if b.cg.HasMemory() {
 		file := "memory.limit_in_bytes"
-		if b.cg.v2["memory"] {
+		if b.cg.V2("memory") {
 			file = "memory.max"
 		}
-		if got := strings.TrimSpace(readFile(t, filepath.Join(b.cg.mem, file))); got != fmt.Sprint(DefaultMemoryBytes()) {
+		if got := strings.TrimSpace(readFile(t, filepath.Join(b.cg.Dir("memory"), file))); got != fmt.Sprint(DefaultMemoryBytes()) {
 			t.Errorf("%s is %s, want %d", file, got, DefaultMemoryBytes())
 		}
 	} else if !strings.Contains(out, fmt.Sprint(DefaultMemoryBytes()>>10)) {
 		t.Errorf("no memory cgroup, and ulimit -d is not the default: %q (%s)", out, b.Limits())
 	}
-	if b.cg.hasCPU() {
-		file, want := "cpu.cfs_quota_us", fmt.Sprint(int64(DefaultCPUs()*cpuPeriod))
-		if b.cg.v2["cpu"] {
-			file, want = "cpu.max", fmt.Sprintf("%d %d", int64(DefaultCPUs()*cpuPeriod), cpuPeriod)
+	if b.cg.HasCPU() {
+		file, want := "cpu.cfs_quota_us", fmt.Sprint(int64(DefaultCPUs()*cgroup.CPUPeriod))
+		if b.cg.V2("cpu") {
+			file, want = "cpu.max", fmt.Sprintf("%d %d", int64(DefaultCPUs()*cgroup.CPUPeriod), cgroup.CPUPeriod)
 		}
-		if got := strings.TrimSpace(readFile(t, filepath.Join(b.cg.cpu, file))); got != want {
+		if got := strings.TrimSpace(readFile(t, filepath.Join(b.cg.Dir("cpu"), file))); got != want {
 			t.Errorf("%s is %s, want %s", file, got, want)
 		}
 	}
@@ -753,7 +754,7 @@ func TestSandboxCPUBandwidth(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
 	b := newBox(t, Policy{Workspace: t.TempDir(), CPUs: 0.1})
-	if !b.cg.hasCPU() {
+	if !b.cg.HasCPU() {
 		missing(t, "no CPU cgroup here: "+b.Limits())
 	}
 	out, _ := runBash(context.Background(), sandboxedBash(t, b, shell.Config{}),
@@ -761,7 +762,7 @@ func TestSandboxCPUBandwidth(t *testing.T) {
 	if !strings.Contains(out, "done") {
 		t.Fatalf("%q", out)
 	}
-	if n := b.cg.throttled(); n == 0 {
+	if n := b.cg.Throttled(); n == 0 {
 		t.Errorf("a busy loop of 1 s under a 0.1 CPU quota was never throttled (%s)", b.Limits())
 	}
 }
@@ -772,7 +773,7 @@ func TestSandboxMemoryFallback(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
 	b := newBox(t, Policy{Workspace: t.TempDir(), MemoryBytes: 100 << 20, forceWatchdog: true})
-	if b.cg.hasMemory() || !strings.Contains(b.Limits(), "memory: RLIMIT_DATA per process") {
+	if b.cg.HasMemory() || !strings.Contains(b.Limits(), "memory: RLIMIT_DATA per process") {
 		t.Fatalf("limits: %s", b.Limits())
 	}
 	set := sandboxedBash(t, b, shell.Config{})

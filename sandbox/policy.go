@@ -42,11 +42,6 @@ func DefaultCPUs() float64 {
 	return max(1, float64(runtime.NumCPU())/2)
 }
 
-// cpuPeriod is the CFS bandwidth period of a box's CPU quota, in
-// microseconds: the kernel's default, short enough that a throttled box
-// still answers promptly.
-const cpuPeriod = 100_000
-
 // hostMemory is MemTotal from /proc/meminfo, in bytes (0 if unknown).
 func hostMemory() int64 {
 	b, err := os.ReadFile("/proc/meminfo")

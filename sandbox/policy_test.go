@@ -85,7 +85,7 @@ func TestSandboxCheck(t *testing.T) {
 	}
 	// The cgroup item agrees with what a box gets.
 	b := newBox(t, Policy{Workspace: t.TempDir()})
-	for c, has := range map[string]bool{"pids": b.cg.hasPids(), "memory": b.cg.hasMemory(), "cpu": b.cg.hasCPU()} {
+	for c, has := range map[string]bool{"pids": b.cg.HasPids(), "memory": b.cg.HasMemory(), "cpu": b.cg.HasCPU()} {
 		if got := r.find("cgroup " + c).OK; got != has {
 			t.Errorf("report says cgroup %s %v, the box %s", c, got, b.Limits())
 		}

@@ -18,6 +18,11 @@ import (
 
 const supported = true
 
+// cgroupFix is the advice when no pids cgroup can be made.
+const cgroupFix = "run deputy as root, or in a cgroup whose pids, memory and cpu controllers are delegated to it " +
+	"(cgroup v2: systemd Delegate=yes, or `echo +pids +memory +cpu` into its parent's cgroup.subtree_control); " +
+	"meanwhile a watchdog enforces the process limit and rlimits the memory limit per process"
+
 // errUnsupported is never returned on Linux.
 var errUnsupported = errors.New("the sandbox needs Linux")
 
