@@ -3,6 +3,7 @@ package retry
 import (
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/llm"
 )
@@ -51,7 +52,13 @@ func BodySnippet(body string, status int) string {
 	s := http.StatusText(status)
 	body = strings.Join(strings.Fields(body), " ")
 	if len(body) > 200 {
-		body = body[:200] + "…"
+		// Cut on a rune boundary: the message is stored (instance.Error),
+		// and Postgres refuses text that is not valid UTF-8.
+		n := 200
+		for n > 0 && !utf8.RuneStart(body[n]) {
+			n--
+		}
+		body = body[:n] + "…"
 	}
 	switch {
 	case body == "":

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/llm"
@@ -87,9 +88,25 @@ func TestBodySnippet(t *testing.T) {
 		{`{"oops":1}`, 0, `{"oops":1}`},
 		{"teapot", 599, "teapot"},
 		{long, 500, "Internal Server Error: " + long[:200] + "…"},
+		// "é" is two bytes; at 199 x's its second byte is byte 200.
+		{strings.Repeat("x", 199) + strings.Repeat("é", 10), 0, strings.Repeat("x", 199) + "…"},
 	} {
 		if got := BodySnippet(c.body, c.status); got != c.want {
 			t.Errorf("BodySnippet(%q, %d) = %q, want %q", c.body, c.status, got, c.want)
 		}
+		if got := BodySnippet(c.body, c.status); !utf8.ValidString(got) {
+			t.Errorf("BodySnippet(%q, %d) = %q: not valid UTF-8", c.body, c.status, got)
+		}
+	}
+}
+
+func TestPlainSwapsTheStallTimeout(t *testing.T) {
+	t.Parallel()
+	p := Policy{StallTimeout: time.Minute, PlainTimeout: time.Hour}
+	if got := p.Plain(); got.StallTimeout != time.Hour || p.StallTimeout != time.Minute {
+		t.Errorf("Plain: stall %s (policy's %s), want 1h (1m)", got.StallTimeout, p.StallTimeout)
+	}
+	if Default().PlainTimeout <= Default().StallTimeout {
+		t.Errorf("default plain timeout %s is not above the stall timeout %s", Default().PlainTimeout, Default().StallTimeout)
 	}
 }

@@ -40,6 +40,13 @@ type Policy struct {
 	// or body) arrives for this long, and retries it: a hung connection or a
 	// server that never answers. Zero disables it.
 	StallTimeout time.Duration
+	// PlainTimeout takes StallTimeout's place for a non-streamed attempt
+	// (Plain): such a response's headers arrive only when the whole answer
+	// is done, so StallTimeout would cut every answer longer than itself
+	// and retry it. It bounds the attempt as a whole; zero: no bound but
+	// the context's (and the SDK's: Anthropic's caps a plain call at 10
+	// minutes).
+	PlainTimeout time.Duration
 	// Clock times backoff and stalls. Nil means clock.Real.
 	Clock clock.Clock
 	// Rand returns a number in [0,1) for jitter. Nil means math/rand/v2.
@@ -58,7 +65,17 @@ func Default() Policy {
 		MaxRetryAfter: 2 * time.Minute,
 		Budget:        5 * time.Minute,
 		StallTimeout:  5 * time.Minute,
+		// Anthropic's SDK refuses a plain call it expects to outlast 10
+		// minutes; the same bound serves OpenAI-compatible servers.
+		PlainTimeout: 10 * time.Minute,
 	}
+}
+
+// Plain is p for the attempts of a non-streamed call: PlainTimeout in place
+// of StallTimeout, since no byte arrives until the answer is complete.
+func (p Policy) Plain() Policy {
+	p.StallTimeout = p.PlainTimeout
+	return p
 }
 
 func (p *Policy) clock() clock.Clock {
