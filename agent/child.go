@@ -247,11 +247,11 @@ func (tr *tree) acquire(ctx context.Context, parent, n *node) (release func(), e
 	var turn chan struct{}
 	if n.writes {
 		turn = n.writeTurn()
-		if err := take(ctx, turn, func() { queued("its turn to write") }); err != nil {
+		if err := Take(ctx, turn, func() { queued("its turn to write") }); err != nil {
 			return nil, fmt.Errorf("not started while waiting for its turn to write: %w", err)
 		}
 	}
-	if err := take(ctx, parent.sem, func() { queued("a slot (max_parallel)") }); err != nil {
+	if err := Take(ctx, parent.sem, func() { queued("a slot (max_parallel)") }); err != nil {
 		if turn != nil {
 			<-turn
 		}
@@ -265,9 +265,11 @@ func (tr *tree) acquire(ctx context.Context, parent, n *node) (release func(), e
 	}, nil
 }
 
-// take puts a token into ch, waiting while it is full unless ctx ends;
-// queued is called first when it has to wait.
-func take(ctx context.Context, ch chan struct{}, queued func()) error {
+// Take puts a token into ch, waiting while it is full unless ctx ends
+// (its cause is the error); queued is called first when it has to wait,
+// so the caller can say what waits. The tree's slots and turns to write
+// are channels' buffers, and so are the durable engine's run slots.
+func Take(ctx context.Context, ch chan struct{}, queued func()) error {
 	select {
 	case ch <- struct{}{}:
 		return nil

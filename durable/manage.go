@@ -42,7 +42,7 @@ type held struct {
 // take waits for a place, calling queued first if it has to; the context
 // it returns carries it.
 func (s *slots) take(ctx context.Context, queued func()) (context.Context, func(), error) {
-	if err := acquire(ctx, s.ch, queued); err != nil {
+	if err := agent.Take(ctx, s.ch, queued); err != nil {
 		return ctx, nil, err
 	}
 	h := &held{s: s, have: true}
@@ -127,28 +127,11 @@ func (p *parentCaps) take(ctx context.Context, parent string, n int, queued func
 		}
 		p.mu.Unlock()
 	}
-	if err := acquire(ctx, c.ch, queued); err != nil {
+	if err := agent.Take(ctx, c.ch, queued); err != nil {
 		done()
 		return nil, err
 	}
 	return func() { <-c.ch; done() }, nil
-}
-
-// acquire puts a token into ch, calling queued first when it has to wait
-// for one; waiting ends with ctx.
-func acquire(ctx context.Context, ch chan struct{}, queued func()) error {
-	select {
-	case ch <- struct{}{}:
-		return nil
-	default:
-	}
-	queued()
-	select {
-	case ch <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // takeParentSlot waits for a place among the running children of ld's
