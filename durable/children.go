@@ -180,7 +180,7 @@ func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 // idempotent), so an error recording the first is not the last word.
 func (e *Engine) failChild(ctx dbos.Context, id string, cause error, waited bool) (agent.ChildEnd, error) {
 	write := func(c context.Context) (agent.ChildEnd, error) {
-		in, err := e.finishFailed(c, id, loop.StopStepError, cause)
+		in, err := e.finishFailed(c, id, loop.StopStepError, cause, waited)
 		if err != nil {
 			return agent.ChildEnd{}, err
 		}
@@ -224,13 +224,20 @@ func unstepped[R any](e *Engine, ctx context.Context, write func(context.Context
 }
 
 // finishFailed ends instance id failed with cause unless it has ended
-// already, and returns it as it then stands.
-func (e *Engine) finishFailed(ctx context.Context, id string, stop loop.StopReason, cause error) (*instance.Record, error) {
+// already, and returns it as it then stands. A child's relay goes to its
+// parent's mailbox with the end (tellParent), unless a spawn call waits
+// for it (waited): its run may never have started, and then nothing else
+// would stand for the relay on its way.
+func (e *Engine) finishFailed(ctx context.Context, id string, stop loop.StopReason, cause error, waited bool) (*instance.Record, error) {
 	in, err := e.st.GetInstance(ctx, id)
 	if err != nil || in.State.Terminal() {
 		return in, err
 	}
-	if err := e.st.Finish(ctx, id, failedResult(in, stop, cause)); err != nil && !errors.Is(err, instance.ErrTerminal) {
+	r := failedResult(in, stop, cause)
+	r.Tell = tellParent(in, waited)
+	if err := e.st.Finish(ctx, id, r); err == nil {
+		e.wroteEnd(id)
+	} else if !errors.Is(err, instance.ErrTerminal) {
 		return nil, err
 	}
 	return e.st.GetInstance(ctx, id)
@@ -474,8 +481,7 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 // by another path (a cancel, a failure), tells the parent nothing new.
 func relayAndEndRun(ctx context.Context, st *store.Store, child, parent string, rl agent.Relay, waited bool, run int64) error {
 	if !waited && parent != "" {
-		text, _ := rl.ToolResult()
-		_, err := st.Post(ctx, store.Mail{InstanceID: parent, Sender: child, Kind: mailRelay, Body: text, Key: "relay-" + child})
+		_, err := st.Post(ctx, relayMail(child, parent, rl))
 		if err != nil && !errors.Is(err, store.ErrConflict) {
 			return err
 		}
@@ -487,6 +493,26 @@ func relayAndEndRun(ctx context.Context, st *store.Store, child, parent string, 
 		return err
 	}
 	return nil
+}
+
+// relayMail is child's relay rl as mail for parent's mailbox; its key
+// makes it one mail per child, however often an end is recorded.
+func relayMail(child, parent string, rl agent.Relay) store.Mail {
+	text, _ := rl.ToolResult()
+	return store.Mail{InstanceID: parent, Sender: child, Kind: mailRelay, Body: text, Key: "relay-" + child}
+}
+
+// tellParent is the store.Result.Tell of an end of in that no run of it
+// records: its relay, made from its record as it ended, posted in the
+// end's transaction (see settled for why). nil for a root, or when a spawn
+// call waits for the end (waited) and takes it first-hand.
+func tellParent(in *instance.Record, waited bool) func(*instance.Record) store.Mail {
+	if in.Parent == "" || waited {
+		return nil
+	}
+	return func(ended *instance.Record) store.Mail {
+		return relayMail(ended.ID, ended.Parent, recordedEnd(ended).Relay)
+	}
 }
 
 // endChildren cancels the children an ended instance leaves waiting

@@ -3,6 +3,7 @@ package durable_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -692,6 +693,103 @@ func TestChildWhoseStepFailsEndsFailed(t *testing.T) {
 			}
 			noMailLeft(t, r.st, id)
 		})
+	}
+}
+
+// relayPosted reports whether child id's relay was posted to its parent's
+// mailbox, read by now or not: a parent holding for its children takes a
+// child ended with no run open as one whose relay is there.
+func relayPosted(st *store.Store, id string) error {
+	ctx := context.Background()
+	in, err := st.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	var n int
+	err = st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM deputy_mailbox WHERE instance_id = ? AND sender = ? AND kind = 'relay'`,
+		in.Parent, id).Scan(&n)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return fmt.Errorf("child %s ended %s with no run open, and %d relays of it were posted to its parent", id, in.State, n)
+	}
+	return nil
+}
+
+// endHook is a rig's endWritten that checks, at the moment a child's end
+// is written where no run of it is open, that its relay is posted already,
+// and then holds the child there until let is called: whatever its parent
+// does meanwhile, it does with the child ended and nothing more to come.
+func endHook(st **store.Store) (hook func(string), checked <-chan error, let func()) {
+	release, seen := make(chan struct{}), make(chan error, 8)
+	var once sync.Once
+	return func(id string) {
+		seen <- relayPosted(*st, id)
+		<-release
+	}, seen, func() { once.Do(func() { close(release) }) }
+}
+
+// A background child that fails before its first run starts ends with no
+// run open, and a parent holding for its children takes such a child as
+// settled, its relay posted: the relay must be written with the end, or
+// the parent, coming between the two, completes without ever reading it
+// (a silent drop, which this once did under load). The hook stops the
+// child just after its end is written, until the root has ended.
+func TestRelayIsWrittenWithAnEndNoRunCarries(t *testing.T) {
+	t.Parallel()
+	var st *store.Store
+	hook, checked, let := endHook(&st)
+	sc := strings.Replace(failedStartScenario, "BACKGROUND", "true", 1)
+	r := newRigWith(t, &rig{scenario: sc, fail: "error:child:start", endWritten: hook})
+	t.Cleanup(let) // before the engine's Close, which waits for the child's step
+	st = r.st
+	id := r.start(durable.Spec{System: "root"})
+	in := r.wait(id)
+	let()
+	if err := <-checked; err != nil {
+		t.Error(err)
+	}
+	k := kids(t, r.st, id)
+	if in.State != instance.Completed || len(k) != 1 || k[0].State != instance.Failed {
+		t.Fatalf("root %+v, children %+v", in, k)
+	}
+	// At its turn-2 inbox or in its hold, as the timing has it.
+	if all := transcriptText(t, r.st, id); !strings.Contains(all, "has ended; its report") ||
+		!strings.Contains(all, k[0].ID) || !strings.Contains(all, "failpoint") {
+		t.Fatalf("the root completed without reading the relay of its failed child: %s", all)
+	}
+	noMailLeft(t, r.st, id)
+}
+
+// A child cancelled while no run carries it (recorded, its run not begun)
+// ends with its relay in its parent's mailbox in the same write, for the
+// same reason.
+func TestRelayIsWrittenWithACancelNoRunCarries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var st *store.Store
+	hook, checked, let := endHook(&st)
+	r := newRigWith(t, &rig{scenario: backgroundScenario, endWritten: hook})
+	t.Cleanup(let)
+	st = r.st
+	for _, in := range []*instance.Record{{ID: "i-root", Type: "root", Task: "t"},
+		{ID: "i-kid", Parent: "i-root", Type: "general-purpose", Task: "t"}} {
+		if err := r.st.CreateInstance(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.ctl.Cancel(ctx, "i-kid") }()
+	if err := <-checked; err != nil {
+		t.Error(err)
+	}
+	let()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := relayPosted(r.st, "i-kid"); err != nil {
+		t.Fatal(err)
 	}
 }
 

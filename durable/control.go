@@ -152,7 +152,7 @@ func (c Control) cancelOne(ctx context.Context, in *instance.Record) error {
 			}
 			in = now
 		}
-		err := cancelNow(ctx, c.Store, in, "cancelled by request while "+string(in.State))
+		err := c.cancelNow(ctx, in, "cancelled by request while "+string(in.State))
 		if te := (*instance.TransitionError)(nil); !errors.As(err, &te) {
 			return err
 		}
@@ -169,28 +169,21 @@ func (c Control) cancelOne(ctx context.Context, in *instance.Record) error {
 }
 
 // cancelNow ends an instance that no run carries as cancelled, keeping
-// what it recorded, and tells its parent through its mailbox (nothing
-// runs it to relay its end).
-func cancelNow(ctx context.Context, st *store.Store, in *instance.Record, why string) error {
-	err := st.Finish(ctx, in.ID, store.Result{State: instance.Cancelled, From: in.State, StopReason: string(loop.StopCancelled),
+// what it recorded; a child's relay goes to its parent's mailbox in the
+// same transaction (tellParent), since no run of it is open to relay it.
+// An instance that ended otherwise meanwhile is left to whoever ended it,
+// who relays that end.
+func (c Control) cancelNow(ctx context.Context, in *instance.Record, why string) error {
+	err := c.Store.Finish(ctx, in.ID, store.Result{State: instance.Cancelled, From: in.State, StopReason: string(loop.StopCancelled),
 		Incomplete: true, Report: in.Report, Error: why, Usage: in.Usage, Cost: in.Cost, Turns: in.Turns,
-		ToolCalls: in.ToolCalls})
-	if err != nil && !errors.Is(err, instance.ErrTerminal) {
-		return err
-	}
-	if in.Parent == "" {
+		ToolCalls: in.ToolCalls, Tell: tellParent(in, false)})
+	if errors.Is(err, instance.ErrTerminal) {
 		return nil
 	}
-	// Posted even when it had ended already: a repeat after a crash
-	// between the two posts the relay once (its key).
-	ended, err := st.GetInstance(ctx, in.ID)
-	if err != nil {
-		return err
+	if err == nil {
+		c.Engine.wroteEnd(in.ID)
 	}
-	if ended.State != instance.Cancelled {
-		return nil // it ended otherwise; its run relays that
-	}
-	return relayAndEndRun(ctx, st, in.ID, in.Parent, recordedEnd(ended).Relay, false, 0)
+	return err
 }
 
 // subtree is id and those below it in tree; the line up from one stops

@@ -34,9 +34,11 @@ type rig struct {
 	onEvent  func(agent.Event)
 	fence    func(durable.Spec) agent.Fencer // durable.Options.Fence
 	fail     string                          // durable.Options.Failpoint
-	e        *durable.Engine
-	st       *store.Store
-	ctl      durable.Control
+	// endWritten is the test hook durable.OnEndWritten sets.
+	endWritten func(id string)
+	e          *durable.Engine
+	st         *store.Store
+	ctl        durable.Control
 }
 
 func newRig(t *testing.T, scenario string, clk clock.Clock, tools ...tool.Tool) *rig {
@@ -64,7 +66,7 @@ func (r *rig) reopen() {
 		t.Fatal(err)
 	}
 	model := fake.NewModel(s, fake.WithoutLatency())
-	e, err := durable.Open(context.Background(), durable.Options{
+	opts := durable.Options{
 		Store:     st,
 		Clock:     r.clk,
 		Models:    func(string) (llm.Model, string, error) { return model, "fake", nil },
@@ -74,7 +76,9 @@ func (r *rig) reopen() {
 		OnEvent:   r.onEvent,
 		Fence:     r.fence,
 		Failpoint: r.fail,
-	})
+	}
+	durable.OnEndWritten(&opts, r.endWritten)
+	e, err := durable.Open(context.Background(), opts)
 	if err != nil {
 		st.Close()
 		t.Fatal(err)

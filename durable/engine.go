@@ -171,6 +171,10 @@ type Options struct {
 	// for its children gives its place up meanwhile. Each parent's own cap
 	// on its children is its spec's MaxParallel.
 	MaxRuns int
+	// endWritten, for tests only (export_test.go), hears each end that no
+	// run records itself (finishFailed's, cancelNow's) as soon as it is
+	// written: from that moment a parent's hold must find the relay.
+	endWritten func(id string)
 }
 
 // Engine runs instances durably.

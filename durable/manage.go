@@ -262,8 +262,21 @@ func (e *Engine) childrenAtWork(ctx context.Context, id string) (bool, error) {
 }
 
 // settled reports whether a child needs nothing more of its own to reach
-// its parent: it asks or is paused, or it ended and its run has too (an
-// ended run has posted its relay; before that, it is on its way).
+// its parent: it asks or is paused, or it ended and no run of it is open.
+// Its relay is in its parent's mailbox by then: a run that records its end
+// (childEnded) posts the relay before it ends the run, and an end no run
+// records (failChild before any run started, cancelNow) posts it in the
+// end's own transaction (tellParent).
+//
+// Why one transaction, rather than taking a child ended with no relay in
+// the mailbox as still pending and reading its relay from its record: no
+// record tells such a child from one whose spawn call took its end
+// first-hand (no relay is owed), so a hold would wait for ever on that one
+// or hand its parent the report twice; and a process dying between an end
+// and a separate post would leave the relay owed for ever, with nothing to
+// post it. Written together, there is no moment, crash or takeover at
+// which the end shows without its relay, and an end written again posts
+// the same mail once (its key).
 func (e *Engine) settled(ctx context.Context, in *instance.Record) (bool, error) {
 	switch {
 	case in.State == instance.Asking || in.State == instance.Paused:

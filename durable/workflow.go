@@ -52,7 +52,7 @@ func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
 		}
 		cause := err
 		if _, ferr := unstepped(e, ctx, func(c context.Context) (*store.Instance, error) {
-			return e.finishFailed(c, id, loop.StopStepError, cause)
+			return e.finishFailed(c, id, loop.StopStepError, cause, false)
 		}); ferr == nil {
 			return string(store.Failed), nil
 		}
@@ -316,7 +316,7 @@ func (e *Engine) load(ctx context.Context, id string, deliver bool) (loaded, err
 			if m.Kind == MailCancel {
 				// Cancelled while it waited or while its next run was
 				// queued: it ends here, before doing anything more.
-				if err := cancelNow(ctx, e.st, in, "cancelled by request"); err != nil {
+				if err := e.control().cancelNow(ctx, in, "cancelled by request"); err != nil {
 					return loaded{}, err
 				}
 				in, err = e.st.GetInstance(ctx, id)

@@ -30,40 +30,46 @@ type Mail struct {
 // is ErrConflict.
 func (s *Store) Post(ctx context.Context, m Mail) (int64, error) {
 	var id int64
-	err := s.tx(ctx, func(q querier) error {
-		// Locking the instance row serialises posts to it, so two posts with
-		// one key cannot both miss the check below.
-		if _, err := lockState(ctx, q, m.InstanceID); err != nil {
-			return err
-		}
-		if m.Key != "" {
-			var prev Mail
-			err := q.row(ctx, `SELECT id, sender, kind, body FROM deputy_mailbox WHERE instance_id = ? AND dedup_key = ?`,
-				m.InstanceID, m.Key).Scan(&prev.ID, &prev.Sender, &prev.Kind, &prev.Body)
-			if err == nil {
-				if prev.Sender != m.Sender || prev.Kind != m.Kind || prev.Body != m.Body {
-					return fmt.Errorf("%w: key %q was posted with different content", ErrConflict, m.Key)
-				}
-				id = prev.ID
-				return nil
-			} else if !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-		}
-		err := q.row(ctx, `INSERT INTO deputy_mailbox (instance_id, sender, kind, body, dedup_key, created_at)
-			VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
-			m.InstanceID, m.Sender, m.Kind, m.Body, nullString(m.Key), s.now().UnixMicro()).Scan(&id)
-		if err != nil {
-			return err
-		}
-		_, err = s.appendEvent(ctx, q, m.InstanceID, EventMail, map[string]any{"mail_id": id, "mail_kind": m.Kind,
-			"sender": m.Sender, "body": cut(m.Body, EventBodyCut)})
+	err := s.tx(ctx, func(q querier) (err error) {
+		id, err = s.post(ctx, q, m)
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("post %s mail to %s: %w", m.Kind, m.InstanceID, err)
 	}
 	return id, nil
+}
+
+// post is Post inside the transaction of q.
+func (s *Store) post(ctx context.Context, q querier, m Mail) (int64, error) {
+	// Locking the instance row serialises posts to it, so two posts with
+	// one key cannot both miss the check below.
+	if _, err := lockState(ctx, q, m.InstanceID); err != nil {
+		return 0, err
+	}
+	if m.Key != "" {
+		var prev Mail
+		err := q.row(ctx, `SELECT id, sender, kind, body FROM deputy_mailbox WHERE instance_id = ? AND dedup_key = ?`,
+			m.InstanceID, m.Key).Scan(&prev.ID, &prev.Sender, &prev.Kind, &prev.Body)
+		if err == nil {
+			if prev.Sender != m.Sender || prev.Kind != m.Kind || prev.Body != m.Body {
+				return 0, fmt.Errorf("%w: key %q was posted with different content", ErrConflict, m.Key)
+			}
+			return prev.ID, nil
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return 0, err
+		}
+	}
+	var id int64
+	err := q.row(ctx, `INSERT INTO deputy_mailbox (instance_id, sender, kind, body, dedup_key, created_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+		m.InstanceID, m.Sender, m.Kind, m.Body, nullString(m.Key), s.now().UnixMicro()).Scan(&id)
+	if err != nil {
+		return 0, err
+	}
+	_, err = s.appendEvent(ctx, q, m.InstanceID, EventMail, map[string]any{"mail_id": id, "mail_kind": m.Kind,
+		"sender": m.Sender, "body": cut(m.Body, EventBodyCut)})
+	return id, err
 }
 
 // Pending lists instance id's unconsumed mail, oldest first.

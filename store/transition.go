@@ -70,13 +70,19 @@ type Result struct {
 	Turns      int
 	ToolCalls  int
 	Artifacts  []string
+	// Tell, when set, makes the mail to post with the end, from the record
+	// as it ended (its end time, its totals): Finish posts it (as Post) in
+	// the end's transaction, so nobody reads the end without the mail. A
+	// Finish that repeats an end recorded already posts nothing: that end
+	// came with its own mail, or with none.
+	Tell func(ended *instance.Record) Mail
 }
 
 // Finish ends instance id in r.State with its result, in one transaction:
-// the state, the result fields, EndedAt and the transition record are all
-// written or none is. Finishing again with the same result is a no-op (the
-// runtime may repeat it after a crash); an instance that already ended
-// otherwise is a *TransitionError (errors.Is ErrTerminal).
+// the state, the result fields, EndedAt, the transition record and r.Tell's
+// mail are all written or none is. Finishing again with the same result is
+// a no-op (the runtime may repeat it after a crash); an instance that
+// already ended otherwise is a *TransitionError (errors.Is ErrTerminal).
 func (s *Store) Finish(ctx context.Context, id string, r Result) error {
 	if !r.State.Terminal() {
 		return fmt.Errorf("finish %s: %w: %q is not a terminal state", id, instance.ErrIllegalTransition, string(r.State))
@@ -120,7 +126,15 @@ func (s *Store) Finish(ctx context.Context, id string, r Result) error {
 		if r.Cost != nil {
 			ev["cost"] = *r.Cost
 		}
-		return s.move(ctx, q, id, from, r.State, cause, now, set, args, ev)
+		if err := s.move(ctx, q, id, from, r.State, cause, now, set, args, ev); err != nil || r.Tell == nil {
+			return err
+		}
+		ended, err := getInstance(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		_, err = s.post(ctx, q, r.Tell(ended))
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("finish %s as %s: %w", id, r.State, err)

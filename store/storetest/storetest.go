@@ -49,6 +49,7 @@ func Run(t *testing.T, h Harness) {
 		{"TerminalNeverChanges", testTerminalNeverChanges},
 		{"ConcurrentTransitions", testConcurrentTransitions},
 		{"Finish", testFinish},
+		{"FinishTells", testFinishTells},
 		{"DamagedArtifacts", testDamagedArtifacts},
 		{"Atomicity", testAtomicity},
 		{"Transcript", testTranscript},

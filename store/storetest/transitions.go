@@ -282,6 +282,38 @@ func testFinish(t *testing.T, h Harness) {
 	}
 }
 
+// Finish posts Tell's mail in the end's transaction, made from the record
+// as it ended; a Finish refused, or one whose mail cannot be posted,
+// writes neither; a repeat of the same end posts nothing more.
+func testFinishTells(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.create("p", "")
+	e.createIn("k", instance.Running)
+	e.clock.Advance(time.Minute)
+	tell := func(to string) func(*instance.Record) store.Mail {
+		return func(ended *instance.Record) store.Mail {
+			return store.Mail{InstanceID: to, Sender: ended.ID, Kind: "relay", Key: "relay-" + ended.ID,
+				Body: fmt.Sprintf("%s %s after %s", ended.ID, ended.State, ended.Duration())}
+		}
+	}
+	r := store.Result{State: instance.Failed, Error: "boom", Tell: tell("nobody")}
+	wantErr(t, "finish telling an unknown instance", e.s.Finish(e.ctx, "k", r), store.ErrNotFound)
+	if got := e.get("k"); got.State != instance.Running {
+		t.Fatalf("a finish whose mail failed ended the instance: %+v", got)
+	}
+	r.From = instance.Asking
+	r.Tell = tell("p")
+	wantErr(t, "finish from another state", e.s.Finish(e.ctx, "k", r), instance.ErrIllegalTransition)
+	r.From = ""
+	noErr(t, "finish", e.s.Finish(e.ctx, "k", r))
+	noErr(t, "finish again", e.s.Finish(e.ctx, "k", r))
+	mail, err := e.s.Pending(e.ctx, "p")
+	noErr(t, "pending", err)
+	if len(mail) != 1 || mail[0].Body != "k failed after 1m0s" || mail[0].Sender != "k" {
+		t.Fatalf("the parent's mail %+v", mail)
+	}
+}
+
 // A row whose artifact list does not decode (damaged outside the store,
 // which writes only lists) reads with no artifacts and a problem saying
 // so, in a get and a list alike, rather than failing either: the record
