@@ -16,6 +16,7 @@ import (
 
 	"github.com/deputy-run/deputy"
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
@@ -162,7 +163,7 @@ func TestFanOutMerges(t *testing.T) {
 	}
 	var sum llm.Usage
 	for _, r := range res.Results {
-		if r.State != agent.StateCompleted || r.Instance == "" || r.Usage.Total() == 0 {
+		if r.State != instance.Completed || r.Instance == "" || r.Usage.Total() == 0 {
 			t.Errorf("result %+v", r)
 		}
 		sum.Add(r.Usage)

@@ -50,7 +50,8 @@ func (askTool) Resumable() bool { return true }
 func (askTool) Suspends() bool { return true }
 
 func (a askTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	n, call := nodeFrom(ctx), callFrom(ctx)
+	n := nodeFrom(ctx)
+	call, _ := loop.CallFrom(ctx)
 	if n == nil || call == nil {
 		return "", errors.New("ask_parent runs only inside a deputy agent run")
 	}
@@ -79,9 +80,4 @@ func (a askTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 		return "", err
 	}
 	return Waiting, nil
-}
-
-func callFrom(ctx context.Context) *loop.Call {
-	c, _ := loop.CallFrom(ctx)
-	return c
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
-	"github.com/deputy-run/deputy/tool"
 )
 
 // FanTask is one task of a fan-out: a subagent type and its task, with
@@ -323,11 +322,7 @@ func (fanOutTool) Concurrent() bool { return true }
 func (f fanOutTool) Resumable() bool { return f.tree.r.Children != nil }
 
 func (f fanOutTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	parent := nodeFrom(ctx)
-	if parent == nil {
-		return "", errors.New("fan_out runs only inside a deputy agent run")
-	}
-	in, err := tool.Decode[FanOutInput](raw)
+	parent, in, err := callInput[FanOutInput](ctx, agentdef.FanOutTool, raw)
 	if err != nil {
 		return "", err
 	}

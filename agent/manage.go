@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -82,11 +81,7 @@ func (t *manageTool) Resumable() bool { return true }
 func (t *manageTool) Concurrent() bool { return true }
 
 func (t *manageTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
-	n := nodeFrom(ctx)
-	if n == nil {
-		return "", errors.New(t.name + " runs only inside a deputy agent run")
-	}
-	in, err := tool.Decode[manageInput](raw)
+	n, in, err := callInput[manageInput](ctx, t.name, raw)
 	if err != nil {
 		return "", err
 	}

@@ -4,16 +4,15 @@ package agent
 // starts (startMCP: at the spawn, and again at the start of each later
 // run), their tools join its tool set under mcp__server__tool, and they
 // stop when its run ends, however it ends (stopMCP). What a definition
-// says is mcpconfig.go's; the client itself is package tool/mcptool.
+// says, and how it becomes a server's final config (MCPServer.Resolve),
+// is package agentdef's; the client itself is package tool/mcptool.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,90 +26,6 @@ import (
 // or connection, the handshake, its tool list) unless its definition says
 // otherwise (startTimeout).
 const DefaultMCPStartTimeout = 30 * time.Second
-
-// mcpBaseEnv are the variables of deputy's environment a stdio server
-// gets without asking, as a sandboxed program does (sandbox's allowlist,
-// plus the XDG directories npx and uvx keep their caches in). Anything
-// else, API keys first, it gets only through its definition's env.
-var mcpBaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE",
-	"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"}
-
-// resolve makes a server's config final: references expanded from the
-// environment (only the variables allowed names, and mcpBaseEnv's), the
-// process environment built. Every value read from an allowed variable is
-// kept as a secret, scrubbed from what the server says back. Its errors
-// name the field, never a value.
-func resolveServer(s agentdef.MCPServer, lookup func(string) (string, bool), allowed []string) (mcptool.Server, error) {
-	out := mcptool.Server{Name: s.Name, Transport: s.Type}
-	var secrets []string
-	field := func(what, v string) (string, error) {
-		refused := ""
-		look := func(name string) (string, bool) {
-			if !slices.Contains(allowed, name) && !slices.Contains(mcpBaseEnv, name) {
-				refused = name
-				return "", false
-			}
-			return lookup(name)
-		}
-		x, _, err := agentdef.ExpandRefs(v, look, func(name, value string) {
-			if !slices.Contains(mcpBaseEnv, name) {
-				secrets = append(secrets, value)
-			}
-		})
-		if refused != "" {
-			return "", fmt.Errorf("mcp server %q: %s: ${%s} may not be read: deputy.yaml's mcp.env does not list %s", s.Name, what, refused, refused)
-		}
-		if err != nil {
-			return "", fmt.Errorf("mcp server %q: %s: %w", s.Name, what, err)
-		}
-		return x, nil
-	}
-	var err error
-	if out.Command, err = field("command", s.Command); err != nil {
-		return out, err
-	}
-	for _, a := range s.Args {
-		x, err := field("args", a)
-		if err != nil {
-			return out, err
-		}
-		out.Args = append(out.Args, x)
-	}
-	if out.URL, err = field("url", s.URL); err != nil {
-		return out, err
-	}
-	if s.Type == mcptool.Stdio {
-		env := map[string]string{}
-		for _, k := range mcpBaseEnv {
-			if v, ok := lookup(k); ok {
-				env[k] = v
-			}
-		}
-		for _, kv := range os.Environ() {
-			if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "LC_") {
-				env[k] = v
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-			if env[k], err = field("env "+k, s.Env[k]); err != nil {
-				return out, err
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(env)) {
-			out.Env = append(out.Env, k+"="+env[k])
-		}
-	}
-	if len(s.Headers) > 0 {
-		out.Headers = map[string]string{}
-		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
-			if out.Headers[k], err = field("headers "+k, s.Headers[k]); err != nil {
-				return out, err
-			}
-		}
-	}
-	out.Secrets = secrets
-	return out, nil
-}
 
 // mcpRun is what one run of a child holds of its servers.
 type mcpRun struct {
@@ -177,7 +92,7 @@ func (tr *tree) connectMCP(ctx context.Context, s agentdef.MCPServer) (*mcptool.
 	if c := tr.r.Config; c != nil {
 		allowed = c.MCP.Env
 	}
-	srv, err := resolveServer(s, os.LookupEnv, allowed)
+	srv, err := s.Resolve(os.LookupEnv, allowed)
 	if err != nil {
 		return nil, nil, err
 	}

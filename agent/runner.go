@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -211,10 +212,6 @@ func (o *Outcome) Transcript(id string) ([]llm.Message, bool) {
 	return m, ok
 }
 
-// StateCompleted is instance.Completed, named here for the callers written
-// when agent had states of its own; new code names the instance package.
-const StateCompleted = instance.Completed
-
 // EventKind says what an Event is about.
 type EventKind uint8
 
@@ -420,7 +417,7 @@ func (r *Runner) newTree(t Task) (*tree, error) {
 		tr.maxDepth = 0
 	}
 	if t.Budget.Tokens > 0 || t.Budget.USD > 0 {
-		tr.budget = &treeBudget{limit: t.Budget, prices: r.prices(), tokens: t.Spent.Tokens, usd: t.Spent.USD}
+		tr.budget = &treeBudget{limit: t.Budget, prices: r.Prices(), tokens: t.Spent.Tokens, usd: t.Spent.USD}
 	}
 	tr.managed = r.Manager != nil && r.Children != nil
 	own := []tool.Tool{&spawnTool{tree: tr}, fanOutTool{tree: tr}}
@@ -476,6 +473,19 @@ func nodeFrom(ctx context.Context) *node {
 	return n
 }
 
+// callInput is how deputy's own tools start a call: the calling
+// instance, which only a run of the tree puts in the call's context, and
+// the call's input, decoded.
+func callInput[T any](ctx context.Context, name string, raw json.RawMessage) (*node, T, error) {
+	n := nodeFrom(ctx)
+	if n == nil {
+		var zero T
+		return nil, zero, errors.New(name + " runs only inside a deputy agent run")
+	}
+	in, err := tool.Decode[T](raw)
+	return n, in, err
+}
+
 // run runs n's loop, forwarding its events and noting the files it writes.
 func (tr *tree) run(ctx context.Context, n *node, msgs []llm.Message) (*loop.Result, error) {
 	ctx = context.WithValue(ctx, nodeKey{}, n)
@@ -512,7 +522,7 @@ func (tr *tree) emit(n *node, e Event) {
 // end records how an instance's run ended: in state, terminal or waiting
 // (asking, paused), with report.
 func (tr *tree) end(n *node, res *loop.Result, state instance.State, report string, err error) {
-	c, ok := tr.r.prices().Cost(n.inst.Model, res.Usage)
+	c, ok := tr.r.Prices().Cost(n.inst.Model, res.Usage)
 	now := tr.clock.Now()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
@@ -562,9 +572,7 @@ func (tr *tree) outcome(res *loop.Result) *Outcome {
 
 // Prices is the price table the runner charges instances by: deputy.yaml's
 // prices over the built-in ones.
-func (r *Runner) Prices() cost.Table { return r.prices() }
-
-func (r *Runner) prices() cost.Table {
+func (r *Runner) Prices() cost.Table {
 	if r.Config == nil {
 		return nil
 	}

@@ -130,11 +130,7 @@ func (*spawnTool) Concurrent() bool { return true }
 // child that failed, with its report.
 func (s *spawnTool) Run(ctx context.Context, raw json.RawMessage) (string, error) {
 	tr := s.tree
-	parent := nodeFrom(ctx)
-	if parent == nil {
-		return "", errors.New("spawn_subagent runs only inside a deputy agent run")
-	}
-	in, err := tool.Decode[SpawnInput](raw)
+	parent, in, err := callInput[SpawnInput](ctx, agentdef.SpawnTool, raw)
 	if err != nil {
 		return "", err
 	}
@@ -163,46 +159,16 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 	if strings.TrimSpace(in.Task) == "" {
 		return nil, nil, errors.New("spawn refused: the task is empty")
 	}
-	def, ok := tr.catalog.Lookup(in.Type)
-	if in.def != nil {
-		def, ok = in.def.Clone(), true
+	def, err := tr.spawnType(in)
+	if err != nil {
+		return nil, nil, err
 	}
-	if !ok {
-		names := make([]string, 0)
-		for _, d := range tr.catalog.List() {
-			names = append(names, d.Name)
-		}
-		return nil, nil, fmt.Errorf("spawn refused: unknown subagent_type %q; the types are: %s", in.Type, strings.Join(names, ", "))
+	mode, err := spawnMode(parent, def, in.Mode)
+	if err != nil {
+		return nil, nil, err
 	}
-	mode := def.Mode
-	if in.Mode != "" && in.Mode != mode {
-		if def.ModePinned {
-			return nil, nil, fmt.Errorf("spawn refused: %s always runs %s (its mode is pinned), so mode %q is not allowed", def.Name, def.Mode, in.Mode)
-		}
-		mode = in.Mode
-	}
-	if mode != agentdef.ModeIsolated && mode != agentdef.ModeFork {
-		return nil, nil, fmt.Errorf("spawn refused: mode %q does not exist (isolated or fork)", mode)
-	}
-	if parent.heir != nil {
-		mode = agentdef.ModeIsolated // Task.Inherited: no conversation to fork
-	}
-	if in.Model != "" {
-		if mode == agentdef.ModeFork {
-			return nil, nil, fmt.Errorf("spawn refused: a fork child runs on the parent's model (to reuse its prompt cache); model %q cannot be set", in.Model)
-		}
-		if _, _, ok := agentdef.ParseModel(in.Model); !ok {
-			return nil, nil, fmt.Errorf("spawn refused: model %q is neither a tier (haiku, sonnet, opus, inherit) nor provider:model", in.Model)
-		}
-		def.Model = in.Model
-	}
-	if in.isolation != "" {
-		// A task may be fenced more tightly than its type, never less.
-		if isolationRank(in.isolation) < isolationRank(def.Isolation) {
-			return nil, nil, fmt.Errorf("spawn refused: %s runs with isolation %s; a task cannot lower it to %s",
-				def.Name, def.Isolation, in.isolation)
-		}
-		def.Isolation = in.isolation
+	if err := override(def, mode, in); err != nil {
+		return nil, nil, err
 	}
 	if err := tr.checkFence(def); err != nil {
 		return nil, nil, err
@@ -210,20 +176,7 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 	if tr.budget != nil && tr.budget.Spent() {
 		return nil, nil, fmt.Errorf("spawn refused: the tree budget is spent (%s)", tr.budget)
 	}
-	if in.tools != nil {
-		def.Tools = def.EffectiveTools(in.tools)
-	}
-	if w := &def.Budgets.WallTime; in.timeout > 0 && (*w == 0 || in.timeout < *w) {
-		*w = in.timeout
-	}
-	if w := &def.Budgets.WallTime; parent.cfg.Limits.WallTime > 0 {
-		// Never above what its parent has left: a child outliving its
-		// parent's deadline would be cut off without its report.
-		left := max(parent.cfg.Limits.WallTime-tr.clock.Now().Sub(parent.start), time.Millisecond)
-		if *w == 0 || left < *w {
-			*w = left
-		}
-	}
+	tr.bound(parent, def, in)
 
 	c, err := tr.build(parent, def, mode, in.Task)
 	if err != nil {
@@ -233,15 +186,9 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 	if !tr.budget.priced(c.inst.Model) {
 		return nil, nil, fmt.Errorf("spawn refused: the tree has a USD budget and %s has no price, so its spending could not be counted", c.inst.Model)
 	}
-	msgs := []llm.Message{llm.UserText(in.Task)}
-	if mode == agentdef.ModeFork {
-		call, ok := loop.CallFrom(ctx)
-		if !ok {
-			return nil, nil, errors.New("spawn refused: fork needs the parent's transcript, and this call has none")
-		}
-		if msgs, err = ForkTranscript(call.Transcript, call.ID, forkTask(def, c.skills, in.Task)); err != nil {
-			return nil, nil, err
-		}
+	msgs, err := firstMessages(ctx, c, mode)
+	if err != nil {
+		return nil, nil, err
 	}
 	// Last, once nothing else can refuse the spawn: the servers run from
 	// here until the child's run ends (stopMCP), or it never runs.
@@ -249,6 +196,98 @@ func (tr *tree) prepare(ctx context.Context, parent *node, in spawnInput) (*node
 		return nil, nil, fmt.Errorf("spawn refused: %w", err)
 	}
 	return c, msgs, nil
+}
+
+// spawnType is the definition a spawn runs, a copy to adjust: the
+// catalog's type, or deputy's own (a merge's). An unknown type is refused
+// with the list of those that exist, so the model can correct its call.
+func (tr *tree) spawnType(in spawnInput) (*agentdef.Definition, error) {
+	if in.def != nil {
+		return in.def.Clone(), nil
+	}
+	def, ok := tr.catalog.Lookup(in.Type)
+	if !ok {
+		return nil, fmt.Errorf("spawn refused: unknown subagent_type %q; the types are: %s", in.Type, typeNames(tr.catalog.List()))
+	}
+	return def, nil
+}
+
+// spawnMode is the mode a child runs in: its type's, or the one the spawn
+// asks for unless the type pins its own. Under a parent with no
+// conversation of its own to fork (Task.Inherited) it runs isolated.
+func spawnMode(parent *node, def *agentdef.Definition, want agentdef.Mode) (agentdef.Mode, error) {
+	mode := def.Mode
+	if want != "" && want != mode {
+		if def.ModePinned {
+			return "", fmt.Errorf("spawn refused: %s always runs %s (its mode is pinned), so mode %q is not allowed", def.Name, def.Mode, want)
+		}
+		mode = want
+	}
+	if mode != agentdef.ModeIsolated && mode != agentdef.ModeFork {
+		return "", fmt.Errorf("spawn refused: mode %q does not exist (isolated or fork)", mode)
+	}
+	if parent.heir != nil {
+		mode = agentdef.ModeIsolated // Task.Inherited: no conversation to fork
+	}
+	return mode, nil
+}
+
+// override puts on def what the spawn asks over its type: another model
+// (not for a fork, which runs on its parent's to reuse its prompt cache),
+// and a fence at least as tight as the type's.
+func override(def *agentdef.Definition, mode agentdef.Mode, in spawnInput) error {
+	if in.Model != "" {
+		if mode == agentdef.ModeFork {
+			return fmt.Errorf("spawn refused: a fork child runs on the parent's model (to reuse its prompt cache); model %q cannot be set", in.Model)
+		}
+		if _, _, ok := agentdef.ParseModel(in.Model); !ok {
+			return fmt.Errorf("spawn refused: model %q is neither a tier (haiku, sonnet, opus, inherit) nor provider:model", in.Model)
+		}
+		def.Model = in.Model
+	}
+	if in.isolation != "" {
+		// A task may be fenced more tightly than its type, never less.
+		if in.isolation.Looser(def.Isolation) {
+			return fmt.Errorf("spawn refused: %s runs with isolation %s; a task cannot lower it to %s",
+				def.Name, def.Isolation, in.isolation)
+		}
+		def.Isolation = in.isolation
+	}
+	return nil
+}
+
+// bound narrows def to a fan-out task's tools and timeout, and its wall
+// time to what its parent has left.
+func (tr *tree) bound(parent *node, def *agentdef.Definition, in spawnInput) {
+	if in.tools != nil {
+		def.Tools = def.EffectiveTools(in.tools)
+	}
+	w := &def.Budgets.WallTime
+	if in.timeout > 0 && (*w == 0 || in.timeout < *w) {
+		*w = in.timeout
+	}
+	if parent.cfg.Limits.WallTime > 0 {
+		// Never above what its parent has left: a child outliving its
+		// parent's deadline would be cut off without its report.
+		left := max(parent.cfg.Limits.WallTime-tr.clock.Now().Sub(parent.start), time.Millisecond)
+		if *w == 0 || left < *w {
+			*w = left
+		}
+	}
+}
+
+// firstMessages are what child c starts on: its task; for a fork, the
+// parent's transcript up to the spawn call, then the task with the type's
+// instructions (ForkTranscript, Definition.ForkTask).
+func firstMessages(ctx context.Context, c *node, mode agentdef.Mode) ([]llm.Message, error) {
+	if mode != agentdef.ModeFork {
+		return []llm.Message{llm.UserText(c.inst.Task)}, nil
+	}
+	call, ok := loop.CallFrom(ctx)
+	if !ok {
+		return nil, errors.New("spawn refused: fork needs the parent's transcript, and this call has none")
+	}
+	return ForkTranscript(call.Transcript, call.ID, c.def.ForkTask(c.skills, c.inst.Task))
 }
 
 // build makes the node of a child of parent: its model, tools, prompt and
@@ -296,7 +335,7 @@ func (tr *tree) isolatedChild(parent, c *node, def *agentdef.Definition, cfg *lo
 	}
 	cfg.Tools = offered
 	cfg.ToolChoice = toolChoiceOf(def.ToolChoice)
-	cfg.System = withGuidance(childSystem(def, c.skills), offered)
+	cfg.System = withGuidance(def.SubagentSystem(c.skills), offered)
 	c.writes = writes(c.avail)
 	return nil
 }
@@ -313,7 +352,7 @@ func (tr *tree) forkChild(parent, c *node, def *agentdef.Definition, cfg *loop.C
 
 	// The child may call what its allowlist grants of the parent's tools,
 	// and of deputy's those a child of its type and depth would be offered
-	// isolated, skill aside: its skills come inline (forkTask).
+	// isolated, skill aside: its skills come inline (Definition.ForkTask).
 	own := tr.childOwn(def, parent.inst.Depth+1, false)
 	runtime := agentdef.RuntimeTools()
 	// The parent's MCP tools run in its own sessions, which the child must
@@ -334,47 +373,6 @@ func (tr *tree) forkChild(parent, c *node, def *agentdef.Definition, cfg *loop.C
 	cfg.Tools = p.Tools.Refuse(func(n string) bool { return slices.Contains(allowed, n) },
 		fmt.Sprintf("subagent type %s may use only: %s", def.Name, strings.Join(allowed, ", ")))
 	c.writes = writes(c.avail)
-}
-
-// forkTask is the user message a fork child starts on. Its instructions
-// travel here rather than in the system prompt, which stays the parent's
-// so the cached prefix holds.
-func forkTask(def *agentdef.Definition, skills []*agentdef.Skill, task string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "[deputy] You are now a subagent of type %s, forked from this conversation: you have its "+
-		"history, but you work alone, and your final answer goes to the agent that started you as your report, "+
-		"not to the user. Tool calls made in the same turn as your spawn run in the parent; their results are "+
-		"not visible here.\n\n", def.Name)
-	if s := strings.TrimSpace(def.SystemPrompt); s != "" {
-		b.WriteString(s + "\n\n")
-	}
-	if len(skills) > 0 {
-		// A fork cannot be offered the skill tool (the tool list is the
-		// parent's), so its granted skills come inline.
-		b.WriteString("Skills granted to you:\n")
-		for _, s := range skills {
-			fmt.Fprintf(&b, "\n## Skill %s\n%s\n", s.Name, strings.TrimSpace(s.Instructions))
-		}
-		b.WriteString("\n")
-	}
-	fmt.Fprintf(&b, "Keep your report within %d characters.\n\nYour task:\n%s", def.ReportCap, task)
-	return b.String()
-}
-
-// childSystem is an isolated child's system prompt: the definition's, then
-// what deputy adds (the report's bound, the granted skills).
-func childSystem(def *agentdef.Definition, skills []*agentdef.Skill) string {
-	var b strings.Builder
-	b.WriteString(strings.TrimSpace(def.SystemPrompt))
-	fmt.Fprintf(&b, "\n\nYou are a subagent: your final answer is your report to the agent that started you, "+
-		"which sees nothing else of your work. Keep it within %d characters.", def.ReportCap)
-	if len(skills) > 0 {
-		b.WriteString("\n\nSkills you can load with the skill tool when a task needs one:\n")
-		for _, s := range skills {
-			b.WriteString("- " + s.Name + ": " + agentdef.Brief(s.Description) + "\n")
-		}
-	}
-	return strings.TrimSpace(b.String())
 }
 
 // resolveModel picks a child's model: a tier through the config, a
@@ -434,15 +432,4 @@ func writes(s *tool.Set) bool {
 		}
 	}
 	return false
-}
-
-// isolationRank orders the isolation levels from the loosest.
-func isolationRank(i agentdef.Isolation) int {
-	switch i {
-	case agentdef.IsolationSandbox:
-		return 1
-	case agentdef.IsolationContainer:
-		return 2
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -45,11 +46,16 @@ func (tr *tree) rootType(t Task) (*agentdef.Definition, error) {
 // UnknownType is the error for a type that is not among defs (the
 // catalog's); it lists those that are.
 func UnknownType(name string, defs []*agentdef.Definition) error {
-	names := []string{}
-	for _, d := range defs {
-		names = append(names, d.Name)
+	return fmt.Errorf("unknown subagent type %q; the types are: %s", name, typeNames(defs))
+}
+
+// typeNames lists defs' names, for the errors that refuse an unknown type.
+func typeNames(defs []*agentdef.Definition) string {
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Name
 	}
-	return fmt.Errorf("unknown subagent type %q; the types are: %s", name, strings.Join(names, ", "))
+	return strings.Join(names, ", ")
 }
 
 // CheckRoot refuses a type that cannot run as a root: one asking for a
@@ -117,7 +123,7 @@ func (tr *tree) typedRoot(t Task, def *agentdef.Definition) (*node, error) {
 		if _, ok := cfg.Tools.Lookup(agentdef.SkillTool); !ok {
 			root.skills = nil
 		}
-		cfg.System = withGuidance(childSystem(def, root.skills), cfg.Tools)
+		cfg.System = withGuidance(def.SubagentSystem(root.skills), cfg.Tools)
 	}
 	return root, nil
 }
@@ -127,21 +133,11 @@ func (tr *tree) typedRoot(t Task, def *agentdef.Definition) (*node, error) {
 // timeout is SoftTimeoutShare of the wall time, as a child's.
 func TypeLimits(def *agentdef.Definition, l loop.Limits) loop.Limits {
 	d := limitsOf(def)
-	if l.MaxTurns == 0 {
-		l.MaxTurns = d.MaxTurns
-	}
-	if l.MaxTotalTokens == 0 {
-		l.MaxTotalTokens = d.MaxTotalTokens
-	}
-	if l.MaxToolCalls == 0 {
-		l.MaxToolCalls = d.MaxToolCalls
-	}
-	if l.MaxOutputTokens == 0 {
-		l.MaxOutputTokens = d.MaxOutputTokens
-	}
-	if l.WallTime == 0 {
-		l.WallTime = d.WallTime
-	}
+	l.MaxTurns = cmp.Or(l.MaxTurns, d.MaxTurns)
+	l.MaxTotalTokens = cmp.Or(l.MaxTotalTokens, d.MaxTotalTokens)
+	l.MaxToolCalls = cmp.Or(l.MaxToolCalls, d.MaxToolCalls)
+	l.MaxOutputTokens = cmp.Or(l.MaxOutputTokens, d.MaxOutputTokens)
+	l.WallTime = cmp.Or(l.WallTime, d.WallTime)
 	if l.SoftWallTime == 0 && l.WallTime > 0 {
 		l.SoftWallTime = time.Duration(float64(l.WallTime) * SoftTimeoutShare)
 	}

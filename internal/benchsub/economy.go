@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 )
@@ -143,7 +144,7 @@ func runEconomyRoot(ctx context.Context, rg *rig, c EconomyConfig) (*agent.Outco
 		return nil, fmt.Errorf("economy run: %d turns, %d instances, want 2 and %d", o.Result.Turns, len(o.Instances), 1+c.Children)
 	}
 	for _, in := range o.Instances[1:] {
-		if in.State != agent.StateCompleted {
+		if in.State != instance.Completed {
 			return nil, fmt.Errorf("economy run: child %s ended %s (%s)", in.ID, in.State, in.Error)
 		}
 	}

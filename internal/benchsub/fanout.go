@@ -19,6 +19,7 @@ import (
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/internal/benchloop"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
@@ -198,7 +199,7 @@ func deputyFan(ctx context.Context, srv *server, wire string, c FanOutConfig) (f
 			return nil, 0, fmt.Errorf("%d root turns, %d instances, want 2 and %d", o.Result.Turns, len(o.Instances), 1+c.Children)
 		}
 		for _, in := range o.Instances[1:] {
-			if in.State != agent.StateCompleted || in.Turns != c.Turns {
+			if in.State != instance.Completed || in.Turns != c.Turns {
 				return nil, 0, fmt.Errorf("child %s: %s after %d turns (%s)", in.Description, in.State, in.Turns, in.Error)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 )
@@ -151,7 +152,7 @@ func ForkReuse(ctx context.Context, wire string, c ForkConfig) (*ForkResult, err
 		}
 	}
 	for _, in := range o.Instances[1:] {
-		if in.State != agent.StateCompleted {
+		if in.State != instance.Completed {
 			return nil, fmt.Errorf("fork run: child %s (%s) ended %s (%s)", in.Description, in.ID, in.State, in.Error)
 		}
 		ch := ForkChild{Label: in.Description, Mode: agentdef.Mode(in.Mode), ChildInstance: in.ID}

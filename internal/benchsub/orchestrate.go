@@ -28,6 +28,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/internal/benchloop"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
@@ -379,7 +380,7 @@ func orchMemory(ctx context.Context, model llm.Model, cat *agentdef.Catalog, c O
 		return fmt.Errorf("root: %d turns, %s; %d instances, want 2 turns and %d", o.Result.Turns, o.Result.StopReason, len(o.Instances), 1+res.Tasks)
 	}
 	for _, in := range o.Instances[1:] {
-		if in.State != agent.StateCompleted || in.Turns != c.Turns {
+		if in.State != instance.Completed || in.Turns != c.Turns {
 			return fmt.Errorf("task %s: %s after %d turns (%s)", in.Description, in.State, in.Turns, in.Error)
 		}
 	}
