@@ -45,6 +45,11 @@ type Relay struct {
 	// Question is the child's open question when State is asking: it
 	// has not ended, it waits for the answer (subagent_answer).
 	Question string
+	// Interrupted marks the relay of an EventEnded for a child stopped with
+	// its engine (a durable engine's shutdown): it has not ended, State is
+	// what its record holds (created or running), and the next execution
+	// resumes it. No parent ever reads such a relay.
+	Interrupted bool
 }
 
 // RelayOf is the relay of a recorded instance, everything taken from its

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
@@ -76,6 +78,48 @@ func TestBackgroundChildRelayReachesTheParent(t *testing.T) {
 		t.Fatalf("child %+v", k[0])
 	}
 	noMailLeft(t, r.st, id)
+}
+
+// A background child its engine's shutdown stops has not ended: its
+// EventEnded says Interrupted, with the state its record holds and no error
+// (not the cut-off loop's account), nothing ends it in the store, and the
+// next engine resumes it to its end and its parent to the relay.
+func TestChildStoppedByAShutdownIsInterrupted(t *testing.T) {
+	t.Parallel()
+	g := gate{open: make(chan struct{})}
+	var mu sync.Mutex
+	var ends []agent.Event
+	r := newRigWith(t, &rig{scenario: backgroundScenario, tools: []tool.Tool{g}, onEvent: func(ev agent.Event) {
+		if ev.Kind == agent.EventEnded && ev.Parent != "" {
+			mu.Lock()
+			ends = append(ends, ev)
+			mu.Unlock()
+		}
+	}})
+	id := r.start(durable.Spec{System: "root"})
+	waitTurn(t, r.st, id, 4)         // the parent holds while the child waits at the gate
+	r.e.Close(10 * time.Millisecond) // the gate's step is cut off
+	mu.Lock()
+	got := slices.Clone(ends)
+	mu.Unlock()
+	st, err := store.Open(context.Background(), r.db, store.Options{}) // DBOS closed the engine's handle
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := kids(t, st, id)
+	st.Close()
+	if len(got) != 1 || len(k) != 1 || k[0].State != instance.Running {
+		t.Fatalf("ends %+v, children %+v", got, k)
+	}
+	if rl, f := got[0].Relay, got[0].Final; !rl.Interrupted || rl.State != instance.Running || rl.Error != "" ||
+		f.State != instance.Running || f.Error != "" {
+		t.Fatalf("the stopped child's end: relay %+v, record %+v", rl, f)
+	}
+	close(g.open)
+	r.reopen()
+	if in := r.wait(id); in.State != instance.Completed || in.Report != "final after the report" {
+		t.Fatalf("root after the restart %+v", in)
+	}
 }
 
 const foregroundAskScenario = `

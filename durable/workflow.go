@@ -502,7 +502,7 @@ func (r *recorder) event(ev agent.Event) {
 		// said so): its workflow stays pending and the next execution
 		// resumes it.
 		if rl, in := ev.Relay, ev.Final; rl != nil && in != nil && ev.Instance != r.root &&
-			!in.State.Waiting() && in.State != StateInterrupted {
+			!in.State.Waiting() && !rl.Interrupted {
 			err = r.finishChild(ctx, ev.Instance, rl, in)
 		}
 	}
@@ -515,23 +515,27 @@ func (r *recorder) event(ev agent.Event) {
 	}
 }
 
-// StateInterrupted is what the relay of an EventEnded (Options.OnEvent)
-// says for a child stopped with its engine (a shutdown): its end is not
-// recorded, it stays created or running in the store, and the next
-// execution (`deputy worker`) resumes it from its last finished step. The
-// loop's account of its stop (failed, cancelled, "in 0 turns") is not
-// true of the instance, so it is not passed on.
-const StateInterrupted = "interrupted"
-
-// ended is a child's EventEnded as it is true of the instance: while the
-// engine closes, interrupted rather than how the cut-off loop ended.
+// ended is a child's EventEnded (Options.OnEvent) as it is true of the
+// instance. While the engine closes, a child its shutdown stopped has not
+// ended, whatever the cut-off loop said (failed, cancelled, "in 0 turns"):
+// its end is not recorded, it stays created or running in the store, and
+// the next execution (`deputy worker`) resumes it from its last finished
+// step. So its relay says Interrupted, and it and the record carry the
+// state the store holds, with no error.
 func (r *recorder) ended(ev agent.Event) agent.Event {
 	rl, in := ev.Relay, ev.Final
 	if rl == nil || in == nil || ev.Instance == r.root || in.State.Waiting() || !r.e.closed.Load() {
 		return ev
 	}
+	state := instance.Running // a run of it started, unless the store says otherwise
+	if cur, err := r.e.st.GetInstance(context.Background(), ev.Instance); err == nil {
+		if cur.State.Terminal() {
+			return ev // it ended after all (cancelled meanwhile): nothing to resume
+		}
+		state = cur.State
+	}
 	relay, final := *rl, *in
-	relay.State, final.State = StateInterrupted, StateInterrupted
+	relay.State, final.State, relay.Interrupted = state, state, true
 	relay.Error, final.Error = "", ""
 	ev.Relay, ev.Final = &relay, &final
 	return ev

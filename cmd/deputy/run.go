@@ -259,7 +259,7 @@ func (o runOptions) print(ctx context.Context, stdout, stderr io.Writer, spec st
 	if o.asJSON {
 		state := string(root.State)
 		if unfinished(root) {
-			state = durable.StateInterrupted
+			state = "interrupted" // not an instance's state: stopped, resumable
 		}
 		return writeJSON(stdout, runResult{ID: root.ID, Answer: root.Report, StopReason: root.StopReason, Usage: usage,
 			State: state, Question: question, Turns: root.Turns, ToolCalls: root.ToolCalls, Model: spec,
@@ -394,7 +394,7 @@ func progress(w io.Writer) func(agent.Event) {
 			line = fmt.Sprintf("%s↳ %swaiting for %s", indent, who, e.Waiting)
 		case agent.EventEnded:
 			switch r := e.Relay; {
-			case r != nil && r.State == durable.StateInterrupted:
+			case r != nil && r.Interrupted:
 				// Stopped with this process: nothing ended, and its turns
 				// so far are kept for the run that resumes it.
 				line = fmt.Sprintf("%s↳ %sinterrupted, resumable (saved as of its last finished step)", indent, who)
