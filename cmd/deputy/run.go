@@ -109,6 +109,9 @@ type runResult struct {
 	Question string `json:"question,omitempty"`
 }
 
+// runTask is deputy run: it runs task's tree until it ends, waits, or a
+// signal stops this process (the run then stays resumable), prints how it
+// stands and returns the exit that says so (runExit).
 func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.Writer) error {
 	spec, err := o.check(task)
 	if err != nil {
