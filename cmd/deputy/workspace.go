@@ -96,6 +96,7 @@ func cliOptions(in cliInputs) (deputylib.Options, error) {
 		ModelSpec:   in.model,
 		Provider:    deputylib.ProviderOptions{Getenv: os.LookupEnv},
 		FakeLatency: os.Getenv("DEPUTY_FAKE_LATENCY") != "off",
+		Stream:      true,
 		Workspace:   ws,
 		DB:          db,
 		RunTools:    deputylib.BuiltinTools,
