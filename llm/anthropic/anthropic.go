@@ -19,7 +19,9 @@
 // caller passes no stream callback, because a long non-streamed answer can
 // outlive HTTP timeouts and the SDK refuses large max_tokens without
 // streaming. Options.NonStreaming selects the plain endpoint for calls
-// without a callback.
+// without a callback whose max_tokens the SDK accepts without streaming;
+// those attempts are bounded by retry.Policy.PlainTimeout, not the stall
+// timeout, since their response's first byte comes with the whole answer.
 //
 // A stream cut after some output is retried from the start of the call. The
 // deltas already passed to the callback are void: the attempt report that
@@ -82,7 +84,9 @@ type Options struct {
 	ThinkingBudget   int64
 	AdaptiveThinking bool
 	// NonStreaming uses the non-streaming endpoint when Generate gets no
-	// stream callback. By default every call streams.
+	// stream callback and the SDK allows it (a call whose max_tokens is
+	// above its non-streaming limit streams anyway). By default every call
+	// streams.
 	NonStreaming bool
 }
 
@@ -168,8 +172,20 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, stream func(llm.
 		return nil, fmt.Errorf("anthropic: %w", err)
 	}
 	streaming := stream != nil || !m.opts.NonStreaming
+	if !streaming {
+		// The SDK refuses a plain call it expects to outlast its 10-minute
+		// timeout (max_tokens above about 21,333, or a model's own lower
+		// limit): such a call streams anyway, accumulated, with no callback.
+		if _, err := sdk.CalculateNonStreamingTimeout(int(params.MaxTokens), params.Model, nil); err != nil {
+			streaming = true
+		}
+	}
+	policy := m.policy
+	if !streaming {
+		policy = policy.Plain() // no byte until the answer is whole: not a stall
+	}
 	var resp *llm.Response
-	err = m.policy.Do(ctx, ProviderName, string(params.Model), func(actx context.Context, w *retry.Watchdog) (retry.Outcome, error) {
+	err = policy.Do(ctx, ProviderName, string(params.Model), func(actx context.Context, w *retry.Watchdog) (retry.Outcome, error) {
 		var out retry.Outcome
 		var r *llm.Response
 		var err error

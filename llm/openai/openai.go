@@ -60,7 +60,9 @@ type Options struct {
 	// for servers that predate it.
 	LegacyMaxTokens bool
 	// NonStreaming uses the non-streaming endpoint when Generate gets no
-	// stream callback. By default every call streams.
+	// stream callback; its attempts are bounded by the retry policy's
+	// PlainTimeout, not StallTimeout, since their first byte comes with the
+	// whole answer. By default every call streams.
 	NonStreaming bool
 	// EchoInvalidArguments sends a tool call whose arguments were not a
 	// JSON object (llm.Block.InvalidInput) back with those arguments byte
@@ -149,8 +151,12 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, stream func(llm.
 	if streaming {
 		params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
 	}
+	policy := m.policy
+	if !streaming {
+		policy = policy.Plain() // no byte until the answer is whole: not a stall
+	}
 	var resp *llm.Response
-	err = m.policy.Do(ctx, m.name, params.Model, func(actx context.Context, w *retry.Watchdog) (retry.Outcome, error) {
+	err = policy.Do(ctx, m.name, params.Model, func(actx context.Context, w *retry.Watchdog) (retry.Outcome, error) {
 		var out retry.Outcome
 		var r *llm.Response
 		var err error
