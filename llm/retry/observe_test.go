@@ -106,6 +106,9 @@ func TestPlainSwapsTheStallTimeout(t *testing.T) {
 	if got := p.Plain(); got.StallTimeout != time.Hour || p.StallTimeout != time.Minute {
 		t.Errorf("Plain: stall %s (policy's %s), want 1h (1m)", got.StallTimeout, p.StallTimeout)
 	}
+	if got := (Policy{PlainTimeout: time.Hour}).Plain(); got.StallTimeout != 0 {
+		t.Errorf("Plain of a policy without stall detection: stall %s, want none", got.StallTimeout)
+	}
 	if Default().PlainTimeout <= Default().StallTimeout {
 		t.Errorf("default plain timeout %s is not above the stall timeout %s", Default().PlainTimeout, Default().StallTimeout)
 	}

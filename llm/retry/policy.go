@@ -45,7 +45,7 @@ type Policy struct {
 	// is done, so StallTimeout would cut every answer longer than itself
 	// and retry it. It bounds the attempt as a whole; zero: no bound but
 	// the context's (and the SDK's: Anthropic's caps a plain call at 10
-	// minutes).
+	// minutes). A zero StallTimeout turns both off.
 	PlainTimeout time.Duration
 	// Clock times backoff and stalls. Nil means clock.Real.
 	Clock clock.Clock
@@ -72,9 +72,13 @@ func Default() Policy {
 }
 
 // Plain is p for the attempts of a non-streamed call: PlainTimeout in place
-// of StallTimeout, since no byte arrives until the answer is complete.
+// of StallTimeout, since no byte arrives until the answer is complete. A
+// policy with no stall detection (StallTimeout zero) is left as it is: its
+// caller bounds attempts otherwise (a context, a test's clock).
 func (p Policy) Plain() Policy {
-	p.StallTimeout = p.PlainTimeout
+	if p.StallTimeout > 0 {
+		p.StallTimeout = p.PlainTimeout
+	}
 	return p
 }
 
