@@ -145,9 +145,14 @@ type Options struct {
 	// environment is read only through Provider.Getenv.
 	Provider ProviderOptions
 	// Stream asks for streamed model calls, their deltas reaching OnEvent
-	// and Subscribe as model_delta events: only for a program that shows
-	// text as it comes. Off (the default), providers make the plain call,
-	// which costs less to read.
+	// and Subscribe as model_delta events, for a program that shows text
+	// as it comes. Off (the default), providers make the plain call, which
+	// costs less to read, with a trade-off: a plain answer shows no sign of
+	// life until it is whole, so a hung connection is found only by the
+	// retry policy's PlainTimeout (10 minutes by default), not by its
+	// 5-minute StallTimeout, and an Anthropic call whose max_tokens the SDK
+	// refuses without streaming streams anyway (no deltas passed on). The
+	// CLI turns it on.
 	Stream bool
 	// Scenario is the fake model's script (YAML, see docs/scenarios.md);
 	// nil: the built-in demo. ScenarioName names it in errors (a file's

@@ -28,22 +28,25 @@ var ErrScenarioNotFake = errors.New("a scenario applies only to the fake model")
 // same scenario).
 func IsFake(spec string) bool { return spec == "fake" || strings.HasPrefix(spec, "fake:") }
 
-// ProviderOptions are how the runtime reaches model APIs: the same for
-// every provider:model it opens, the roots' and their children's tiers
-// alike. The zero value reads no environment variable, so a provider's key
-// must be given here (Ollama needs none).
+// ProviderOptions are how the runtime reaches model APIs, for every
+// provider:model it opens, the roots' and their children's tiers alike.
+// The zero value reads no environment variable, so a provider's key must
+// be given here (Ollama needs none).
 type ProviderOptions struct {
 	// HTTPClient sends every model request the runtime makes; nil: the
 	// SDKs' default, net/http's default transport, which keeps two idle
 	// connections per host (too few for a parent with many children
 	// calling at once).
 	HTTPClient *http.Client
-	// BaseURL and APIKey are every provider's endpoint and key (empty
-	// BaseURL: the provider's own, http://localhost:11434/v1 for ollama:).
+	// BaseURL and APIKey are the endpoint and key of Options.ModelSpec's
+	// provider only (empty BaseURL: the provider's own): a tier or a
+	// definition's model: (definitions may come from a cloned repository)
+	// naming another provider must not carry this key to that provider's
+	// host. Any other provider's models need Endpoints or Getenv.
 	BaseURL, APIKey string
-	// Endpoints, by provider name (anthropic, openai, ollama), replace
-	// BaseURL and APIKey for that provider's models: for tiers that mix
-	// providers.
+	// Endpoints, by provider name (anthropic, openai, ollama), are each
+	// provider's endpoint and key, winning over BaseURL and APIKey: for
+	// tiers that mix providers.
 	Endpoints map[string]Endpoint
 	// Retry is the retry policy of every model call; nil: retry.Default().
 	Retry *retry.Policy
@@ -69,6 +72,9 @@ type models struct {
 	scripted  bool
 	noLatency bool
 	provider  ProviderOptions
+	// keyed is the provider ProviderOptions.BaseURL and APIKey are for:
+	// Options.ModelSpec's ("" when it names none).
+	keyed string
 	// nonStreaming: nothing consumes deltas (Options.Stream is off), so
 	// providers make the plain call.
 	nonStreaming bool
@@ -87,6 +93,9 @@ type opened struct {
 func newModels(o *Options) (*models, error) {
 	ms := &models{own: o.Model, ownSpec: o.ModelSpec, noLatency: !o.FakeLatency, provider: o.Provider,
 		nonStreaming: !o.Stream, scripted: o.Scenario != nil}
+	if p, _, err := provider.Parse(o.ModelSpec); err == nil && !IsFake(o.ModelSpec) {
+		ms.keyed = p
+	}
 	if o.Model != nil && ms.ownSpec == "" {
 		ms.ownSpec = ProgramModel
 	}
@@ -152,9 +161,15 @@ func (ms *models) make(spec string) (llm.Model, string, error) {
 		return nil, "", err
 	}
 	po := ms.provider
-	base, key := po.BaseURL, po.APIKey
+	var base, key string
+	if p == ms.keyed {
+		base, key = po.BaseURL, po.APIKey
+	}
 	if ep, ok := po.Endpoints[p]; ok {
 		base, key = ep.BaseURL, ep.APIKey
+	}
+	if key == "" && po.Getenv == nil && p != ms.keyed && p != "ollama" {
+		return nil, "", fmt.Errorf("model %s: no key for provider %s: ProviderOptions.APIKey is only for Options.ModelSpec's provider; give Endpoints[%q] or Getenv", spec, p, p)
 	}
 	m, err := provider.New(spec, provider.Options{HTTPClient: po.HTTPClient, Retry: po.Retry, BaseURL: base, APIKey: key,
 		NonStreaming: ms.nonStreaming, Getenv: po.Getenv})
