@@ -561,7 +561,8 @@ func hasModel(s durable.Spec) error {
 // here: it takes no lock, so it works while another process holds the
 // database. Its Options are those a Runtime would be opened with; the
 // roots' model is checked as Open checks it, and a Task's Type is looked up
-// by the worker that runs it.
+// by the worker that runs it. A root on Options.Model is refused
+// (ErrRefused): no worker holds the program's model.
 func Enqueue(ctx context.Context, o Options, t Task) (string, error) {
 	p, err := prepare(o)
 	if err != nil {
@@ -570,6 +571,11 @@ func Enqueue(ctx context.Context, o Options, t Task) (string, error) {
 	spec := p.spec(t, p.cat.Lookup)
 	if err := hasModel(spec); err != nil {
 		return "", err
+	}
+	if o.Model != nil && spec.Model == p.ms.ownSpec {
+		// The workers that take queued runs are other runtimes: none has
+		// this program's model object, so the root would fail there.
+		return "", fmt.Errorf("deputy: %w: the root would run on Options.Model, a program's own model, which only a runtime opened with it runs, and Enqueue leaves the run to the database's workers: name a model by spec (Options.ModelSpec without Model, or Task.Model), or Start it on a Runtime", ErrRefused)
 	}
 	st, err := store.Open(ctx, p.db, store.Options{})
 	if err != nil {

@@ -120,6 +120,11 @@ func (rt *Runtime) StartFanOut(ctx context.Context, f FanOut) (string, error) {
 	}
 	spec := rt.spec(Task{MaxParallel: f.MaxParallel}, rt.Definition)
 	spec.Model, spec.ChildModel = agent.PlannerModel, cmp.Or(f.Model, rt.ms.ownSpec)
+	if spec.ChildModel == "" {
+		// The planner needs no model, its tasks do: refused as Start
+		// refuses a root on none (hasModel).
+		return "", fmt.Errorf("deputy: fan-out: %w: no model: the runtime has none (Options.ModelSpec, Options.Model) and FanOut.Model is empty", ErrRefused)
+	}
 	// The planner's one call is fan_out, whatever the runtime's roots are
 	// offered by default.
 	spec.Offer = nil

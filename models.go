@@ -16,7 +16,10 @@ import (
 
 // ProgramModel is the spec a program's own model (Options.Model) is
 // recorded and priced under when Options.ModelSpec names none. Only a
-// runtime opened with that model runs (or resumes) a root on it.
+// runtime opened with that model runs (or resumes) a root on it: a run on
+// it fails if another runtime resumes it (deputy worker, a fleet's other
+// process, a program opened without Model), which is why Enqueue refuses
+// such a root.
 const ProgramModel = "deputy:program"
 
 // ErrScenarioNotFake is in Open's error when Options.Scenario is given and
