@@ -77,6 +77,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,6 +216,11 @@ type Options struct {
 	// one parent at once), Budget none.
 	MaxTurns, MaxDepth, MaxParallel int
 	Budget                          Budget
+	// AskParent offers ask_parent to every managed instance that can be
+	// answered, whatever its definition's tools allowlist says (its deny
+	// list still removes it); off, a type asks only when its tools are
+	// unlisted or list ask_parent (agent.Runner.AskParent).
+	AskParent bool
 	// MaxRuns caps the runs this process carries at once, roots' and
 	// children's over every tree (default durable.DefaultMaxRuns, 64); a
 	// run waiting for its children gives its place up meanwhile.
@@ -369,6 +375,15 @@ type prepared struct {
 }
 
 func prepare(o Options) (*prepared, error) {
+	// The runtime keeps its own copies: a program changing its slices or
+	// its Config after Open would otherwise race with the runs reading
+	// them.
+	o.Tools, o.Definitions, o.Offer = slices.Clone(o.Tools), slices.Clone(o.Definitions), slices.Clone(o.Offer)
+	if o.Config != nil {
+		c := *o.Config
+		c.Tiers, c.Prices = maps.Clone(c.Tiers), maps.Clone(c.Prices)
+		o.Config = &c
+	}
 	if o.ExecutorID != "" {
 		if err := checkExecutorID(o.ExecutorID); err != nil {
 			return nil, fmt.Errorf("deputy: Options.ExecutorID: %w", err)
@@ -442,7 +457,8 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		Tools:  toolsOf(&p.o),
 		Fence:  fenceOf,
 		// MaxDepth and MaxParallel come with each run's spec.
-		Runner: agent.Runner{Catalog: p.cat, Skills: p.skills, Config: p.cfg, Models: p.ms.runnerModels, Stream: o.Stream},
+		Runner: agent.Runner{Catalog: p.cat, Skills: p.skills, Config: p.cfg, Models: p.ms.runnerModels, Stream: o.Stream,
+			AskParent: o.AskParent},
 		// Every event of the runs Open resumes too: the engine starts
 		// them as it opens.
 		OnEvent:      tel.Hook(rt.publish),
