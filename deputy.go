@@ -21,11 +21,14 @@
 //
 // # What Open reads
 //
-// Only what Options name. No environment variable: the database is
-// Options.DB (default .deputy/deputy.db under Workspace), a provider's key
-// and endpoint are Options.Provider's (ProviderOptions.Getenv reads
-// ANTHROPIC_API_KEY and the rest only when the program sets it), there are
-// no traces without Options.Telemetry. No directory of definitions or
+// Only what Options name. No environment variable of deputy's own: the
+// database is Options.DB (default .deputy/deputy.db under Workspace), a
+// provider's key and endpoint are Options.Provider's
+// (ProviderOptions.Getenv reads ANTHROPIC_API_KEY and the rest only when
+// the program sets it), there are no traces without Options.Telemetry.
+// Two things do reach the process environment: a definition's MCP servers
+// resolve ${VAR} in their settings from it, and bash runs with its
+// allowlisted part (deputy.yaml's bash.env). No directory of definitions or
 // skills but Options.Sources', no deputy.yaml but Options.Config
 // (FindConfig and LoadConfig read one for a program that wants it). The
 // command deputy (cmd/deputy) is this runtime with flags: reading its
@@ -44,8 +47,9 @@
 // never sees. A child gets the held tools its definition allows. The
 // built-in tools (files, bash, web) are not given unless asked for:
 // BuiltinTools returns them. A fenced child (isolation: sandbox or
-// container, worktree: true) always gets the built-ins rebuilt inside its
-// fence; the program's own tools keep running in the program.
+// container, worktree: true) runs fenced versions of only the built-ins
+// its parent holds (a child of a root without bash gets no bash in its
+// sandbox); the program's own tools keep running in the program.
 //
 // Tools are code, not data, so a root's later run (after an answer, a
 // resume, a crash) rebuilds them: Options.Tools as the runtime running it

@@ -83,9 +83,10 @@ func toolsOf(o *Options) func(durable.Spec) (*tool.Set, error) {
 }
 
 // fenceOf is the durable engine's Options.Fence: fenced children of a root
-// work in a worktree of its workspace and/or a sandbox, with the built-in
-// tools rebuilt there, whatever their root holds. A program's own tools
-// are not fenced: they keep running in the program.
+// work in a worktree of its workspace and/or a sandbox, where the built-in
+// tools are rebuilt; the fence replaces, by name, only the built-ins the
+// child's parent holds (agent's fence, tool.Set.Replace), so it adds none.
+// A program's own tools are not fenced: they keep running in the program.
 func fenceOf(s durable.Spec) agent.Fencer {
 	var iso agentdef.IsolationConfig
 	if s.Config != nil {
