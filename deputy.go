@@ -85,6 +85,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -564,7 +565,40 @@ func (rt *Runtime) Start(ctx context.Context, t Task) (string, error) {
 	if err := hasModel(spec); err != nil {
 		return "", err
 	}
+	if err := rt.checkOffer(spec.Offer); err != nil {
+		return "", err
+	}
 	return rt.eng.Start(ctx, t.Text, spec)
+}
+
+// checkOffer refuses an Offer naming a tool no root can be offered, before
+// anything is recorded (the run's own check would end a recorded instance
+// failed): what Options.Tools holds and deputy serves. With RunTools, the
+// names may be its tools, known only when it builds them for the root's
+// Site: the run's start checks them then.
+func (p *prepared) checkOffer(offer []string) error {
+	if offer == nil || p.o.RunTools != nil {
+		return nil
+	}
+	known := map[string]bool{"task": true} // spawn_subagent's other name (agent's alias)
+	for _, n := range agentdef.RuntimeTools() {
+		known[n] = true
+	}
+	for _, t := range p.o.Tools {
+		if t != nil {
+			known[t.Spec().Name] = true
+		}
+	}
+	var bad []string
+	for _, n := range offer {
+		if !known[n] {
+			bad = append(bad, n)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("deputy: %w: Task.Offer (or Options.Offer) names %s: neither in Options.Tools (and there is no Options.RunTools) nor one of deputy's own tools", ErrRefused, strings.Join(bad, ", "))
+	}
+	return nil
 }
 
 // hasModel refuses a root that would run on no model: the runtime has none
@@ -590,6 +624,9 @@ func Enqueue(ctx context.Context, o Options, t Task) (string, error) {
 	}
 	spec := p.spec(t, p.cat.Lookup)
 	if err := hasModel(spec); err != nil {
+		return "", err
+	}
+	if err := p.checkOffer(spec.Offer); err != nil {
 		return "", err
 	}
 	if o.Model != nil && spec.Model == p.ms.ownSpec {

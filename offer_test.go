@@ -3,6 +3,7 @@ package deputy_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -111,11 +112,27 @@ func TestOfferKeepsHeldToolsFromTheParent(t *testing.T) {
 			t.Errorf("child request %d offered %v", i, names)
 		}
 	}
-	// A name the root neither holds nor is deputy's ends the run at its
-	// start, saying which.
-	in, err = rt.Run(ctx, deputy.Task{Text: "count", Offer: []string{"spawn_subagent", "nosuch"}})
-	if err != nil || in.State != deputy.Failed || !strings.Contains(in.Error, "nosuch") {
-		t.Errorf("a bad offer: %v %+v", err, in)
+	// A name the root neither holds nor is deputy's is refused before
+	// anything is recorded, saying which.
+	before, err := rt.List(ctx, deputy.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rt.Start(ctx, deputy.Task{Text: "count", Offer: []string{"spawn_subagent", "nosuch"}})
+	if !errors.Is(err, deputy.ErrRefused) || !strings.Contains(err.Error(), "nosuch") || !strings.Contains(err.Error(), "Options.Tools") {
+		t.Errorf("a bad offer: %v", err)
+	}
+	if after, err := rt.List(ctx, deputy.Filter{}); err != nil || len(after) != len(before) {
+		t.Errorf("a bad offer recorded an instance: %d then %d (%v)", len(before), len(after), err)
+	}
+	o := deputy.Options{ModelSpec: "fake", Workspace: dir, DB: filepath.Join(dir, "queued.db"), Offer: []string{"nosuch"}}
+	if _, err := deputy.Enqueue(ctx, o, deputy.Task{Text: "count"}); !errors.Is(err, deputy.ErrRefused) {
+		t.Errorf("Enqueue with a bad Options.Offer: %v", err)
+	}
+	// With RunTools the names may be its tools: the run's start checks them.
+	o.RunTools = func(deputy.Site) ([]deputy.Tool, error) { return nil, nil }
+	if _, err := deputy.Enqueue(ctx, o, deputy.Task{Text: "count"}); err != nil {
+		t.Errorf("Enqueue with RunTools: %v", err)
 	}
 }
 
