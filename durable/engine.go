@@ -89,8 +89,9 @@ type Spec struct {
 	// Offer, when set, names the tools the root's model is offered, out of
 	// those it holds and deputy's own (agent.Task.Offer); recorded so that
 	// every later run of the root offers the same. nil: as agent.Task
-	// decides without it.
-	Offer []string `json:"offer,omitempty"`
+	// decides without it. Not omitempty: an empty list (offer nothing)
+	// must come back from the record as one, not as nil.
+	Offer []string `json:"offer"`
 }
 
 // Options configure an Engine.
