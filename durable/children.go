@@ -35,17 +35,13 @@ const mailAsked = "asked"
 // names the same child and finds its workflow (DBOS returns the existing
 // one for a known id) instead of starting a second child. Later runs (an
 // answer, a resume) are numbered like a root's.
-//
-// The first run takes its configuration from the spawn call that starts
-// it (the parent's run, in memory: model, tools, its place in the tree's
-// budget, slots and write turns), handed over through launches. Any other
-// run, or a first run recovered after a crash with nobody handing it
-// over, builds its configuration again from the store: the root's spec
-// and the definitions its ancestors were spawned with (agent.Continue).
 
-// launch is a child's work, handed by the spawn call of this process to
-// the workflow it starts; launches are keyed by workflow id, so only the
-// run the spawn call starts (run 1) takes it.
+// launch is a child's work, with its configuration from the parent's run
+// (in memory: model, tools, its place in the tree's budget, slots and write
+// turns), handed by the spawn call of this process to the workflow it
+// starts; launches are keyed by workflow id, so only the run the spawn call
+// starts (run 1) takes it. Any other run builds itself again from the store
+// (continueChild).
 type launch struct {
 	parent     context.Context
 	work       func(context.Context, agent.ChildEnv) agent.ChildEnd
@@ -140,7 +136,7 @@ func (e *Engine) launchChild(id string, x *launch, opts ...dbos.WorkflowOption) 
 
 // backgroundEnded hears how a background child's workflow ended. Its end
 // reaches its parent as a relay, but for an error: recording it failed too
-// (failChild), so the child is left active and its parent may hold for it.
+// (failRun), so the child is left active and its parent may hold for it.
 // The operator hears of that through the engine's log; a shutdown, or a
 // run another execution owns now, is no such end.
 func (e *Engine) backgroundEnded(id string, err error) {
@@ -159,32 +155,30 @@ func (x *launch) skip() {
 }
 
 // runChild is a child's run. Steps: load, start, then the loop's, then
-// end; or, when a step of deputy's own failed, fail.
+// end; or, when a step of deputy's own failed, fail (failRun).
 func (e *Engine) runChild(ctx dbos.Context, id string) (agent.ChildEnd, error) {
 	end, waited, err := e.carryChild(ctx, id)
 	if err == nil || ctx.Err() != nil || ownedElsewhere(err) {
 		return end, err // ended, shut down (a later execution resumes it), or not this execution's
 	}
-	// A step of deputy's own failed (the store, or a replay that no
-	// longer matches its steps). The run cannot go on, and its workflow
-	// ending in error would leave the instance active with nothing to
-	// carry it, and its parent waiting for it for ever: it ends failed,
-	// its relay saying why, as a root's run does (runInstance).
-	return e.failChild(ctx, id, err, waited)
+	return e.failRun(ctx, id, "child:", err, waited)
 }
 
-// failChild ends child id's run failed with cause: the instance, its
-// open run, and its relay to its parent unless a spawn call waits for it
-// here (waited; the spawn call gets the end itself). Through a step if the
+// failRun ends a run that a step of deputy's own failed (the store, or a
+// replay that no longer matches its steps): it cannot go on, and its
+// workflow ending in error would leave the instance active with nothing to
+// carry it, and a parent or a Settle waiting for it for ever. The instance
+// ends failed with cause, with the children it leaves and its open run; a
+// child's relay goes to its parent unless a spawn call waits for it here
+// (waited: the spawn call gets the end itself). Through a step if the
 // workflow still can take one, else straight in the store (each write is
 // idempotent), so an error recording the first is not the last word.
-func (e *Engine) failChild(ctx dbos.Context, id string, cause error, waited bool) (agent.ChildEnd, error) {
+func (e *Engine) failRun(ctx dbos.Context, id, label string, cause error, waited bool) (agent.ChildEnd, error) {
 	write := func(c context.Context) (agent.ChildEnd, error) {
 		in, err := e.finishFailed(c, id, loop.StopStepError, cause, waited)
 		if err != nil {
 			return agent.ChildEnd{}, err
 		}
-		// What it leaves waiting or running, nothing carries on now.
 		if err := e.endChildren(c, id); err != nil {
 			return agent.ChildEnd{}, err
 		}
@@ -195,7 +189,7 @@ func (e *Engine) failChild(ctx dbos.Context, id string, cause error, waited bool
 		}
 		return end, relayAndEndRun(c, e.st, id, in.Parent, end.Relay, waited, run)
 	}
-	end, err := runStep(e, ctx, "child:", "fail", write)
+	end, err := runStep(e, ctx, label, "fail", write)
 	if err != nil && ctx.Err() == nil && !ownedElsewhere(err) {
 		end, err = unstepped(e, ctx, write)
 	}
@@ -224,20 +218,16 @@ func unstepped[R any](e *Engine, ctx context.Context, write func(context.Context
 }
 
 // finishFailed ends instance id failed with cause unless it has ended
-// already, and returns it as it then stands. A child's relay goes to its
-// parent's mailbox with the end (tellParent), unless a spawn call waits
-// for it (waited): its run may never have started, and then nothing else
-// would stand for the relay on its way.
+// already, and returns it as it then stands. Its run may never have
+// started: the end is written with its relay (endRelayed) unless a spawn
+// call waits for it (waited).
 func (e *Engine) finishFailed(ctx context.Context, id string, stop loop.StopReason, cause error, waited bool) (*instance.Record, error) {
 	in, err := e.st.GetInstance(ctx, id)
 	if err != nil || in.State.Terminal() {
 		return in, err
 	}
-	r := failedResult(in, stop, cause)
-	r.Tell = tellParent(in, waited)
-	if err := e.st.Finish(ctx, id, r); err == nil {
-		e.wroteEnd(id)
-	} else if !errors.Is(err, instance.ErrTerminal) {
+	if err := e.control().endRelayed(ctx, in, failedResult(in, stop, cause), waited); err != nil &&
+		!errors.Is(err, instance.ErrTerminal) {
 		return nil, err
 	}
 	return e.st.GetInstance(ctx, id)
@@ -280,7 +270,7 @@ func (e *Engine) carryChild(ctx dbos.Context, id string) (_ agent.ChildEnd, wait
 		err = ctx.Err()
 	}
 	if err != nil {
-		// failChild ends it; or it was shut down: nothing ended, and the
+		// failRun ends it; or it was shut down: nothing ended, and the
 		// next execution resumes it.
 		return end, waited, err
 	}
@@ -366,11 +356,7 @@ func (e *Engine) startRun(ctx dbos.Context, id, wf, label string, deliver bool) 
 		return ld, err
 	}
 	ld.Run, err = runStep(e, ctx, label, "start", func(c context.Context) (store.Run, error) {
-		err := e.st.Transition(c, id, instance.Running, "run started")
-		var te *instance.TransitionError
-		if errors.As(err, &te) && te.From == instance.Running {
-			err = nil // the run is resuming after a crash
-		}
+		err := moveTo(c, e.st, id, instance.Running, "run started")
 		if err == nil {
 			err = e.st.SetWorkflow(c, id, wf)
 		}
@@ -422,7 +408,7 @@ func (e *Engine) childEnded(ctx dbos.Context, ld loaded, end agent.ChildEnd, wai
 	r := endResult(ld.Instance, &end.Instance, end.Relay.Report) // its totals over its runs
 	finished := end.Instance.State.Terminal()
 	if end.Instance.State.Waiting() {
-		s := stop{run: ld.Run.ID, pending: end.Pending, turns: r.Turns, calls: r.ToolCalls, usage: r.Usage, cost: r.Cost}
+		s := stop{run: ld.Run.ID, pending: end.Pending, totals: r}
 		if !waited {
 			s.notify = ld.Instance.Parent
 		}
@@ -500,19 +486,6 @@ func relayAndEndRun(ctx context.Context, st *store.Store, child, parent string, 
 func relayMail(child, parent string, rl agent.Relay) store.Mail {
 	text, _ := rl.ToolResult()
 	return store.Mail{InstanceID: parent, Sender: child, Kind: mailRelay, Body: text, Key: "relay-" + child}
-}
-
-// tellParent is the store.Result.Tell of an end of in that no run of it
-// records: its relay, made from its record as it ended, posted in the
-// end's transaction (see settled for why). nil for a root, or when a spawn
-// call waits for the end (waited) and takes it first-hand.
-func tellParent(in *instance.Record, waited bool) func(*instance.Record) store.Mail {
-	if in.Parent == "" || waited {
-		return nil
-	}
-	return func(ended *instance.Record) store.Mail {
-		return relayMail(ended.ID, ended.Parent, recordedEnd(ended).Relay)
-	}
 }
 
 // endChildren cancels the children an ended instance leaves waiting

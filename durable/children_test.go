@@ -15,6 +15,7 @@ import (
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
+	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool"
 )
@@ -834,6 +835,29 @@ func TestRelayIsWrittenWithACancelNoRunCarries(t *testing.T) {
 	}
 	if err := relayPosted(r.st, "i-kid"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A root whose own step fails (here its finish step's write, refused) ends
+// failed with the reason, as a child does, and its run with it: a run left
+// open would keep Settle (deputy's Wait) waiting for ever.
+func TestRootWhoseStepFailsEndsFailed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newRigWith(t, &rig{scenario: "rules:\n  - text: \"done\"\n", fail: "error:finish"})
+	id := r.start(durable.Spec{System: "root"})
+	if in := r.wait(id); in.State != instance.Failed || in.StopReason != string(loop.StopStepError) ||
+		!strings.Contains(in.Error, "failpoint") {
+		t.Fatalf("root %+v", in)
+	}
+	runs, err := r.st.Runs(ctx, id)
+	if err != nil || len(runs) != 1 || runs[0].EndedAt.IsZero() {
+		t.Fatalf("runs %+v, %v", runs, err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if in, err := r.e.Settle(sctx, id); err != nil || in.State != instance.Failed {
+		t.Fatalf("settle: %+v, %v", in, err)
 	}
 }
 

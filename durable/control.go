@@ -28,6 +28,11 @@ const (
 	mailPending  = "pending" // a suspended run's unsent user message (JSON)
 )
 
+// cancelIn reports whether mail holds a cancel.
+func cancelIn(mail []store.Mail) bool {
+	return slices.ContainsFunc(mail, func(m store.Mail) bool { return m.Kind == MailCancel })
+}
+
 // Operator is the sender of mail from a person (the CLI, the API).
 const Operator = "operator"
 
@@ -169,19 +174,31 @@ func (c Control) cancelOne(ctx context.Context, in *instance.Record) error {
 }
 
 // cancelNow ends an instance that no run carries as cancelled, keeping
-// what it recorded; a child's relay goes to its parent's mailbox in the
-// same transaction (tellParent), since no run of it is open to relay it.
-// An instance that ended otherwise meanwhile is left to whoever ended it,
-// who relays that end.
+// what it recorded, with its relay (endRelayed). One that ended otherwise
+// meanwhile is left to whoever ended it, who relays that end.
 func (c Control) cancelNow(ctx context.Context, in *instance.Record, why string) error {
-	err := c.Store.Finish(ctx, in.ID, store.Result{State: instance.Cancelled, From: in.State, StopReason: string(loop.StopCancelled),
+	err := c.endRelayed(ctx, in, store.Result{State: instance.Cancelled, From: in.State, StopReason: string(loop.StopCancelled),
 		Incomplete: true, Report: in.Report, Error: why, Usage: in.Usage, Cost: in.Cost, Turns: in.Turns,
-		ToolCalls: in.ToolCalls, Tell: tellParent(in, false)})
+		ToolCalls: in.ToolCalls}, false)
 	if errors.Is(err, instance.ErrTerminal) {
 		return nil
 	}
-	if err == nil {
-		c.Engine.wroteEnd(in.ID)
+	return err
+}
+
+// endRelayed writes an end of in that no run of it records, as r says: a
+// child's relay, made from its record as it ended, is posted in the end's
+// transaction (see settled for why), unless a spawn call waits for the end
+// (waited) and takes it first-hand.
+func (c Control) endRelayed(ctx context.Context, in *instance.Record, r store.Result, waited bool) error {
+	if in.Parent != "" && !waited {
+		r.Tell = func(ended *instance.Record) store.Mail {
+			return relayMail(ended.ID, ended.Parent, recordedEnd(ended).Relay)
+		}
+	}
+	err := c.Store.Finish(ctx, in.ID, r)
+	if err == nil && c.Engine != nil && c.Engine.opts.endWritten != nil {
+		c.Engine.opts.endWritten(in.ID) // a test's hook
 	}
 	return err
 }
@@ -316,10 +333,7 @@ func (c Control) nextRun(ctx context.Context, in *instance.Record) error {
 	if in.Parent != "" {
 		_, err = dbos.RunWorkflow(c.Engine.dbos, c.Engine.runChild, id, dbos.WithWorkflowID(wf))
 	} else {
-		var h dbos.WorkflowHandle[string]
-		if h, err = dbos.RunWorkflow(c.Engine.dbos, c.Engine.runInstance, id, dbos.WithWorkflowID(wf)); err == nil {
-			c.Engine.handles.Store(id, h)
-		}
+		err = c.Engine.startRoot(id, wf)
 	}
 	if err != nil {
 		return fmt.Errorf("start the next run of %s: %w", id, err)

@@ -10,6 +10,7 @@
 package durable
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,9 +173,8 @@ type Options struct {
 	// for its children gives its place up meanwhile. Each parent's own cap
 	// on its children is its spec's MaxParallel.
 	MaxRuns int
-	// endWritten, for tests only (export_test.go), hears each end that no
-	// run records itself (finishFailed's, cancelNow's) as soon as it is
-	// written: from that moment a parent's hold must find the relay.
+	// endWritten, for tests only (export_test.go), hears each end written
+	// by endRelayed: from that moment a parent's hold must find the relay.
 	endWritten func(id string)
 }
 
@@ -215,28 +215,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Store == nil || opts.Models == nil || opts.Tools == nil {
 		return nil, errors.New("durable: Options.Store, Models and Tools are required")
 	}
-	if opts.ExecutorID == "" {
-		opts.ExecutorID = "local"
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real
-	}
-	if opts.DrainClock == nil {
-		opts.DrainClock = clock.Real
-	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = 200 * time.Millisecond
-	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	cfg := dbos.Config{
-		AppName:            "deputy",
-		ApplicationVersion: AppVersion,
-		ExecutorID:         opts.ExecutorID,
-		Logger:             logger,
-	}
+	opts = withDefaults(opts)
+	cfg := dbosConfig(opts.Logger)
+	cfg.ExecutorID = opts.ExecutorID
 	if opts.Store.Dialect() == store.SQLite {
 		cfg.SQLiteSystemDB = opts.Store.DB()
 	} else {
@@ -257,59 +238,88 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("durable: start DBOS: %w", err)
 	}
-	if opts.RefreshInterval <= 0 {
-		opts.RefreshInterval = time.Minute
-	}
-	if opts.MaxRuns <= 0 {
-		opts.MaxRuns = DefaultMaxRuns
-	}
-	if opts.ClaimInterval <= 0 {
-		opts.ClaimInterval = time.Second
-	}
 	e := &Engine{opts: opts, st: opts.Store, dbos: dctx, base: opts.Runner.Catalog,
 		slots: slots{ch: make(chan struct{}, opts.MaxRuns)}, ch: make(chan struct{}), gate: newGate(opts.Clock),
-		log: func(msg string, args ...any) { logger.Warn("deputy: "+msg, args...) }}
+		log: func(msg string, args ...any) { opts.Logger.Warn("deputy: "+msg, args...) }}
 	if e.base == nil {
 		e.base, _ = agentdef.Load(agentdef.LoadOptions{})
 	}
-	if err := e.Refresh(ctx); err != nil {
+	if err := e.launch(ctx); err != nil {
+		e.leave(time.Second)
 		dbos.Shutdown(dctx, time.Second)
 		return nil, err
 	}
-	dbos.RegisterWorkflow(dctx, e.runInstance, dbos.WithWorkflowName(WorkflowName))
-	dbos.RegisterWorkflow(dctx, e.runChild, dbos.WithWorkflowName(ChildWorkflowName))
-	qopts := []dbos.QueueOption{dbos.WithQueueBasePollingInterval(opts.PollInterval)}
-	if opts.Lease > 0 {
+	e.scheduleRefresh()
+	return e, nil
+}
+
+// withDefaults is opts with the defaults for what it leaves unset.
+func withDefaults(opts Options) Options {
+	opts.ExecutorID = cmp.Or(opts.ExecutorID, "local")
+	opts.Clock, opts.DrainClock = cmp.Or(opts.Clock, clock.Real), cmp.Or(opts.DrainClock, clock.Real)
+	opts.Logger = cmp.Or(opts.Logger, discard)
+	opts.PollInterval = positive(opts.PollInterval, 200*time.Millisecond)
+	opts.RefreshInterval = positive(opts.RefreshInterval, time.Minute)
+	opts.ClaimInterval = positive(opts.ClaimInterval, time.Second)
+	opts.MaxRuns = positive(opts.MaxRuns, DefaultMaxRuns)
+	return opts
+}
+
+// positive is v, or def when v is not positive.
+func positive[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// discard is the logger of an engine given none: DBOS's logs go nowhere.
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// dbosConfig is what every DBOS context of deputy's says: its application,
+// its pinned version, its logger.
+func dbosConfig(logger *slog.Logger) dbos.Config {
+	return dbos.Config{AppName: "deputy", ApplicationVersion: AppVersion, Logger: logger}
+}
+
+// launch is an engine's start once DBOS's context exists: the catalog's
+// first read, the workflows and the queue registered, a worker's lease
+// joined, and DBOS launched, which begins recovering this executor id's
+// pending runs.
+func (e *Engine) launch(ctx context.Context) error {
+	if err := e.Refresh(ctx); err != nil {
+		return err
+	}
+	dbos.RegisterWorkflow(e.dbos, e.runInstance, dbos.WithWorkflowName(WorkflowName))
+	dbos.RegisterWorkflow(e.dbos, e.runChild, dbos.WithWorkflowName(ChildWorkflowName))
+	qopts := []dbos.QueueOption{dbos.WithQueueBasePollingInterval(e.opts.PollInterval)}
+	if e.opts.Lease > 0 {
 		// A worker of a fleet dequeues no more than it runs at once, so
 		// the queue's work spreads over the workers; FleetMaxRuns caps
 		// the fleet. A queued run waiting for its own queued children
 		// keeps its place meanwhile, so a tree whose waiting parents
 		// fill every place of the fleet stalls: keep MaxRuns well above
 		// the depth of background spawns.
-		qopts = append(qopts, dbos.WithWorkerConcurrency(opts.MaxRuns))
-		if opts.FleetMaxRuns > 0 {
-			qopts = append(qopts, dbos.WithGlobalConcurrency(opts.FleetMaxRuns))
+		qopts = append(qopts, dbos.WithWorkerConcurrency(e.opts.MaxRuns))
+		if e.opts.FleetMaxRuns > 0 {
+			qopts = append(qopts, dbos.WithGlobalConcurrency(e.opts.FleetMaxRuns))
 		}
 	}
-	if e.queue, err = dbos.RegisterQueue(dctx, QueueName, qopts...); err != nil {
-		dbos.Shutdown(dctx, time.Second)
-		return nil, fmt.Errorf("durable: queue: %w", err)
+	var err error
+	if e.queue, err = dbos.RegisterQueue(e.dbos, QueueName, qopts...); err != nil {
+		return fmt.Errorf("durable: queue: %w", err)
 	}
-	if opts.Lease > 0 {
+	if e.opts.Lease > 0 {
 		// The lease first: DBOS's launch recovers this executor id's
 		// pending runs, which a previous holder of the id may still run.
 		if err := e.join(ctx); err != nil {
-			dbos.Shutdown(dctx, time.Second)
-			return nil, err
+			return err
 		}
 	}
-	if err := dbos.Launch(dctx); err != nil {
-		e.leave(time.Second)
-		dbos.Shutdown(dctx, time.Second)
-		return nil, fmt.Errorf("durable: launch DBOS: %w", err)
+	if err := dbos.Launch(e.dbos); err != nil {
+		return fmt.Errorf("durable: launch DBOS: %w", err)
 	}
-	e.scheduleRefresh()
-	return e, nil
+	return nil
 }
 
 // dbosPool is DBOS's own pool on url, its connections dialed through
@@ -471,16 +481,24 @@ func (e *Engine) Start(ctx context.Context, task string, spec Spec) (string, err
 	if _, _, err := e.opts.Models(spec.Model); err != nil {
 		return "", refusal{fmt.Errorf("model %s: %w", spec.Model, err)}
 	}
-	id, err := e.create(ctx, task, spec)
+	id, err := create(ctx, e.st, task, spec)
 	if err != nil {
 		return "", err
 	}
-	h, err := dbos.RunWorkflow(e.dbos, e.runInstance, id, dbos.WithWorkflowID(workflowID(id)))
-	if err != nil {
+	if err := e.startRoot(id, workflowID(id)); err != nil {
 		return "", fmt.Errorf("start %s: %w", id, err)
 	}
-	e.handles.Store(id, h)
 	return id, nil
+}
+
+// startRoot starts run wf of root instance id in this process, keeping its
+// handle: waiting for it (Wait) is then a channel receive.
+func (e *Engine) startRoot(id, wf string) error {
+	h, err := dbos.RunWorkflow(e.dbos, e.runInstance, id, dbos.WithWorkflowID(wf))
+	if err == nil {
+		e.handles.Store(id, h)
+	}
+	return err
 }
 
 // Enqueue records a new root instance and queues its run for a worker
@@ -506,7 +524,7 @@ func Enqueue(ctx context.Context, st *store.Store, url, task string, spec Spec) 
 // SQLite, DBOS closes the handle it is given when it shuts down: with url
 // set, it gets a handle of its own on the same file and st stays open.
 func enqueue(ctx context.Context, st *store.Store, url, id, wf, name string) error {
-	cfg := dbos.Config{AppName: "deputy", ApplicationVersion: AppVersion, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := dbosConfig(discard)
 	if st.Dialect() == store.SQLite {
 		cfg.SQLiteSystemDB = st.DB()
 		if url != "" {
@@ -540,13 +558,8 @@ func enqueue(ctx context.Context, st *store.Store, url, id, wf, name string) err
 // it past every later one).
 func (e *Engine) register(ctx context.Context, id string, cancel context.CancelCauseFunc) (unregister func()) {
 	e.running.Store(id, cancel)
-	if mail, err := e.st.Pending(context.WithoutCancel(ctx), id); err == nil {
-		for _, m := range mail {
-			if m.Kind == MailCancel {
-				cancel(errCancelled)
-				break
-			}
-		}
+	if mail, err := e.st.Pending(context.WithoutCancel(ctx), id); err == nil && cancelIn(mail) {
+		cancel(errCancelled)
 	}
 	return func() { e.running.Delete(id) }
 }
@@ -593,10 +606,6 @@ func (e *Engine) Adopt(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, nil
-}
-
-func (e *Engine) create(ctx context.Context, task string, spec Spec) (string, error) {
-	return create(ctx, e.st, task, spec)
 }
 
 // typed resolves a spec's Type: the catalog's definition, recorded in the
@@ -710,13 +719,8 @@ func (e *Engine) Resumable(ctx context.Context, id string) (bool, error) {
 	if in.State != store.Created && in.State != store.Running {
 		return false, nil
 	}
-	wfs, err := dbos.ListWorkflows(e.dbos, dbos.WithFilterWorkflowIDs(workflowID(id)),
-		dbos.WithFilterStatus(dbos.WorkflowStatusEnqueued, dbos.WorkflowStatusPending),
-		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
-	if err != nil {
-		return false, fmt.Errorf("list runs: %w", err)
-	}
-	return len(wfs) > 0, nil
+	wfs, err := e.pendingRuns(dbos.WithFilterWorkflowIDs(workflowID(id)))
+	return len(wfs) > 0, err
 }
 
 // Idle reports whether nothing is left for this engine to do: no instance
@@ -730,11 +734,17 @@ func (e *Engine) Idle(ctx context.Context) (bool, error) {
 	}
 	// Only this version's runs: another version's pending workflows are
 	// not this engine's to carry, and would keep it from ever idling.
-	wfs, err := dbos.ListWorkflows(e.dbos, dbos.WithFilterStatus(dbos.WorkflowStatusEnqueued, dbos.WorkflowStatusPending),
-		dbos.WithFilterAppVersion(AppVersion), dbos.WithFilterLimit(1), dbos.WithFilterLoadInput(false),
-		dbos.WithFilterLoadOutput(false))
+	wfs, err := e.pendingRuns(dbos.WithFilterAppVersion(AppVersion), dbos.WithFilterLimit(1))
+	return err == nil && len(wfs) == 0, err
+}
+
+// pendingRuns lists the runs queued or in progress that filters select
+// (without their inputs and outputs).
+func (e *Engine) pendingRuns(filters ...dbos.ListWorkflowsOption) ([]dbos.WorkflowStatus, error) {
+	wfs, err := dbos.ListWorkflows(e.dbos, append(filters, dbos.WithFilterStatus(dbos.WorkflowStatusEnqueued,
+		dbos.WorkflowStatusPending), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))...)
 	if err != nil {
-		return false, fmt.Errorf("list runs: %w", err)
+		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	return len(wfs) == 0, nil
+	return wfs, nil
 }

@@ -2,7 +2,6 @@ package durable
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -144,10 +143,9 @@ func (e *Engine) takeParentSlot(ctx context.Context, ld loaded) (func(), error) 
 	}
 	// Returned, not left to fail the run later: a cap read from a spec
 	// that does not decode would be the default, not the tree's.
-	var spec Spec
-	if err := json.Unmarshal(root.Definition, &spec); err != nil {
-		return nil, fmt.Errorf("the cap on the children of %s (max_parallel): instance %s: its spec does not decode: %w",
-			in.Parent, root.ID, err)
+	spec, err := specOf(root)
+	if err != nil {
+		return nil, fmt.Errorf("the cap on the children of %s (max_parallel): %w", in.Parent, err)
 	}
 	n := spec.MaxParallel
 	if n <= 0 {
@@ -263,20 +261,14 @@ func (e *Engine) childrenAtWork(ctx context.Context, id string) (bool, error) {
 
 // settled reports whether a child needs nothing more of its own to reach
 // its parent: it asks or is paused, or it ended and no run of it is open.
-// Its relay is in its parent's mailbox by then: a run that records its end
-// (childEnded) posts the relay before it ends the run, and an end no run
-// records (failChild before any run started, cancelNow) posts it in the
-// end's own transaction (tellParent).
-//
-// Why one transaction, rather than taking a child ended with no relay in
-// the mailbox as still pending and reading its relay from its record: no
-// record tells such a child from one whose spawn call took its end
-// first-hand (no relay is owed), so a hold would wait for ever on that one
-// or hand its parent the report twice; and a process dying between an end
-// and a separate post would leave the relay owed for ever, with nothing to
-// post it. Written together, there is no moment, crash or takeover at
-// which the end shows without its relay, and an end written again posts
-// the same mail once (its key).
+// Its relay is in its parent's mailbox by then: a run posts it before it
+// ends (childEnded), and an end no run records (failRun before a run
+// started, cancelNow) is written with it, in one transaction (endRelayed),
+// so no moment, crash or takeover shows the end without it. Not instead
+// "ended with no relay in the mailbox is pending, read it from the
+// record": nothing tells such a child from one whose spawn call took its
+// end first-hand (no relay owed), and a process dying between an end and
+// a post of its own would leave the relay owed for ever.
 func (e *Engine) settled(ctx context.Context, in *instance.Record) (bool, error) {
 	switch {
 	case in.State == instance.Asking || in.State == instance.Paused:

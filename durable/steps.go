@@ -144,14 +144,6 @@ func runStep[R any](e *Engine, ctx dbos.Context, label, name string, fn func(con
 // fails.
 var ErrFailpoint = errors.New("failpoint")
 
-// wroteEnd calls the test hook Options.endWritten; a nil engine (a Control
-// without one) has none.
-func (e *Engine) wroteEnd(id string) {
-	if e != nil && e.opts.endWritten != nil {
-		e.opts.endWritten(id)
-	}
-}
-
 // inStepKey marks the context of a step admitted by the engine's gate:
 // its waits are parked (gate.park).
 type inStepKey struct{}

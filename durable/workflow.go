@@ -36,30 +36,20 @@ type loaded struct {
 // runInstance is the workflow that carries a root instance from where it
 // stands to its end. Its steps, in order: load, start, then the loop's
 // (turn-N/generate, turn-N/call-I-NAME/start for side effects,
-// turn-N/call-I-NAME, ...), then finish.
+// turn-N/call-I-NAME, ...), then finish; or, when a step of deputy's own
+// failed, fail (failRun).
 func (e *Engine) runInstance(ctx dbos.Context, id string) (string, error) {
 	state, err := e.carry(ctx, id)
-	if err != nil && ctx.Err() == nil && !ownedElsewhere(err) {
-		// A step of deputy's own failed (the store, or a replay that no
-		// longer matches its steps): end the instance as failed, through
-		// a step if the workflow still can, else straight in the store
-		// (Finish is idempotent), so no instance stays active with no run
-		// to carry it.
-		if _, ferr := e.fail(ctx, id, 0, err); ferr == nil {
-			return string(store.Failed), nil
-		} else if ownedElsewhere(ferr) {
-			return "", ferr
-		}
-		cause := err
-		if _, ferr := unstepped(e, ctx, func(c context.Context) (*store.Instance, error) {
-			return e.finishFailed(c, id, loop.StopStepError, cause, false)
-		}); ferr == nil {
-			return string(store.Failed), nil
-		}
+	if err == nil || ctx.Err() != nil || ownedElsewhere(err) {
+		return state, err
 	}
-	return state, err
+	end, err := e.failRun(ctx, id, "", err, false)
+	return string(end.Instance.State), err
 }
 
+// carry is a root's run: its first steps (startRun), its tree's run under
+// the engine's cap, cancellable by a control, then how it ended
+// (rootEnded).
 func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	wf, err := dbos.GetWorkflowID(ctx)
 	if err != nil {
@@ -79,25 +69,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	if err != nil {
 		return e.fail(ctx, id, ld.Run.ID, err)
 	}
-	task.Limits = loop.Limits{WallTime: spec.WallTime, MaxOutputTokens: spec.MaxOutputTokens, MaxTurns: spec.MaxTurns}
-	if task.Definition != nil {
-		// A root of a type: the limits the spec leaves open are the
-		// type's, over all its runs like the spec's own.
-		task.Limits = agent.TypeLimits(task.Definition, task.Limits)
-	}
-	if l := &task.Limits; l.MaxTurns > 0 {
-		// Turns count over the instance's runs; a resumed run always gets
-		// one, to take in its answer.
-		l.MaxTurns = max(l.MaxTurns-ld.Instance.Turns, 1)
-	}
-	if l := &task.Limits; l.WallTime > 0 {
-		// Only time spent running counts: earlier runs' (not the time
-		// asking or paused between them) is taken off.
-		l.WallTime = max(l.WallTime-ld.Active, time.Nanosecond)
-		if l.SoftWallTime > 0 {
-			l.SoftWallTime = max(l.SoftWallTime-ld.Active, time.Nanosecond)
-		}
-	}
+	task.Limits = rootLimits(spec, task.Definition, ld)
 	task.Messages, task.Inbox, task.Hold = ld.Messages, e.inbox(ctx, id, ""), e.hold(ctx, id, "")
 	slotCtx, release, err := e.takeSlot(ctx, id)
 	if err != nil {
@@ -116,20 +88,41 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 		// later execution resumes it; nothing is finished.
 		return "", runErr
 	}
-	root := out.Instances[0]
-	// The instance's totals cover all its runs.
-	usage := ld.Instance.Usage
-	usage.Add(root.Usage)
-	cost := addCost(ld.Instance.Cost, root.Cost)
-	turns, calls := ld.Instance.Turns+root.Turns, ld.Instance.ToolCalls+root.ToolCalls
-	res := store.Result{
-		State: root.State, StopReason: root.StopReason, Incomplete: root.Incomplete,
-		Report: out.Report, Error: root.Error, Usage: usage, Cost: cost,
-		Turns: turns, ToolCalls: calls, Artifacts: root.Artifacts,
+	return e.rootEnded(ctx, ld, out, context.Cause(runCtx), rec)
+}
+
+// rootLimits are a root's limits for the run ld starts: the spec's, and a
+// type's (def) where the spec leaves them open, less what the instance's
+// earlier runs used, since both count over all its runs.
+func rootLimits(spec Spec, def *agentdef.Definition, ld loaded) loop.Limits {
+	l := loop.Limits{WallTime: spec.WallTime, MaxOutputTokens: spec.MaxOutputTokens, MaxTurns: spec.MaxTurns}
+	if def != nil {
+		l = agent.TypeLimits(def, l)
 	}
+	if l.MaxTurns > 0 {
+		// A resumed run always gets a turn, to take in its answer.
+		l.MaxTurns = max(l.MaxTurns-ld.Instance.Turns, 1)
+	}
+	if l.WallTime > 0 {
+		// Only time spent running counts: earlier runs' (not the time
+		// asking or paused between them) is taken off.
+		l.WallTime = max(l.WallTime-ld.Active, time.Nanosecond)
+		if l.SoftWallTime > 0 {
+			l.SoftWallTime = max(l.SoftWallTime-ld.Active, time.Nanosecond)
+		}
+	}
+	return l
+}
+
+// rootEnded records how a root's run ended, with totals over all the
+// instance's runs: one that stopped to wait suspends, unless a cancel came
+// as it did; any other finishes, cancelled if cause (why the run's context
+// ended) says so, failed if its record could not be written.
+func (e *Engine) rootEnded(ctx dbos.Context, ld loaded, out *agent.Outcome, cause error, rec *recorder) (string, error) {
+	id := ld.Instance.ID
+	res := endResult(ld.Instance, &out.Instances[0], out.Report)
 	if out.Result.StopReason == loop.StopSuspended {
-		state, err := e.suspend(ctx, id, stop{run: ld.Run.ID, pending: out.Result.Pending, turns: turns, calls: calls,
-			usage: usage, cost: cost})
+		state, err := e.suspend(ctx, id, stop{run: ld.Run.ID, pending: out.Result.Pending, totals: res})
 		if err != nil || state != instance.Cancelled {
 			e.changed() // those waiting for it to settle (Settle)
 			return string(state), err
@@ -137,7 +130,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 		// A cancel came as it stopped to wait: it ends here.
 		res.State, res.StopReason, res.Incomplete = store.Cancelled, string(loop.StopCancelled), true
 	}
-	if errors.Is(context.Cause(runCtx), errCancelled) || res.State == store.Cancelled {
+	if errors.Is(cause, errCancelled) || res.State == store.Cancelled {
 		res.State, res.Error = store.Cancelled, errCancelled.Error()
 	}
 	if err := rec.failed(); err != nil && res.State != store.Failed {
@@ -152,9 +145,9 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 // marks the root's side-effecting calls of this execution; spent is what
 // the tree spent before (loaded.Spent).
 func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder, nonce string, spent agent.TreeBudget) (agent.Runner, agent.Task, Spec, error) {
-	var spec Spec
-	if err := json.Unmarshal(root.Definition, &spec); err != nil {
-		return agent.Runner{}, agent.Task{}, spec, fmt.Errorf("instance %s: its spec does not decode: %w", root.ID, err)
+	spec, err := specOf(root)
+	if err != nil {
+		return agent.Runner{}, agent.Task{}, spec, err
 	}
 	model, name, err := e.opts.Models(spec.Model)
 	if err != nil {
@@ -209,14 +202,33 @@ func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder,
 	return runner, task, spec, nil
 }
 
+// moveTo moves instance id to state to; one that finds it there already is
+// a step run again after a crash.
+func moveTo(ctx context.Context, st *store.Store, id string, to instance.State, why string) error {
+	err := st.Transition(ctx, id, to, why)
+	if te := (*instance.TransitionError)(nil); errors.As(err, &te) && te.From == to {
+		return nil
+	}
+	return err
+}
+
+// specOf is the spec root was recorded with (its definition snapshot).
+func specOf(root *store.Instance) (Spec, error) {
+	var spec Spec
+	if err := json.Unmarshal(root.Definition, &spec); err != nil {
+		return spec, fmt.Errorf("instance %s: its spec does not decode: %w", root.ID, err)
+	}
+	return spec, nil
+}
+
 // stop is how a run that stopped to wait left its instance: what suspend
 // records.
 type stop struct {
-	run          int64
-	pending      *llm.Message // the unsent user message
-	turns, calls int          // the instance's totals, this run's included
-	usage        llm.Usage
-	cost         *float64
+	run     int64
+	pending *llm.Message // the unsent user message
+	// totals are the instance's, this run's included (Turns, ToolCalls,
+	// Usage, Cost: endResult's).
+	totals store.Result
 	// notify is the parent to tell of the instance's question ("" for a
 	// root, or a child whose spawn call returns the question itself).
 	notify string
@@ -234,12 +246,10 @@ func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (instance.State, e
 		if err != nil {
 			return "", err
 		}
-		for _, m := range mail {
-			if m.Kind == MailCancel {
-				// Ended by the caller, as any run that ends (the step's
-				// answer holds the decision on a replay).
-				return instance.Cancelled, nil
-			}
+		if cancelIn(mail) {
+			// Ended by the caller, as any run that ends (the step's answer
+			// holds the decision on a replay).
+			return instance.Cancelled, nil
 		}
 		if s.pending != nil {
 			b, err := json.Marshal(s.pending)
@@ -251,7 +261,7 @@ func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (instance.State, e
 				return "", err
 			}
 		}
-		if err := e.st.UpdateProgress(c, id, s.turns, s.calls, s.usage, s.cost); err != nil {
+		if err := e.st.UpdateProgress(c, id, s.totals.Turns, s.totals.ToolCalls, s.totals.Usage, s.totals.Cost); err != nil {
 			return "", err
 		}
 		to, why := store.Paused, "paused by request"
@@ -269,12 +279,7 @@ func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (instance.State, e
 				}
 			}
 		}
-		err = e.st.Transition(c, id, to, why)
-		var te *store.TransitionError
-		if errors.As(err, &te) && te.From == to {
-			err = nil // a repeat after a crash
-		}
-		if err != nil {
+		if err := moveTo(c, e.st, id, to, why); err != nil {
 			return "", err
 		}
 		if err := e.st.EndRun(c, s.run, string(to)); err != nil {
@@ -312,16 +317,14 @@ func (e *Engine) load(ctx context.Context, id string, deliver bool) (loaded, err
 		if err != nil {
 			return loaded{}, err
 		}
-		for _, m := range mail {
-			if m.Kind == MailCancel {
-				// Cancelled while it waited or while its next run was
-				// queued: it ends here, before doing anything more.
-				if err := e.control().cancelNow(ctx, in, "cancelled by request"); err != nil {
-					return loaded{}, err
-				}
-				in, err = e.st.GetInstance(ctx, id)
-				return loaded{Instance: in, Messages: msgs}, err
+		if cancelIn(mail) {
+			// Cancelled while it waited or while its next run was queued:
+			// it ends here, before doing anything more.
+			if err := e.control().cancelNow(ctx, in, "cancelled by request"); err != nil {
+				return loaded{}, err
 			}
+			in, err = e.st.GetInstance(ctx, id)
+			return loaded{Instance: in, Messages: msgs}, err
 		}
 		if m, ids := continuation(in, msgs, mail); m != nil || len(ids) > 0 {
 			add := []llm.Message{}
@@ -358,9 +361,10 @@ func (e *Engine) load(ctx context.Context, id string, deliver bool) (loaded, err
 	return loaded{Instance: in, Messages: msgs, Active: active, Spent: spent}, nil
 }
 
-// finish records the root's end, and cancels any child it leaves waiting
-// (asking or paused, nobody answered or resumed it) or running, and their
-// children: with the root ended, nothing would carry them on.
+// finish records the root's end with its run's, and cancels any child it
+// leaves waiting (asking or paused, nobody answered or resumed it) or
+// running, and their children: with the root ended, nothing would carry
+// them on.
 func (e *Engine) finish(ctx dbos.Context, id string, run int64, res store.Result) (string, error) {
 	_, err := runStep(e, ctx, "", "finish", func(c context.Context) (bool, error) {
 		if err := e.endChildren(c, id); err != nil {
@@ -369,12 +373,7 @@ func (e *Engine) finish(ctx dbos.Context, id string, run int64, res store.Result
 		if err := e.st.Finish(c, id, res); err != nil {
 			return false, err
 		}
-		if run != 0 {
-			if err := e.st.EndRun(c, run, string(res.State)); err != nil {
-				return false, err
-			}
-		}
-		return true, nil
+		return true, e.st.EndRun(c, run, string(res.State))
 	})
 	if err != nil {
 		return "", err
@@ -384,8 +383,7 @@ func (e *Engine) finish(ctx dbos.Context, id string, run int64, res store.Result
 }
 
 // fail ends a run that could not go on, keeping the totals its record
-// holds. run is the run to end with it (0: none started): one left open
-// would keep Settle waiting for it for ever.
+// holds, and the run with it: one left open would keep Settle waiting.
 func (e *Engine) fail(ctx dbos.Context, id string, run int64, cause error) (string, error) {
 	in, err := e.st.GetInstance(ctx, id)
 	if err != nil {
@@ -426,6 +424,8 @@ func newRecorder(e *Engine, root string, in *store.Instance, messages int) *reco
 		live: map[string]*store.Progress{in.ID: {Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage, Cost: in.Cost}}}
 }
 
+// event passes ev on (Options.OnEvent) and records what it says happened
+// (a loop's step: step); the first write that fails is kept (failed).
 func (r *recorder) event(ev agent.Event) {
 	if ev.Kind == agent.EventEnded {
 		ev = r.ended(ev)
@@ -435,76 +435,28 @@ func (r *recorder) event(ev agent.Event) {
 	}
 	ctx := context.Background() // the writes must land even as a run is being cancelled
 	var err error
-	switch ev.Kind {
-	case agent.EventCreated:
+	switch s := ev.Spawned; {
+	case ev.Kind == agent.EventCreated && s != nil:
 		// A child is listed: recorded, with its first messages, before
 		// its workflow starts (its start step moves it to running).
-		if s := ev.Spawned; s != nil {
-			def, _ := json.Marshal(s.Definition)
-			err = r.e.st.CreateInstance(ctx, &store.Instance{ID: ev.Instance, Parent: ev.Parent, Type: ev.Type,
-				Definition: def, Task: s.Task, Mode: string(s.Mode), Model: s.Model})
-			if err == nil {
-				err = r.e.st.AppendMessages(ctx, ev.Instance, 0, 0, s.Messages)
-			}
+		def, _ := json.Marshal(s.Definition)
+		err = r.e.st.CreateInstance(ctx, &store.Instance{ID: ev.Instance, Parent: ev.Parent, Type: ev.Type,
+			Definition: def, Task: s.Task, Mode: string(s.Mode), Model: s.Model})
+		if err == nil {
+			err = r.e.st.AppendMessages(ctx, ev.Instance, 0, 0, s.Messages)
 		}
-	case agent.EventSpawned:
-		if s := ev.Spawned; s != nil {
-			r.mu.Lock()
-			r.seq[ev.Instance] = len(s.Messages)
-			r.models[ev.Instance] = s.Model
-			r.mu.Unlock()
-		}
-	case agent.EventStep:
-		switch ev.Loop.Kind {
-		case loop.EventMessage:
-			r.mu.Lock()
-			seq := r.seq[ev.Instance]
-			r.seq[ev.Instance] = seq + 1
-			r.mu.Unlock()
-			if r.e.dbos.Err() != nil {
-				// DBOS is shutting down: a step it cut off ends the loop
-				// with "not run" results that must not be recorded (the
-				// next execution replays that step, or finds it cut, and
-				// its result differs). Nothing is lost by skipping: no
-				// step is checkpointed and no outcome recorded from here
-				// on, so the next execution replays this run's turns and
-				// appends what is missing.
-				break
-			}
-			w := r.with(ev.Instance, ev.Loop.Turn, ev.Loop.Message)
-			err = r.e.st.AppendWith(ctx, ev.Instance, ev.Loop.Turn, seq, []llm.Message{ev.Loop.Message}, w)
-		case loop.EventModelAttempt:
-			_, err = r.e.st.RecordAttempt(ctx, ev.Instance, ev.Loop.Turn, ev.Loop.Attempt)
-		case loop.EventModelResponse:
-			// Counted with the assistant message that follows, in its
-			// transaction.
-			r.mu.Lock()
-			u := r.usage[ev.Instance]
-			u.Add(ev.Loop.Usage)
-			r.usage[ev.Instance] = u
-			r.mu.Unlock()
-		case loop.EventCompaction:
-			// Every message so far is stored (the loop emits them before
-			// it compacts); the summary covers all but the kept tail.
-			r.mu.Lock()
-			through := r.seq[ev.Instance] - 1 - ev.Loop.Kept
-			r.mu.Unlock()
-			head := ev.Loop.Message.Content
-			summary := ""
-			if n := len(head); n > 0 {
-				summary = head[n-1].Text
-			}
-			err = r.e.st.RecordCompaction(ctx, store.Compaction{InstanceID: ev.Instance, Turn: ev.Loop.Turn,
-				ThroughSeq: through, Summary: summary, Usage: ev.Loop.Usage})
-		}
-	case agent.EventEnded:
+	case ev.Kind == agent.EventSpawned && s != nil:
+		r.mu.Lock()
+		r.seq[ev.Instance] = len(s.Messages)
+		r.models[ev.Instance] = s.Model
+		r.mu.Unlock()
+	case ev.Kind == agent.EventStep:
+		err = r.step(ctx, ev.Instance, ev.Loop)
+	case r.childEnd(ev) && !ev.Relay.Interrupted:
 		// A child stopped by the engine's shutdown has not ended (ended
 		// said so): its workflow stays pending and the next execution
 		// resumes it.
-		if rl, in := ev.Relay, ev.Final; rl != nil && in != nil && ev.Instance != r.root &&
-			!in.State.Waiting() && !rl.Interrupted {
-			err = r.finishChild(ctx, ev.Instance, rl, in)
-		}
+		err = r.finishChild(ctx, ev.Instance, ev.Relay, ev.Final)
 	}
 	if err != nil {
 		r.mu.Lock()
@@ -515,16 +467,66 @@ func (r *recorder) event(ev agent.Event) {
 	}
 }
 
+// childEnd reports whether ev is the end of one of the tree's children:
+// not its root's, and not a run that stopped to wait.
+func (r *recorder) childEnd(ev agent.Event) bool {
+	return ev.Kind == agent.EventEnded && ev.Relay != nil && ev.Final != nil && ev.Instance != r.root &&
+		!ev.Final.State.Waiting()
+}
+
+// step records a loop event of instance id: a final message at its
+// sequence number (with what its transaction carries: with), a model
+// call's attempt, a compaction. A model call's usage is counted with the
+// assistant message that follows, in its transaction.
+func (r *recorder) step(ctx context.Context, id string, le loop.Event) error {
+	switch le.Kind {
+	case loop.EventMessage:
+		r.mu.Lock()
+		seq := r.seq[id]
+		r.seq[id] = seq + 1
+		r.mu.Unlock()
+		if r.e.dbos.Err() != nil {
+			// DBOS is shutting down: a step it cut off ends the loop with
+			// "not run" results that must not be recorded (the next run
+			// replays that step, or finds it cut, and its result differs).
+			// Nothing is lost by skipping: no step is checkpointed and no
+			// outcome recorded from here on, so the next execution replays
+			// this run's turns and appends what is missing.
+			return nil
+		}
+		return r.e.st.AppendWith(ctx, id, le.Turn, seq, []llm.Message{le.Message}, r.with(id, le.Turn, le.Message))
+	case loop.EventModelAttempt:
+		_, err := r.e.st.RecordAttempt(ctx, id, le.Turn, le.Attempt)
+		return err
+	case loop.EventModelResponse:
+		r.mu.Lock()
+		u := r.usage[id]
+		u.Add(le.Usage)
+		r.usage[id] = u
+		r.mu.Unlock()
+	case loop.EventCompaction:
+		// Every message so far is stored (the loop emits them before it
+		// compacts): the summary covers all but the kept tail.
+		r.mu.Lock()
+		through := r.seq[id] - 1 - le.Kept
+		r.mu.Unlock()
+		summary := ""
+		if head := le.Message.Content; len(head) > 0 {
+			summary = head[len(head)-1].Text
+		}
+		return r.e.st.RecordCompaction(ctx, store.Compaction{InstanceID: id, Turn: le.Turn, ThroughSeq: through,
+			Summary: summary, Usage: le.Usage})
+	}
+	return nil
+}
+
 // ended is a child's EventEnded (Options.OnEvent) as it is true of the
-// instance. While the engine closes, a child its shutdown stopped has not
-// ended, whatever the cut-off loop said (failed, cancelled, "in 0 turns"):
-// its end is not recorded, it stays created or running in the store, and
-// the next execution (`deputy worker`) resumes it from its last finished
-// step. So its relay says Interrupted, and it and the record carry the
-// state the store holds, with no error.
+// instance: one the engine's shutdown stopped has not ended, whatever the
+// cut-off loop said (failed, cancelled, "in 0 turns"), and stays created or
+// running for the next execution to resume. Its relay says Interrupted,
+// with the state the store holds and no error.
 func (r *recorder) ended(ev agent.Event) agent.Event {
-	rl, in := ev.Relay, ev.Final
-	if rl == nil || in == nil || ev.Instance == r.root || in.State.Waiting() || !r.e.closed.Load() {
+	if !r.childEnd(ev) || !r.e.closed.Load() {
 		return ev
 	}
 	state := instance.Running // a run of it started, unless the store says otherwise
@@ -534,7 +536,7 @@ func (r *recorder) ended(ev agent.Event) agent.Event {
 		}
 		state = cur.State
 	}
-	relay, final := *rl, *in
+	relay, final := *ev.Relay, *ev.Final
 	relay.State, final.State, relay.Interrupted = state, state, true
 	relay.Error, final.Error = "", ""
 	ev.Relay, ev.Final = &relay, &final
