@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -88,33 +87,39 @@ func TestBackgroundChildRelayReachesTheParent(t *testing.T) {
 func TestChildStoppedByAShutdownIsInterrupted(t *testing.T) {
 	t.Parallel()
 	g := gate{open: make(chan struct{})}
-	var mu sync.Mutex
-	var ends []agent.Event
+	ends := make(chan agent.Event, 4)
 	r := newRigWith(t, &rig{scenario: backgroundScenario, tools: []tool.Tool{g}, onEvent: func(ev agent.Event) {
 		if ev.Kind == agent.EventEnded && ev.Parent != "" {
-			mu.Lock()
-			ends = append(ends, ev)
-			mu.Unlock()
+			select {
+			case ends <- ev:
+			default:
+			}
 		}
 	}})
 	id := r.start(durable.Spec{System: "root"})
-	waitTurn(t, r.st, id, 4)         // the parent holds while the child waits at the gate
-	r.e.Close(10 * time.Millisecond) // the gate's step is cut off
-	mu.Lock()
-	got := slices.Clone(ends)
-	mu.Unlock()
+	waitTurn(t, r.st, id, 4) // the parent holds
+	if k := kids(t, r.st, id); len(k) == 1 {
+		waitTurn(t, r.st, k[0].ID, 2) // the child's run is at work: it called the gate
+	}
+	r.e.Close(10 * time.Millisecond) // the gate's step is cut off, or never admitted
+	var ev agent.Event
+	select {
+	case ev = <-ends: // the cut-off run ends on its own goroutine, after the shutdown's wait
+	case <-time.After(10 * time.Second):
+		t.Fatal("no end of the stopped child was announced")
+	}
+	if rl, f := ev.Relay, ev.Final; !rl.Interrupted || rl.State != instance.Running || rl.Error != "" ||
+		f.State != instance.Running || f.Error != "" {
+		t.Fatalf("the stopped child's end: relay %+v, record %+v", rl, f)
+	}
 	st, err := store.Open(context.Background(), r.db, store.Options{}) // DBOS closed the engine's handle
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := kids(t, st, id)
 	st.Close()
-	if len(got) != 1 || len(k) != 1 || k[0].State != instance.Running {
-		t.Fatalf("ends %+v, children %+v", got, k)
-	}
-	if rl, f := got[0].Relay, got[0].Final; !rl.Interrupted || rl.State != instance.Running || rl.Error != "" ||
-		f.State != instance.Running || f.Error != "" {
-		t.Fatalf("the stopped child's end: relay %+v, record %+v", rl, f)
+	if len(k) != 1 || k[0].State != instance.Running {
+		t.Fatalf("children %+v", k)
 	}
 	close(g.open)
 	r.reopen()
