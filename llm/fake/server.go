@@ -256,22 +256,52 @@ const maxBodyBytes = 32 << 20
 // ServeHTTP routes a request to the wire it belongs to.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
+	newExchange := func(p Provider) *exchange {
+		return &exchange{s: s, w: w, r: r, entry: LoggedRequest{Provider: p, Method: r.Method, Path: r.URL.Path, Header: redact(r.Header)}}
+	}
+	switch {
+	case path == "/_deputy/requests":
+		// deputy's own endpoint, for tests written in other languages: it is
+		// not a provider's and is not logged as a request.
+		s.serveRequestLog(w, r)
+		return
+	case path == "/v1/models" || strings.HasPrefix(path, "/v1/models/"):
+		ex := newExchange(modelsWire(r.Header))
+		if r.Method != http.MethodGet {
+			ex.w.Header().Set("Allow", http.MethodGet)
+			ex.fail(apiErr(http.StatusMethodNotAllowed, "Method Not Allowed"))
+			return
+		}
+		if !s.authorized(r.Header) {
+			ex.fail(authErr(r.Header))
+			return
+		}
+		s.models(ex, strings.TrimPrefix(strings.TrimPrefix(path, "/v1/models"), "/"))
+		return
+	case strings.HasPrefix(path, "/v1/responses/"):
+		ex := newExchange(OpenAI)
+		if !s.authorized(r.Header) {
+			ex.fail(authErr(r.Header))
+			return
+		}
+		s.openaiResponseByID(ex, strings.TrimPrefix(path, "/v1/responses/"))
+		return
+	}
 	var p Provider
 	switch path {
 	case "/v1/messages", "/v1/messages/count_tokens":
 		p = Anthropic
-	case "/v1/chat/completions":
+	case "/v1/chat/completions", "/v1/responses":
 		p = OpenAI
 	default:
 		p = Anthropic
 		if strings.HasPrefix(path, "/v1/chat") {
 			p = OpenAI
 		}
-		ex := &exchange{s: s, w: w, r: r, entry: LoggedRequest{Provider: p, Method: r.Method, Path: r.URL.Path, Header: redact(r.Header)}}
-		ex.fail(apiErr(http.StatusNotFound, "Not found"))
+		newExchange(p).fail(apiErr(http.StatusNotFound, "Not found"))
 		return
 	}
-	ex := &exchange{s: s, w: w, r: r, entry: LoggedRequest{Provider: p, Method: r.Method, Path: r.URL.Path, Header: redact(r.Header)}}
+	ex := newExchange(p)
 	if r.Method != http.MethodPost {
 		ex.w.Header().Set("Allow", http.MethodPost)
 		ex.fail(apiErr(http.StatusMethodNotAllowed, "Method Not Allowed"))
@@ -297,6 +327,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.anthropicMessages(ex)
 	case "/v1/messages/count_tokens":
 		s.anthropicCountTokens(ex)
+	case "/v1/responses":
+		s.openaiResponses(ex)
 	default:
 		s.openaiChat(ex)
 	}
