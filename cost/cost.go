@@ -4,8 +4,6 @@
 package cost
 
 import (
-	"strings"
-
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -15,6 +13,11 @@ type Price struct {
 	Output     float64 `json:"output"`
 	CacheWrite float64 `json:"cache_write"`
 	CacheRead  float64 `json:"cache_read"`
+	// CacheWrite1h is Anthropic's price of a one-hour cache write, where
+	// the built-in table knows it. Of does not charge it: llm.Usage does
+	// not split cache writes by lifetime, and deputy's breakpoints are
+	// five-minute ones unless anthropic.Options.CacheTTL says otherwise.
+	CacheWrite1h float64 `json:"cache_write_1h,omitempty"`
 }
 
 // Of is what usage costs at p. Usage.InputTokens are the uncached ones, so
@@ -30,28 +33,63 @@ func (p Price) Of(u llm.Usage) float64 {
 // provider:model ("anthropic:claude-haiku-4-5"), or a bare name.
 type Table map[string]Price
 
-// Lookup finds model's price: by its full name; for provider:model, then
-// by the model's own name, so one entry can price a model reached through
-// several providers; for a bare name, then by the one provider:model entry
-// with that model (two such entries with different providers are
-// ambiguous, so neither is used).
+// Lookup finds model's price. Its exact key wins; otherwise the closest
+// entry by these rules, in order (see matchScore):
+//   - the model's own name before its family (a dated snapshot such as
+//     "claude-sonnet-4-5-20250929" or "gpt-5-mini-2025-08-07", or a
+//     "-latest" alias, finds its model's row, and a row keyed by one
+//     snapshot prices the others);
+//   - the same provider, then a bare key (one entry can price a model
+//     reached through several providers), then, for a bare name as
+//     requests carry it, a provider:model entry; a key naming another
+//     provider is never used.
+//
+// Two best entries with different prices are ambiguous (a bare name priced
+// by two providers), so neither is used.
 func (t Table) Lookup(model string) (Price, bool) {
 	if p, ok := t[model]; ok {
 		return p, true
 	}
-	if _, m, found := strings.Cut(model, ":"); found {
-		p, ok := t[m]
-		return p, ok
-	}
-	// A bare name, as requests carry it: the one provider:model entry for it.
+	qp, qm := splitName(model)
+	qf := family(qm)
 	var found Price
-	n := 0
+	best, ambiguous := 0, false
 	for k, p := range t {
-		if _, m, ok := strings.Cut(k, ":"); ok && m == model {
-			found, n = p, n+1
+		switch s := matchScore(qp, qm, qf, k); {
+		case s > best:
+			found, best, ambiguous = p, s, false
+		case s == best && s > 0 && p != found:
+			ambiguous = true
 		}
 	}
-	return found, n == 1
+	if best == 0 || ambiguous {
+		return Price{}, false
+	}
+	return found, true
+}
+
+// With is t with over's entries laid over it, as deputy.yaml's prices are
+// over the built-in table: an entry of over replaces every entry of t it
+// shadows (the same model family, and the same provider or none), so
+// deputy.yaml's "claude-sonnet-4-5" wins over the built-in
+// "anthropic:claude-sonnet-4-5" and its dated ids, whatever Lookup would
+// prefer between them. Neither table is changed.
+func (t Table) With(over Table) Table {
+	out := make(Table, len(t)+len(over))
+	for k, p := range t {
+		out[k] = p
+	}
+	for o := range over {
+		for k := range out {
+			if shadows(o, k) {
+				delete(out, k)
+			}
+		}
+	}
+	for o, p := range over {
+		out[o] = p
+	}
+	return out
 }
 
 // Cost is what usage on model costs; ok is false when the model has no
