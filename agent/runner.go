@@ -571,12 +571,14 @@ func (tr *tree) outcome(res *loop.Result) *Outcome {
 }
 
 // Prices is the price table the runner charges instances by: deputy.yaml's
-// prices over the built-in ones.
+// prices over the built-in ones (cost.Builtin), an entry of deputy.yaml
+// replacing every built-in row it shadows (cost.Table.With).
 func (r *Runner) Prices() cost.Table {
-	if r.Config == nil {
-		return nil
+	var over cost.Table
+	if r.Config != nil {
+		over = r.Config.Prices
 	}
-	return r.Config.Prices
+	return cost.Builtin().With(over)
 }
 
 // StateOf is the state a run that stopped for stop leaves its instance in,
