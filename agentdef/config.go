@@ -29,6 +29,11 @@ import (
 // A tier with no mapping means inherit: the child runs on its parent's
 // model, so a definition written for Claude Code (model: sonnet) still
 // runs wherever deputy is pointed.
+//
+// Which API an openai: model is spoken to is deputy.yaml's too (OpenAI):
+//
+//	openai:
+//	  responses: [gpt-5, gpt-5-mini]   # the Responses API; "*" for every openai: model
 type Config struct {
 	Tiers     map[string]string `json:"tiers,omitempty"`
 	Prices    cost.Table        `json:"prices,omitempty"`
@@ -40,6 +45,22 @@ type Config struct {
 	Telemetry TelemetryConfig `json:"-"`
 	MCP       MCPConfig       `json:"mcp,omitzero"`
 	Bash      BashConfig      `json:"bash,omitzero"`
+	OpenAI    OpenAIConfig    `json:"openai,omitzero"`
+}
+
+// OpenAIConfig is deputy.yaml's openai section: which openai: models speak
+// OpenAI's Responses API (POST /v1/responses) instead of Chat Completions.
+//
+//	openai:
+//	  responses: [gpt-5, o4-mini]
+type OpenAIConfig struct {
+	// Responses lists models by their own name (gpt-5, not openai:gpt-5),
+	// or "*" for all. Such a model runs as openai-responses:MODEL would,
+	// while its spec stays openai:MODEL: tiers, prices and records keep
+	// the name the user wrote, and switching a model over is one line
+	// here rather than an edit of every tier and definition naming it.
+	// The spec openai-responses:MODEL needs no entry.
+	Responses []string `json:"responses,omitempty"`
 }
 
 // BashConfig is deputy.yaml's bash section: what programs the bash tool
@@ -184,8 +205,10 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 			parseMCP(kv.Value, &c.MCP, bad)
 		case "bash":
 			parseBash(kv.Value, &c.Bash, bad)
+		case "openai":
+			parseOpenAI(kv.Value, &c.OpenAI, bad)
 		default:
-			bad(kv, "unknown key %q (tiers, prices, isolation, telemetry, mcp, bash)", key)
+			bad(kv, "unknown key %q (tiers, prices, isolation, telemetry, mcp, bash, openai)", key)
 		}
 	}
 	if len(errs) > 0 {
@@ -395,6 +418,35 @@ func parseBash(n ast.Node, c *BashConfig, bad badFunc) {
 		default:
 			c.Env = append(c.Env, name)
 		}
+	})
+}
+
+// parseOpenAI reads deputy.yaml's openai section into c.
+func parseOpenAI(n ast.Node, c *OpenAIConfig, bad badFunc) {
+	section(n, "openai", "responses", bad, func(key string, kv *ast.MappingValueNode) bool {
+		if key != "responses" {
+			return false
+		}
+		seq, ok := kv.Value.(*ast.SequenceNode)
+		if !ok {
+			bad(kv.Value, "openai.responses: want a list of model names, such as [gpt-5]")
+			return true
+		}
+		for _, v := range seq.Values {
+			s, ok := stringNode(v)
+			s = strings.TrimSpace(s)
+			switch {
+			case !ok || s == "" || strings.ContainsAny(s, " \t"):
+				bad(v, "openai.responses: want a model name, such as gpt-5, or \"*\" for every openai: model")
+			case strings.Contains(s, ":") && !strings.HasPrefix(s, "ft:"):
+				bad(v, "openai.responses: %q: name the model without its provider (gpt-5, not openai:gpt-5); openai-responses:MODEL needs no entry", s)
+			case slices.Contains(c.Responses, s):
+				bad(v, "openai.responses: %s is listed twice", s)
+			default:
+				c.Responses = append(c.Responses, s)
+			}
+		}
+		return true
 	})
 }
 

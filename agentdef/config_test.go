@@ -251,3 +251,50 @@ func TestParseConfigBashEnv(t *testing.T) {
 		}
 	}
 }
+
+// openai.responses moves openai: models onto the Responses API by their
+// own names; what is not a bare model name is refused at its line.
+func TestParseConfigOpenAIResponses(t *testing.T) {
+	t.Parallel()
+	c, err := ParseConfig("deputy.yaml", []byte("openai:\n  responses: [gpt-5, o4-mini, \"ft:gpt-4.1:acme::x1\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.OpenAI.Responses, []string{"gpt-5", "o4-mini", "ft:gpt-4.1:acme::x1"}) {
+		t.Fatalf("openai %+v", c.OpenAI)
+	}
+	// Recorded in a run's spec, so a worker resuming it speaks the same wire.
+	b, _ := json.Marshal(c)
+	var back Config
+	if err := json.Unmarshal(b, &back); err != nil || !slices.Equal(back.OpenAI.Responses, c.OpenAI.Responses) {
+		t.Fatalf("round trip %s: %+v %v", b, back.OpenAI, err)
+	}
+	if c, err := ParseConfig("deputy.yaml", []byte("openai:\n  responses: [\"*\"]\n")); err != nil || !slices.Equal(c.OpenAI.Responses, []string{"*"}) {
+		t.Errorf("every model: %+v %v", c, err)
+	}
+	_, err = ParseConfig("deputy.yaml", []byte(`openai:
+  responses:
+    - gpt-5
+    - openai:gpt-5-mini
+    - ''
+    - gpt-5
+    - {name: o3}
+  chat: [gpt-4.1]
+`))
+	for _, w := range []string{
+		`deputy.yaml:4: openai.responses: "openai:gpt-5-mini": name the model without its provider`,
+		"deputy.yaml:5: openai.responses: want a model name",
+		"deputy.yaml:6: openai.responses: gpt-5 is listed twice",
+		"deputy.yaml:7: openai.responses: want a model name",
+		`deputy.yaml:8: openai: unknown field "chat" (responses)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in %v", w, err)
+		}
+	}
+	for _, src := range []string{"openai:\n  responses: gpt-5\n", "openai: [responses]\n"} {
+		if _, err := ParseConfig("deputy.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "deputy.yaml:") {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+}
