@@ -3,6 +3,7 @@ package fake
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -28,35 +29,41 @@ type oaiWireRequest struct {
 		IncludeUsage       bool `json:"include_usage"`
 		IncludeObfuscation bool `json:"include_obfuscation"`
 	} `json:"stream_options"`
-	Temperature          *float64        `json:"temperature"`
-	PromptCacheRetention *string         `json:"prompt_cache_retention"`
-	N                    *int64          `json:"n"`
-	FrequencyPenalty     json.RawMessage `json:"frequency_penalty"`
-	Logprobs             json.RawMessage `json:"logprobs"`
-	PresencePenalty      json.RawMessage `json:"presence_penalty"`
-	PromptCacheKey       json.RawMessage `json:"prompt_cache_key"`
-	PromptCacheOptions   json.RawMessage `json:"prompt_cache_options"`
-	SafetyIdentifier     json.RawMessage `json:"safety_identifier"`
-	Seed                 json.RawMessage `json:"seed"`
-	Store                json.RawMessage `json:"store"`
-	TopLogprobs          json.RawMessage `json:"top_logprobs"`
-	TopP                 json.RawMessage `json:"top_p"`
-	User                 json.RawMessage `json:"user"`
-	Audio                json.RawMessage `json:"audio"`
-	LogitBias            json.RawMessage `json:"logit_bias"`
-	Metadata             json.RawMessage `json:"metadata"`
-	Modalities           json.RawMessage `json:"modalities"`
-	Moderation           json.RawMessage `json:"moderation"`
-	ReasoningEffort      json.RawMessage `json:"reasoning_effort"`
-	ServiceTier          json.RawMessage `json:"service_tier"`
-	Verbosity            json.RawMessage `json:"verbosity"`
-	FunctionCall         json.RawMessage `json:"function_call"`
-	Functions            json.RawMessage `json:"functions"`
-	Prediction           json.RawMessage `json:"prediction"`
-	ResponseFormat       json.RawMessage `json:"response_format"`
-	WebSearchOptions     json.RawMessage `json:"web_search_options"`
+	Temperature          *float64           `json:"temperature"`
+	PromptCacheRetention *string            `json:"prompt_cache_retention"`
+	N                    *int64             `json:"n"`
+	FrequencyPenalty     json.RawMessage    `json:"frequency_penalty"`
+	Logprobs             json.RawMessage    `json:"logprobs"`
+	PresencePenalty      json.RawMessage    `json:"presence_penalty"`
+	PromptCacheKey       *string            `json:"prompt_cache_key"`
+	PromptCacheOptions   json.RawMessage    `json:"prompt_cache_options"`
+	SafetyIdentifier     *string            `json:"safety_identifier"`
+	Seed                 json.RawMessage    `json:"seed"`
+	Store                *bool              `json:"store"`
+	TopLogprobs          json.RawMessage    `json:"top_logprobs"`
+	TopP                 json.RawMessage    `json:"top_p"`
+	User                 *string            `json:"user"`
+	Audio                json.RawMessage    `json:"audio"`
+	LogitBias            json.RawMessage    `json:"logit_bias"`
+	Metadata             map[string]string  `json:"metadata"`
+	Modalities           []string           `json:"modalities"`
+	Moderation           json.RawMessage    `json:"moderation"`
+	ReasoningEffort      *string            `json:"reasoning_effort"`
+	ServiceTier          *string            `json:"service_tier"`
+	Verbosity            *string            `json:"verbosity"`
+	FunctionCall         json.RawMessage    `json:"function_call"`
+	Functions            json.RawMessage    `json:"functions"`
+	Prediction           *oaiWirePrediction `json:"prediction"`
+	ResponseFormat       *oaiWireFormat     `json:"response_format"`
+	WebSearchOptions     json.RawMessage    `json:"web_search_options"`
 }
 
+// oaiWireMessage declares what a request message may hold, and what the
+// SDKs echo back on an assistant message they received: openai-node and
+// openai-python append the response's message as it came (annotations,
+// refusal, audio included), and their parse helpers add parsed (and
+// parsed_arguments on tool calls), which gpt-4o and later accept
+// (openai/openai-node#1161: refused by gpt-3.5 and gpt-4 only).
 type oaiWireMessage struct {
 	Role         string            `json:"role"`
 	Content      json.RawMessage   `json:"content"`
@@ -66,14 +73,17 @@ type oaiWireMessage struct {
 	Refusal      json.RawMessage   `json:"refusal"`
 	Audio        json.RawMessage   `json:"audio"`
 	FunctionCall json.RawMessage   `json:"function_call"`
+	Annotations  json.RawMessage   `json:"annotations"`
+	Parsed       json.RawMessage   `json:"parsed"`
 }
 
 type oaiWireToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
 	Function *struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
+		Name            string          `json:"name"`
+		Arguments       string          `json:"arguments"`
+		ParsedArguments json.RawMessage `json:"parsed_arguments"`
 	} `json:"function"`
 	Custom json.RawMessage `json:"custom"`
 	// Index is not part of the request schema, but clients that replay
@@ -96,10 +106,27 @@ type oaiWireTool struct {
 	} `json:"custom"`
 }
 
+// oaiWirePart declares the keys of every content part type (text,
+// image_url, input_audio, file, refusal), each with its own object, and
+// the prompt_cache_breakpoint openai-node 6.49 sends on any of them.
 type oaiWirePart struct {
-	Type    string  `json:"type"`
-	Text    *string `json:"text"`
-	Refusal *string `json:"refusal"`
+	Type     string  `json:"type"`
+	Text     *string `json:"text"`
+	Refusal  *string `json:"refusal"`
+	ImageURL *struct {
+		URL    string          `json:"url"`
+		Detail json.RawMessage `json:"detail"`
+	} `json:"image_url"`
+	InputAudio *struct {
+		Data   string `json:"data"`
+		Format string `json:"format"`
+	} `json:"input_audio"`
+	File *struct {
+		FileData json.RawMessage `json:"file_data"`
+		FileID   json.RawMessage `json:"file_id"`
+		Filename json.RawMessage `json:"filename"`
+	} `json:"file"`
+	PromptCacheBreakpoint json.RawMessage `json:"prompt_cache_breakpoint"`
 }
 
 // oaiDecoded is a decoded, validated request.
@@ -110,6 +137,11 @@ type oaiDecoded struct {
 	elems        []prefixElem
 	maxTokens    int // -1: none
 	retention    time.Duration
+	// format is the response_format asked for (nil: text), strictTools
+	// the parameter schemas of tools declared strict, by name.
+	format      *oaiFormat
+	strictTools map[string][]byte
+	serviceTier string
 }
 
 // decodeOpenAI decodes and validates a body as Chat Completions does.
@@ -122,6 +154,11 @@ type oaiDecoded struct {
 func decodeOpenAI(body []byte) (*oaiDecoded, *wireError) {
 	var w oaiWireRequest
 	if p := decodeStrict(body, &w); p != nil {
+		if p.unknown != "" {
+			if path := unknownParamPath(body, reflect.TypeFor[oaiWireRequest]()); path != "" {
+				return nil, oaiUnknownParam(path)
+			}
+		}
 		return nil, oaiDecodeError(p)
 	}
 	if werr := oaiRequired(&w); werr != nil {
@@ -138,10 +175,16 @@ func decodeOpenAI(body []byte) (*oaiDecoded, *wireError) {
 		return nil, werr
 	}
 	req.Tools = tools
+	if d.strictTools, werr = oaiStrictTools(w.Tools); werr != nil {
+		return nil, werr
+	}
 	if werr := oaiMessages(w.Messages, req, pb); werr != nil {
 		return nil, werr
 	}
 	if werr := oaiPairing(w.Messages); werr != nil {
+		return nil, werr
+	}
+	if d.format, werr = oaiResponseFormat(w.ResponseFormat, req); werr != nil {
 		return nil, werr
 	}
 	d.req, d.elems = req, pb.elems
@@ -198,7 +241,7 @@ func oaiOptions(w *oaiWireRequest, d *oaiDecoded, req *llm.Request) *wireError {
 	if w.ParallelToolCalls != nil && !*w.ParallelToolCalls {
 		req.ToolChoice.DisableParallel = true
 	}
-	return nil
+	return oaiSettings(w, d)
 }
 
 // oaiMaxTokens reads the output limit, -1 for none: max_completion_tokens
@@ -411,6 +454,9 @@ func oaiContent(i int, raw json.RawMessage) (string, []llm.Block, *wireError) {
 	blocks := make([]llm.Block, 0, len(parts))
 	for j, pr := range parts {
 		var part oaiWirePart
+		if p := decodeStrict(pr, &part); p != nil && p.unknown != "" {
+			return "", nil, oaiUnknownParam(fmt.Sprintf("messages[%d].content[%d].%s", i, j, unknownParamPath(pr, reflect.TypeFor[oaiWirePart]())))
+		}
 		if err := json.Unmarshal(pr, &part); err != nil || part.Type == "" {
 			p := fmt.Sprintf("messages[%d].content[%d].type", i, j)
 			return "", nil, oaiInvalid(p, "missing_required_parameter", "Missing required parameter: '%s'.", p)

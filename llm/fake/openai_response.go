@@ -27,6 +27,10 @@ func (s *Server) openaiChat(ex *exchange) {
 	if !ok {
 		return
 	}
+	if err := d.shape(g); err != nil {
+		ex.fail(internalErr(err))
+		return
+	}
 	if !s.begin(ex, g) {
 		return
 	}
@@ -55,13 +59,17 @@ func (s *Server) openaiChat(ex *exchange) {
 	}
 	if hasText {
 		s := text.String()
-		msg.Content = &s
+		if d.refusal(g) {
+			msg.Refusal = &s
+		} else {
+			msg.Content = &s
+		}
 	}
 	out := oaiCompletion{
 		ID: id, Object: "chat.completion", Created: created, Model: d.req.Model,
-		Choices:     []oaiChoice{{Index: 0, Message: msg, FinishReason: oaiFinishReason(g.stop)}},
+		Choices:     []oaiChoice{{Index: 0, Message: msg, FinishReason: d.finishReason(g)}},
 		Usage:       oaiUsageOut(g),
-		ServiceTier: "default", SystemFingerprint: oaiFingerprint,
+		ServiceTier: d.serviceTier, SystemFingerprint: oaiFingerprint,
 	}
 	ex.startHeaders(false)
 	_ = newBodyWriter(ex.w, g.fault).whole(mustJSON(out))
@@ -185,6 +193,7 @@ type (
 	}
 	oaiDeltaOut struct {
 		Content   *string            `json:"content,omitempty"`
+		Refusal   *string            `json:"refusal,omitempty"`
 		ToolCalls []oaiToolCallDelta `json:"tool_calls,omitempty"`
 	}
 	oaiToolCallDelta struct {
@@ -211,6 +220,7 @@ type oaiStream struct {
 	s     *Server
 	ex    *exchange
 	g     *generation
+	d     *oaiDecoded
 	bw    *bodyWriter
 	chunk oaiChunk
 	buf   bytes.Buffer
@@ -243,11 +253,11 @@ func (st *oaiStream) send() error {
 }
 
 func (s *Server) openaiStream(ex *exchange, g *generation, d *oaiDecoded, id string, created int64) {
-	st := &oaiStream{s: s, ex: ex, g: g, bw: newBodyWriter(ex.w, g.fault)}
+	st := &oaiStream{s: s, ex: ex, g: g, d: d, bw: newBodyWriter(ex.w, g.fault)}
 	st.bw.flushEach = g.perToken > 0
 	st.enc = newFrameEncoder(&st.buf)
 	st.chunk = oaiChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: d.req.Model,
-		ServiceTier: "default", SystemFingerprint: oaiFingerprint, Choices: make([]oaiChunkChoice, 1)}
+		ServiceTier: d.serviceTier, SystemFingerprint: oaiFingerprint, Choices: make([]oaiChunkChoice, 1)}
 	if d.includeUsage {
 		st.chunk.Usage = jsonNull
 	}
@@ -275,7 +285,7 @@ func (st *oaiStream) run(includeUsage bool) error {
 			return err
 		}
 	}
-	finish := oaiFinishReason(st.g.stop)
+	finish := st.d.finishReason(st.g)
 	st.delta = oaiDeltaOut{}
 	if err := st.emit(&st.delta, &finish); err != nil {
 		return err
@@ -317,11 +327,17 @@ func (st *oaiStream) pace(p *pacer, n int) error {
 	return clock.Sleep(st.ex.r.Context(), st.s.clock, time.Duration(p.next(n))*st.g.perToken)
 }
 
-// textBlock streams a text block as content deltas, opening the message
-// (content "") if nothing has yet.
+// textBlock streams a text block as content deltas (refusal deltas, for
+// a structured-outputs refusal), opening the message (content "", or null
+// before a refusal) if nothing has yet.
 func (st *oaiStream) textBlock(b *llm.Block, cost int) error {
+	refusal := st.d.refusal(st.g)
 	if !st.opened {
-		if err := st.open(jsonEmptyString, nil); err != nil {
+		first := jsonEmptyString
+		if refusal {
+			first = jsonNull
+		}
+		if err := st.open(first, nil); err != nil {
 			return err
 		}
 	}
@@ -332,6 +348,9 @@ func (st *oaiStream) textBlock(b *llm.Block, cost int) error {
 		}
 		st.text = piece
 		st.delta = oaiDeltaOut{Content: &st.text}
+		if refusal {
+			st.delta = oaiDeltaOut{Refusal: &st.text}
+		}
 		if err := st.emit(&st.delta, nil); err != nil {
 			return err
 		}

@@ -383,7 +383,7 @@ func (g *schemaGen) genType(s *orderedObject, t string, path []string, depth int
 	case "object":
 		return g.genObject(s, path, depth)
 	}
-	return nil, &schemaError{path: append(path, "type"), rule: fmt.Sprintf("unknown type %q", t)}
+	return nil, &schemaError{path: sub(path, "type"), rule: fmt.Sprintf("unknown type %q", t)}
 }
 
 // genEnum takes the first enum value the schema's type allows.
@@ -398,7 +398,7 @@ func (g *schemaGen) genEnum(s *orderedObject, e any, path []string) (any, error)
 			return val, nil
 		}
 	}
-	return nil, &schemaError{path: append(path, "enum"), rule: "no enum value is valid against the rest of the schema"}
+	return nil, &schemaError{path: sub(path, "enum"), rule: "no enum value is valid against the rest of the schema"}
 }
 
 // genBranches builds from the first anyOf/oneOf branch whose instance the
@@ -428,12 +428,12 @@ func (g *schemaGen) genBranches(s *orderedObject, kw string, branches any, path 
 	used := g.textUsed
 	for _, i := range order {
 		g.textUsed = used
-		v, err := g.gen(list[i], append(path[:len(path):len(path)], kw, strconv.Itoa(i)), depth)
+		v, err := g.gen(list[i], sub(path, kw, strconv.Itoa(i)), depth)
 		if err == nil && g.v.valid(sch, mustJSON(v)) {
 			return v, nil
 		}
 	}
-	return nil, &schemaError{path: append(path, kw), rule: "no branch yields an instance the whole schema accepts"}
+	return nil, &schemaError{path: sub(path, kw), rule: "no branch yields an instance the whole schema accepts"}
 }
 
 // resolve follows a $ref inside the document ("#", "#/$defs/x", any JSON
@@ -442,7 +442,7 @@ func (g *schemaGen) resolve(ref any, path []string) (any, []string, error) {
 	r, _ := ref.(string)
 	ptr, ok := strings.CutPrefix(r, "#")
 	if !ok {
-		return nil, nil, &schemaError{path: append(path, "$ref"), rule: fmt.Sprintf("only references inside the schema (#/...) are supported, not %q", r)}
+		return nil, nil, &schemaError{path: sub(path, "$ref"), rule: fmt.Sprintf("only references inside the schema (#/...) are supported, not %q", r)}
 	}
 	var cur any = g.doc
 	var tpath []string
@@ -463,7 +463,7 @@ func (g *schemaGen) resolve(ref any, path []string) (any, []string, error) {
 				ok = false
 			}
 			if !ok {
-				return nil, nil, &schemaError{path: append(path, "$ref"), rule: fmt.Sprintf("reference %q names nothing in the schema", r)}
+				return nil, nil, &schemaError{path: sub(path, "$ref"), rule: fmt.Sprintf("reference %q names nothing in the schema", r)}
 			}
 		}
 	}
@@ -476,11 +476,11 @@ func (g *schemaGen) mergeAllOf(s *orderedObject, all any, path []string) (*order
 	merged := newOrderedObject()
 	subs, _ := all.([]any)
 	parts := []*orderedObject{s}
-	for i, sub := range subs {
+	for i, entry := range subs {
 		for {
-			so, ok := sub.(*orderedObject)
+			so, ok := entry.(*orderedObject)
 			if !ok {
-				return nil, &schemaError{path: append(path, "allOf", strconv.Itoa(i)), rule: "allOf entries must be schema objects"}
+				return nil, &schemaError{path: sub(path, "allOf", strconv.Itoa(i)), rule: "allOf entries must be schema objects"}
 			}
 			ref, isRef := so.get("$ref")
 			if !isRef {
@@ -491,7 +491,7 @@ func (g *schemaGen) mergeAllOf(s *orderedObject, all any, path []string) (*order
 			if err != nil {
 				return nil, err
 			}
-			sub = target
+			entry = target
 		}
 	}
 	props := newOrderedObject()
@@ -550,7 +550,7 @@ func (g *schemaGen) genObject(s *orderedObject, path []string, depth int) (any, 
 				continue
 			}
 			used := g.textUsed
-			v, err := g.gen(props.vals[k], append(path[:len(path):len(path)], "properties", k), depth+1)
+			v, err := g.gen(props.vals[k], sub(path, "properties", k), depth+1)
 			if err != nil {
 				if required[k] {
 					return nil, err
@@ -569,9 +569,9 @@ func (g *schemaGen) genObject(s *orderedObject, path []string, depth int) (any, 
 		if ap, ok := s.get("additionalProperties"); ok {
 			extra = ap
 		}
-		v, err := g.gen(extra, append(path[:len(path):len(path)], "additionalProperties"), depth+1)
+		v, err := g.gen(extra, sub(path, "additionalProperties"), depth+1)
 		if err != nil {
-			return nil, &schemaError{path: append(path, "required"), rule: fmt.Sprintf("required property %q has no schema that admits a value", k)}
+			return nil, &schemaError{path: sub(path, "required"), rule: fmt.Sprintf("required property %q has no schema that admits a value", k)}
 		}
 		out.set(k, v)
 	}
@@ -584,7 +584,7 @@ func (g *schemaGen) genArray(s *orderedObject, path []string, depth int) (any, e
 	minItems, _ := intKeyword(s, "minItems")
 	maxItems, hasMax := intKeyword(s, "maxItems")
 	if hasMax && maxItems < minItems {
-		return nil, &schemaError{path: append(path, "maxItems"), rule: fmt.Sprintf("maxItems %d is below minItems %d", maxItems, minItems)}
+		return nil, &schemaError{path: sub(path, "maxItems"), rule: fmt.Sprintf("maxItems %d is below minItems %d", maxItems, minItems)}
 	}
 	pi, _ := s.get("prefixItems")
 	prefix, _ := pi.([]any)
@@ -601,15 +601,15 @@ func (g *schemaGen) genArray(s *orderedObject, path []string, depth int) (any, e
 	}
 	out := make([]any, 0, n)
 	for i := 0; i < n; i++ {
-		var sub any = true
-		subPath := append(path[:len(path):len(path)], "items")
+		var itemSchema any = true
+		itemPath := sub(path, "items")
 		switch {
 		case i < len(prefix):
-			sub, subPath = prefix[i], append(path[:len(path):len(path)], "prefixItems", strconv.Itoa(i))
+			itemSchema, itemPath = prefix[i], sub(path, "prefixItems", strconv.Itoa(i))
 		case hasItems:
-			sub = items
+			itemSchema = items
 		}
-		v, err := g.gen(sub, subPath, depth+1)
+		v, err := g.gen(itemSchema, itemPath, depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -645,7 +645,7 @@ func (g *schemaGen) genString(s *orderedObject, path []string) (any, error) {
 	if !hasMax {
 		maxLen = -1
 	} else if maxLen < minLen {
-		return nil, &schemaError{path: append(path, "maxLength"), rule: fmt.Sprintf("maxLength %d is below minLength %d", maxLen, minLen)}
+		return nil, &schemaError{path: sub(path, "maxLength"), rule: fmt.Sprintf("maxLength %d is below minLength %d", maxLen, minLen)}
 	}
 	if f, ok := s.get("format"); ok {
 		if sample, ok := formatSamples[fmt.Sprint(f)]; ok {
@@ -655,7 +655,7 @@ func (g *schemaGen) genString(s *orderedObject, path []string) (any, error) {
 	if p, ok := s.get("pattern"); ok {
 		str, err := patternSample(fmt.Sprint(p))
 		if err != nil {
-			return nil, &schemaError{path: append(path, "pattern"), rule: err.Error()}
+			return nil, &schemaError{path: sub(path, "pattern"), rule: err.Error()}
 		}
 		for n := utf8.RuneCountInString(str); n < minLen; n++ {
 			str += "x"
@@ -679,4 +679,10 @@ func (g *schemaGen) plainString(maxLen, minLen int) string {
 		str = string([]rune(str)[:maxLen])
 	}
 	return str
+}
+
+// sub is path extended by elems, never sharing path's backing array.
+func sub(path []string, elems ...string) []string {
+	out := make([]string, 0, len(path)+len(elems))
+	return append(append(out, path...), elems...)
 }

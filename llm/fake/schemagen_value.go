@@ -121,7 +121,7 @@ func readBounds(s *orderedObject, path []string) (*bounds, error) {
 			if k == "exclusiveMinimum" || k == "exclusiveMaximum" {
 				continue // draft 4's boolean form: the compiler has judged it
 			}
-			return nil, &schemaError{path: append(path, k), rule: k + " must be a number"}
+			return nil, &schemaError{path: sub(path, k), rule: k + " must be a number"}
 		}
 		switch k {
 		case "minimum", "exclusiveMinimum":
@@ -134,7 +134,7 @@ func readBounds(s *orderedObject, path []string) (*bounds, error) {
 			}
 		case "multipleOf":
 			if r.Sign() <= 0 {
-				return nil, &schemaError{path: append(path, k), rule: "multipleOf must be greater than 0"}
+				return nil, &schemaError{path: sub(path, k), rule: "multipleOf must be greater than 0"}
 			}
 			b.mult = r
 		}

@@ -1,0 +1,104 @@
+package fake
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/deputy-run/deputy/llm"
+)
+
+// shape makes a generation what the request's format and strict tools
+// promise: arguments of a strict tool valid against its parameters, and
+// the text, under a JSON response format, one JSON value valid against
+// the schema (schemaReply keeps scripted text that already is). Under a
+// JSON format a refusal stays text: it goes out as message.refusal, as
+// structured outputs answer one. Output tokens are counted again when the
+// fake estimated them (not when the Responder pinned usage).
+func (d *oaiDecoded) shape(g *generation) error {
+	changed := false
+	for i := range g.content {
+		b := &g.content[i]
+		schema, ok := d.strictTools[b.Name]
+		if b.Type != llm.TypeToolUse || !ok {
+			continue
+		}
+		args, err := schemaReply(schema, b.Arguments())
+		if err != nil {
+			return fmt.Errorf("fake: arguments for strict tool %q: %w", b.Name, err)
+		}
+		b.Input, b.InvalidInput, changed = json.RawMessage(args), "", true
+	}
+	if d.format != nil && g.stop != llm.StopRefusal {
+		if err := d.shapeText(g); err != nil {
+			return err
+		}
+		changed = true
+	}
+	if changed && g.plan != nil {
+		g.output = llm.EstimateOutput(g.content)
+	}
+	return nil
+}
+
+// shapeText replaces the text blocks by one holding the JSON answer, where
+// the first was (or first, when there was none and no tool call either).
+// An answer cut by max_tokens is cut as long as the text was, so it stops
+// mid-JSON with finish_reason length, as a real one does.
+func (d *oaiDecoded) shapeText(g *generation) error {
+	var text strings.Builder
+	at, calls := -1, 0
+	kept := g.content[:0:0]
+	for _, b := range g.content {
+		switch b.Type {
+		case llm.TypeText:
+			if at < 0 {
+				at = len(kept)
+				kept = append(kept, b)
+			}
+			text.WriteString(b.Text)
+			continue
+		case llm.TypeToolUse:
+			calls++
+		}
+		kept = append(kept, b)
+	}
+	if at < 0 && calls > 0 {
+		return nil
+	}
+	out, err := schemaReply(d.format.schema, text.String())
+	if err != nil {
+		return fmt.Errorf("fake: answer for response_format %q: %w", d.format.name, err)
+	}
+	if g.stop == llm.StopMaxTokens && len(out) > text.Len() {
+		n := text.Len()
+		for n > 0 && !utf8.RuneStart(out[n]) {
+			n--
+		}
+		out = out[:n]
+	}
+	if at < 0 {
+		kept = append([]llm.Block{{}}, kept...)
+		at = 0
+	}
+	kept[at] = llm.Text(out)
+	g.content = kept
+	return nil
+}
+
+// refusal reports whether the answer goes out as a refusal: a JSON format
+// was asked for and the model refused, so the text is message.refusal and
+// content is null.
+func (d *oaiDecoded) refusal(g *generation) bool {
+	return d.format != nil && g.stop == llm.StopRefusal
+}
+
+// finishReason is finish_reason for this request: a structured-outputs
+// refusal finishes with "stop", its text in refusal.
+func (d *oaiDecoded) finishReason(g *generation) string {
+	if d.refusal(g) {
+		return "stop"
+	}
+	return oaiFinishReason(g.stop)
+}
