@@ -1,0 +1,110 @@
+package fake
+
+import (
+	"encoding/json"
+	"runtime"
+	"sync"
+	"weak"
+)
+
+// Stored responses: what store: true keeps (the default), for
+// previous_response_id and GET/DELETE /v1/responses/{id}. The store is in
+// memory and bounded: past maxStoredResponses responses or
+// maxStoredBytes bytes, the oldest go first, so a long-running fake does
+// not grow without end. (The real API keeps them 30 days.)
+const (
+	maxStoredResponses = 1000
+	maxStoredBytes     = 64 << 20
+)
+
+// storedResponse is one stored response: its whole input (a continued
+// response's input and output first), its output items, and the response
+// object as GET answers it.
+type storedResponse struct {
+	input, output []json.RawMessage
+	body          []byte
+	size          int
+}
+
+type respStore struct {
+	mu    sync.Mutex
+	byID  map[string]*storedResponse
+	order []string // oldest first; may name deleted ids
+	bytes int
+}
+
+// respStores gives each Server its store. Server's fields are another
+// file's; this side table is keyed by a weak pointer and cleaned up with
+// the server, so it holds no server alive.
+var respStores sync.Map // weak.Pointer[Server] → *respStore
+
+// responseStore returns s's store, made on first use.
+func (s *Server) responseStore() *respStore {
+	key := weak.Make(s)
+	if st, ok := respStores.Load(key); ok {
+		return st.(*respStore)
+	}
+	st, loaded := respStores.LoadOrStore(key, &respStore{byID: map[string]*storedResponse{}})
+	if !loaded {
+		runtime.AddCleanup(s, func(k weak.Pointer[Server]) { respStores.Delete(k) }, key)
+	}
+	return st.(*respStore)
+}
+
+// put stores a response, evicting the oldest past the bounds.
+func (st *respStore) put(id string, input, output []json.RawMessage, body []byte) {
+	r := &storedResponse{input: input, output: output, body: body, size: len(body)}
+	for _, it := range input {
+		r.size += len(it)
+	}
+	for _, it := range output {
+		r.size += len(it)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.byID[id] = r
+	st.order = append(st.order, id)
+	st.bytes += r.size
+	for len(st.byID) > maxStoredResponses || (st.bytes > maxStoredBytes && len(st.byID) > 1) {
+		old := st.order[0]
+		st.order = st.order[1:]
+		if o, ok := st.byID[old]; ok {
+			st.bytes -= o.size
+			delete(st.byID, old)
+		}
+	}
+}
+
+// lookup returns a stored response's input and output items.
+func (st *respStore) lookup(id string) (input, output []json.RawMessage, ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.byID[id]
+	if !ok {
+		return nil, nil, false
+	}
+	return r.input, r.output, true
+}
+
+// get returns a stored response's body.
+func (st *respStore) get(id string) ([]byte, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return r.body, true
+}
+
+// remove deletes a stored response, reporting whether it was there.
+func (st *respStore) remove(id string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, ok := st.byID[id]
+	if ok {
+		st.bytes -= r.size
+		delete(st.byID, id)
+	}
+	return ok
+}
