@@ -1,6 +1,7 @@
 // Package openai is deputy's provider for OpenAI-compatible Chat Completions
 // servers (OpenAI, Ollama, vLLM, llama.cpp), on the official SDK
-// (github.com/openai/openai-go/v3).
+// (github.com/openai/openai-go/v3), and for OpenAI's Responses API
+// (Options.Responses; its mapping is in responses.go).
 //
 // As in package anthropic: the SDK's retries are off and deputy's
 // (llm/retry) are on, every attempt is reported through llm.ReportAttempt,
@@ -34,6 +35,7 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/deputy-run/deputy/llm"
@@ -76,6 +78,11 @@ type Options struct {
 	// against it when the model should see its own bytes in its history.
 	// The transcript keeps the bytes as sent either way.
 	EchoInvalidArguments bool
+	// Responses speaks the Responses API (POST /responses) instead of
+	// Chat Completions: reasoning items kept and sent back, nothing left
+	// on the server (see responses.go). LegacyMaxTokens has no meaning
+	// there.
+	Responses bool
 }
 
 // Model is an llm.Model backed by a Chat Completions server. It is safe for
@@ -86,6 +93,9 @@ type Model struct {
 	opts    Options
 	policy  retry.Policy
 	service sdk.ChatCompletionService
+	// responses is the Responses API's service, used when
+	// Options.Responses is set.
+	responses responses.ResponseService
 
 	// schemas caches decoded tool schemas: the SDK wants parameters as a
 	// map, and decoding every tool's schema on every turn would dominate the
@@ -131,7 +141,11 @@ func New(model string, opts Options) (*Model, error) {
 	// The chat service alone, not openai.NewClient: the client would read
 	// OPENAI_* variables on its own, and deputy resolves its environment in
 	// one place (llm/provider).
-	m.service = sdk.NewChatCompletionService(sopts...)
+	if opts.Responses {
+		m.responses = responses.NewResponseService(sopts...)
+	} else {
+		m.service = sdk.NewChatCompletionService(sopts...)
+	}
 	return m, nil
 }
 
@@ -142,6 +156,9 @@ func (m *Model) Name() string { return m.model }
 func (m *Model) Generate(ctx context.Context, req *llm.Request, stream func(llm.Delta)) (*llm.Response, error) {
 	if req == nil {
 		return nil, fmt.Errorf("%s: nil request", m.name)
+	}
+	if m.opts.Responses {
+		return m.generateResponse(ctx, req, stream)
 	}
 	params, err := m.params(req)
 	if err != nil {
