@@ -1,5 +1,6 @@
 // Package provider turns a model spec such as "anthropic:claude-sonnet-4-5",
-// "openai:gpt-4.1" or "ollama:qwen3" into an llm.Model. Endpoints and keys
+// "openai:gpt-4.1", "openai-responses:gpt-5" or "ollama:qwen3" into an
+// llm.Model. Endpoints and keys
 // come from Options, in code; the environment (ANTHROPIC_API_KEY and the
 // rest) is read only when the caller passes Options.Getenv, as the CLI does
 // with os.LookupEnv. It is the one place deputy reads provider environment
@@ -19,7 +20,7 @@ import (
 )
 
 // Names are the provider prefixes a spec may start with.
-var Names = []string{"anthropic", "openai", "ollama"}
+var Names = []string{"anthropic", "openai", "openai-responses", "ollama"}
 
 // OllamaBaseURL is where ollama: models are served unless Options.BaseURL
 // or OPENAI_BASE_URL says otherwise.
@@ -51,6 +52,21 @@ type Options struct {
 	// OPENAI_BASE_URL (os.LookupEnv: the process's environment). nil: no
 	// variable is read.
 	Getenv func(string) (string, bool)
+	// Responses names the openai: models that speak OpenAI's Responses
+	// API rather than Chat Completions, as openai-responses: would
+	// (deputy.yaml's openai.responses); "*" is every openai: model. The
+	// spec, and so the model's prices and records, stays openai:MODEL.
+	Responses []string
+}
+
+// speaksResponses reports whether the openai: model is one of names.
+func speaksResponses(model string, names []string) bool {
+	for _, n := range names {
+		if n == "*" || n == model {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrBadSpec is wrapped by every error about the spec itself (as opposed
@@ -77,7 +93,9 @@ func Parse(spec string) (provider, model string, err error) {
 // they leave empty, by opts.Getenv's variables:
 //
 //	anthropic:MODEL  APIKey or ANTHROPIC_API_KEY (required); BaseURL or ANTHROPIC_BASE_URL
-//	openai:MODEL     APIKey or OPENAI_API_KEY (required); BaseURL or OPENAI_BASE_URL
+//	openai:MODEL     APIKey or OPENAI_API_KEY (required); BaseURL or OPENAI_BASE_URL;
+//	                 Chat Completions, or the Responses API for a model in Responses
+//	openai-responses:MODEL  the same, on the Responses API
 //	ollama:MODEL     BaseURL or OPENAI_BASE_URL (default http://localhost:11434/v1);
 //	                 APIKey or OPENAI_API_KEY (optional; Ollama ignores it)
 //
@@ -117,14 +135,14 @@ func New(spec string, opts Options) (llm.Model, error) {
 			return nil, fmt.Errorf("model %s: %w", spec, err)
 		}
 		return m, nil
-	case "openai":
+	case "openai", "openai-responses":
 		key := get(opts.APIKey, "OPENAI_API_KEY")
 		if key == "" {
 			return nil, noKey("OPENAI_API_KEY")
 		}
 		m, err := openai.New(model, openai.Options{
 			APIKey: key, BaseURL: get(opts.BaseURL, "OPENAI_BASE_URL"), HTTPClient: opts.HTTPClient, Retry: opts.Retry,
-			NonStreaming: opts.NonStreaming,
+			NonStreaming: opts.NonStreaming, Responses: p == "openai-responses" || speaksResponses(model, opts.Responses),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("model %s: %w", spec, err)

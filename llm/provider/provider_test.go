@@ -1,9 +1,15 @@
 package provider
 
 import (
+	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/deputy-run/deputy/llm"
 
 	"github.com/deputy-run/deputy/llm/anthropic"
 	"github.com/deputy-run/deputy/llm/openai"
@@ -20,6 +26,7 @@ func TestParse(t *testing.T) {
 		"openai:gpt-4.1":              {"openai", "gpt-4.1"},
 		"ollama:qwen3:8b":             {"ollama", "qwen3:8b"}, // Ollama tags keep their colon
 		" OpenAI:gpt-5 ":              {"openai", "gpt-5"},
+		"openai-responses:gpt-5":      {"openai-responses", "gpt-5"},
 	}
 	for spec, want := range good {
 		p, m, err := Parse(spec)
@@ -33,7 +40,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) err = %v, want ErrBadSpec", spec, err)
 			continue
 		}
-		if !strings.Contains(err.Error(), "anthropic, openai, ollama") || strings.Contains(err.Error(), "\n") {
+		if !strings.Contains(err.Error(), "anthropic, openai, openai-responses, ollama") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("Parse(%q) err = %q: want one line listing the providers", spec, err)
 		}
 	}
@@ -55,7 +62,7 @@ func TestNewFromEnv(t *testing.T) {
 		{"openai:gpt-4.1", map[string]string{"OPENAI_API_KEY": key}, ""},
 		{"openai:gpt-4.1", map[string]string{"OPENAI_API_KEY": key, "OPENAI_BASE_URL": "ftp://x"}, "base URL"},
 		{"ollama:qwen3", map[string]string{}, ""},
-		{"mistral:large", map[string]string{}, "unknown provider \"mistral\" (valid: anthropic, openai, ollama)"},
+		{"mistral:large", map[string]string{}, "unknown provider \"mistral\" (valid: anthropic, openai, openai-responses, ollama)"},
 	}
 	for _, c := range cases {
 		m, err := New(c.spec, Options{Getenv: envOf(c.env)})
@@ -113,5 +120,51 @@ func TestOptionsWinAndTheEnvironmentIsReadOnlyWhenAsked(t *testing.T) {
 	}
 	if _, err := New("openai:gpt-4.1", Options{APIKey: "sk-code", BaseURL: "http://127.0.0.1:1/v1"}); err != nil {
 		t.Errorf("key and URL in code: %v", err)
+	}
+}
+
+// openai-responses:MODEL, and an openai: model that Options.Responses
+// names (deputy.yaml's openai.responses), speak the Responses API; other
+// openai: models Chat Completions. Seen from the server, over real HTTP.
+func TestResponsesWireChosenPerModel(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"message":"seen","type":"invalid_request_error"}}`))
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		spec      string
+		responses []string
+		want      string
+	}{
+		{"openai-responses:gpt-5", nil, "/v1/responses"},
+		{"openai:gpt-5", []string{"o3", "gpt-5"}, "/v1/responses"},
+		{"openai:gpt-5", []string{"*"}, "/v1/responses"},
+		{"openai:gpt-4.1", []string{"gpt-5"}, "/v1/chat/completions"},
+		{"openai:gpt-4.1", nil, "/v1/chat/completions"},
+		{"ollama:gpt-5", []string{"*"}, "/v1/chat/completions"}, // openai: models only
+	} {
+		m, err := New(c.spec, Options{APIKey: "k", BaseURL: srv.URL + "/v1", Responses: c.responses})
+		if err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		_, err = m.Generate(context.Background(), &llm.Request{Messages: []llm.Message{llm.UserText("hi")}}, nil)
+		var ae *llm.APIError
+		if !errors.As(err, &ae) || ae.StatusCode != 400 || ae.Message != "seen" {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		mu.Lock()
+		got := paths[len(paths)-1]
+		mu.Unlock()
+		if got != c.want {
+			t.Errorf("%s with responses %q: %s, want %s", c.spec, c.responses, got, c.want)
+		}
 	}
 }
