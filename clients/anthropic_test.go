@@ -1,0 +1,77 @@
+package clients
+
+import (
+	"testing"
+)
+
+// anthropicReport is what checks/anthropic-create.mjs and -stream.mjs print.
+type anthropicReport struct {
+	Tool       string         `json:"tool"`
+	Input      map[string]any `json:"input"`
+	InputJSON  map[string]any `json:"input_json"`
+	FirstStop  string         `json:"first_stop"`
+	FinalStop  string         `json:"final_stop"`
+	FinalText  string         `json:"final_text"`
+	Usage      map[string]any `json:"usage"`
+	Counted    int            `json:"counted"`
+	Billed     int            `json:"billed"`
+	Calls      []any          `json:"calls"`
+	PlainText  string         `json:"plain_text"`
+	StreamText string         `json:"stream_text"`
+}
+
+func anthropicChecks() []check {
+	return []check{
+		{"anthropic-sdk/messages.create", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-create.mjs"))
+			wantAnthropicTrip(t, r)
+			trips{path: "/v1/messages", requests: 2}.expect(t, f)
+		}},
+		{"anthropic-sdk/messages.stream+finalMessage", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-stream.mjs"))
+			wantAnthropicTrip(t, r)
+			if r.InputJSON["city"] != "Paris" {
+				t.Errorf("the streamed input_json_delta fragments joined to %v, want {city: Paris}", r.InputJSON)
+			}
+			trips{path: "/v1/messages", requests: 2, streamed: 2}.expect(t, f)
+		}},
+		{"anthropic-sdk/messages.countTokens", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-count-tokens.mjs"))
+			wantQuoted(t, "the answer after counting", r.FinalText)
+			// The fake counts both with deputy's one rule, so the count of
+			// a request and the input it is billed for agree exactly.
+			if r.Counted <= 0 || r.Counted != r.Billed {
+				t.Errorf("countTokens said %d input tokens, create billed %d for the same request", r.Counted, r.Billed)
+			}
+			trips{path: "/v1/messages", requests: 2}.expect(t, f)
+			trips{path: "/v1/messages/count_tokens", requests: 1}.expect(t, f)
+		}},
+		{"anthropic-sdk/beta.messages.toolRunner", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-tool-runner.mjs"))
+			if len(r.Calls) != 2 {
+				t.Errorf("the runner ran get_weather %d times (%v), want once per run, 2", len(r.Calls), r.Calls)
+			}
+			wantQuoted(t, "the plain run's answer", r.PlainText)
+			wantQuoted(t, "the streamed run's answer", r.StreamText)
+			trips{path: "/v1/messages", requests: 4, streamed: 2}.expect(t, f)
+		}},
+	}
+}
+
+func wantAnthropicTrip(t *testing.T, r anthropicReport) {
+	t.Helper()
+	if r.Tool != "get_weather" || r.Input["city"] != "Paris" || r.FirstStop != "tool_use" {
+		t.Errorf("first turn: %s(%v), stop %q; want get_weather({city: Paris}), tool_use", r.Tool, r.Input, r.FirstStop)
+	}
+	if r.FinalStop != "end_turn" {
+		t.Errorf("final stop_reason %q, want end_turn", r.FinalStop)
+	}
+	wantQuoted(t, "the final text", r.FinalText)
+	if out, _ := r.Usage["output_tokens"].(float64); out <= 0 {
+		t.Errorf("final usage %v: no output_tokens", r.Usage)
+	}
+}

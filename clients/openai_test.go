@@ -1,0 +1,124 @@
+package clients
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// call is a function call as the OpenAI wires carry it: arguments as text.
+type call struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+func (c call) want(t *testing.T, what string) {
+	t.Helper()
+	if c.Name != "get_weather" || strings.ReplaceAll(c.Arguments, " ", "") != `{"city":"Paris"}` {
+		t.Errorf("%s: %s(%s), want get_weather({\"city\":\"Paris\"})", what, c.Name, c.Arguments)
+	}
+}
+
+type openaiTurns struct {
+	Plain struct {
+		Echoed []string       `json:"echoed"`
+		Call   call           `json:"call"`
+		Text   string         `json:"text"`
+		Usage  map[string]any `json:"usage"`
+	} `json:"plain"`
+	Stream struct {
+		Call      call           `json:"call"`
+		Text      string         `json:"text"`
+		FinalText *string        `json:"final_text"`
+		Usage     map[string]any `json:"usage"`
+		Finish    string         `json:"finish"`
+		Events    []string       `json:"events"`
+	} `json:"stream"`
+}
+
+func openaiChecks() []check {
+	return []check{
+		{"openai/chat.completions.create", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[openaiTurns](t, m.script(t, f, "openai-chat.mjs"))
+			r.Plain.Call.want(t, "plain")
+			wantQuoted(t, "the plain answer (after echoing "+strings.Join(r.Plain.Echoed, ",")+")", r.Plain.Text)
+			r.Stream.Call.want(t, "streamed")
+			wantQuoted(t, "the streamed answer", r.Stream.Text)
+			if r.Stream.Finish != "stop" {
+				t.Errorf("streamed finish_reason %q, want stop", r.Stream.Finish)
+			}
+			if n, _ := r.Stream.Usage["completion_tokens"].(float64); n <= 0 {
+				t.Errorf("include_usage: the last chunk's usage is %v", r.Stream.Usage)
+			}
+			trips{path: "/v1/chat/completions", requests: 4, streamed: 2}.expect(t, f)
+		}},
+		{"openai/chat.completions.runTools", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[struct {
+				PlainText  string `json:"plain_text"`
+				StreamText string `json:"stream_text"`
+				Calls      []any  `json:"calls"`
+			}](t, m.script(t, f, "openai-run-tools.mjs"))
+			wantQuoted(t, "the plain runner's answer", r.PlainText)
+			wantQuoted(t, "the streamed runner's answer", r.StreamText)
+			if len(r.Calls) != 2 {
+				t.Errorf("the runners called get_weather %d times (%v), want 2", len(r.Calls), r.Calls)
+			}
+			trips{path: "/v1/chat/completions", requests: 4, streamed: 2}.expect(t, f)
+		}},
+		{"openai/chat.completions.parse", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "forecast.yaml")
+			r := decodeReport[struct {
+				Parsed struct {
+					City   string `json:"city"`
+					Report string `json:"report"`
+					Sunny  bool   `json:"sunny"`
+				} `json:"parsed"`
+			}](t, m.script(t, f, "openai-parse.mjs"))
+			if p := r.Parsed; p.City != "Paris" || !strings.Contains(p.Report, mark) || !p.Sunny {
+				t.Errorf("parsed %+v, want the scenario's {Paris, the tool's report, true}", p)
+			}
+			reqs := trips{path: "/v1/chat/completions", requests: 2}.expect(t, f)
+			for _, q := range reqs {
+				if !strings.Contains(string(q.Request), `"json_schema"`) {
+					t.Errorf("the request did not carry the json_schema response_format: %v", q)
+				}
+			}
+		}},
+		{"openai/responses.create", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[openaiTurns](t, m.script(t, f, "openai-responses.mjs"))
+			r.Plain.Call.want(t, "plain")
+			wantQuoted(t, "the plain answer (previous_response_id)", r.Plain.Text)
+			r.Stream.Call.want(t, "streamed")
+			wantQuoted(t, "the streamed answer's output_text.delta events", r.Stream.Text)
+			for _, ev := range []string{"response.created", "response.output_item.added", "response.function_call_arguments.delta",
+				"response.function_call_arguments.done", "response.output_text.delta", "response.completed"} {
+				if !slices.Contains(r.Stream.Events, ev) {
+					t.Errorf("the streams had no %s event (got %v)", ev, r.Stream.Events)
+				}
+			}
+			if n, _ := r.Plain.Usage["output_tokens"].(float64); n <= 0 {
+				t.Errorf("plain usage %v: no output_tokens", r.Plain.Usage)
+			}
+			trips{path: "/v1/responses", requests: 4, streamed: 2}.expect(t, f)
+		}},
+		{"openai/models.list", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[struct {
+				IDs       []string       `json:"ids"`
+				Retrieved map[string]any `json:"retrieved"`
+				Model     string         `json:"model"`
+				Text      string         `json:"text"`
+			}](t, m.script(t, f, "openai-models.mjs"))
+			if r.Retrieved["id"] != r.Model || r.Retrieved["object"] != "model" {
+				t.Errorf("models.retrieve(%q) = %v", r.Model, r.Retrieved)
+			}
+			wantQuoted(t, "the answer on "+r.Model, r.Text)
+			trips{method: "GET", path: "/v1/models", requests: 1}.expect(t, f)
+			trips{method: "GET", path: "/v1/models/" + r.Model, requests: 1}.expect(t, f)
+			trips{path: "/v1/chat/completions", requests: 2}.expect(t, f)
+		}},
+	}
+}
