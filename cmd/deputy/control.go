@@ -17,31 +17,72 @@ import (
 )
 
 // controlCmd is the shape of pause, resume, cancel, send and answer: act
-// on one instance through durable.Control, print what happened.
+// on one instance through durable.Control, say what is now true.
 type controlCmd struct {
-	use, short, long string
-	text             bool // takes TEXT after the id
-	toChild          bool // refused on a child without --as-parent
-	act              func(ctx context.Context, c durable.Control, id, text string) error
-	done             string // "paused": printed after the id
+	use, short, example string
+	text                bool // takes TEXT after the id
+	toChild             bool // refused on a child without --as-parent
+	states              []instance.State // the states it acts on, for completion
+	// already reports that what is asked holds already for an instance in
+	// this state (a second cancel): nothing is done, and it exits 0.
+	already func(instance.State) bool
+	act     func(ctx context.Context, c durable.Control, id, text string) error
+	// said is what happened, from the states before and after: done, or
+	// only requested of a run that acts at its next turn.
+	said func(id string, before, after instance.State) (line string, requested bool)
 }
 
 func newControlCmds() []*cobra.Command {
+	is := func(want instance.State) func(instance.State) bool {
+		return func(st instance.State) bool { return st == want }
+	}
 	specs := []controlCmd{
-		{use: "pause ID", short: "Pause an instance (a running one stops at its next turn)", done: "paused",
-			act: func(ctx context.Context, c durable.Control, id, _ string) error { return c.Pause(ctx, id) }},
-		{use: "resume ID", short: "Resume a paused instance (its next run is queued for the worker)", done: "resumed",
-			act: func(ctx context.Context, c durable.Control, id, _ string) error { return c.Resume(ctx, id) }},
-		{use: "cancel ID", short: "Cancel an instance and its subagents, keeping their partial results", done: "cancelled",
-			act: func(ctx context.Context, c durable.Control, id, _ string) error { return c.Cancel(ctx, id) }},
-		{use: "send ID TEXT", short: "Steer an instance: a message its model reads at its next turn", done: "sent to",
-			text: true, toChild: true,
+		{use: "pause ID", short: "Pause an instance (a running one stops at its next turn)", states: []instance.State{instance.Running, instance.Asking},
+			example: "  deputy pause " + exampleID, already: is(instance.Paused),
+			act: func(ctx context.Context, c durable.Control, id, _ string) error { return c.Pause(ctx, id) },
+			said: func(id string, _, after instance.State) (string, bool) {
+				if after == instance.Running {
+					return "pause requested: " + id + " stops at its next turn (now running)", true
+				}
+				return fmt.Sprintf("paused %s (now %s)", id, after), false
+			}},
+		{use: "resume ID", short: "Resume a paused instance (its next run is queued for the worker)", states: []instance.State{instance.Paused},
+			example: "  deputy resume " + exampleID, already: is(instance.Running),
+			act:     func(ctx context.Context, c durable.Control, id, _ string) error { return c.Resume(ctx, id) },
+			said: func(id string, _, after instance.State) (string, bool) {
+				return fmt.Sprintf("resumed %s (now %s)", id, after), false
+			}},
+		{use: "cancel ID", short: "Cancel an instance and its subagents, keeping their partial results", states: activeStates,
+			example: "  deputy cancel " + exampleID, already: is(instance.Cancelled),
+			act:     func(ctx context.Context, c durable.Control, id, _ string) error { return c.Cancel(ctx, id) },
+			said: func(id string, _, after instance.State) (string, bool) {
+				if after == instance.Running {
+					return "cancel requested: " + id + " stops at its next turn, keeping its partial result (now running)", true
+				}
+				return fmt.Sprintf("cancelled %s (now %s)", id, after), false
+			}},
+		{use: "send ID TEXT", short: "Steer an instance: a message its model reads at its next turn", states: activeStates,
+			example: "  deputy send " + exampleID + ` "Skip the tests; only the docs matter"`,
+			text:    true, toChild: true,
 			act: func(ctx context.Context, c durable.Control, id, text string) error {
 				return c.Send(ctx, id, durable.Operator, text)
+			},
+			said: func(id string, before, after instance.State) (string, bool) {
+				if before == instance.Running {
+					return "sent to " + id + ": its model reads it at its next turn (now running)", true
+				}
+				return fmt.Sprintf("sent to %s: its model reads it when its next run starts (now %s)", id, after), true
 			}},
-		{use: "answer ID TEXT", short: "Answer an instance's question (deputy ps shows who is asking)", done: "answered",
-			text: true, toChild: true,
-			act: func(ctx context.Context, c durable.Control, id, text string) error { return c.Answer(ctx, id, text) }},
+		{use: "answer ID TEXT", short: "Answer an instance's question (deputy ps shows who is asking)", states: []instance.State{instance.Asking, instance.Paused},
+			example: "  deputy answer " + exampleID + ` "Use the staging database"`,
+			text:    true, toChild: true,
+			act: func(ctx context.Context, c durable.Control, id, text string) error { return c.Answer(ctx, id, text) },
+			said: func(id string, _, after instance.State) (string, bool) {
+				if after == instance.Paused {
+					return fmt.Sprintf("answered %s (now paused): it reads the answer once resumed (deputy resume %s)", id, id), false
+				}
+				return fmt.Sprintf("answered %s (now %s)", id, after), false
+			}},
 	}
 	out := make([]*cobra.Command, len(specs))
 	for i, s := range specs {
@@ -50,71 +91,115 @@ func newControlCmds() []*cobra.Command {
 	return out
 }
 
+// controlJSON is what a control prints with --json. Effect is "done",
+// "requested" (a running instance acts on it at its next turn) or
+// "already" (it held already: nothing was done).
+type controlJSON struct {
+	ID     string `json:"id"`
+	Action string `json:"action"`
+	State  string `json:"state"`
+	Effect string `json:"effect"`
+}
+
 func (s controlCmd) command() *cobra.Command {
-	var db string
-	var asJSON, asParent bool
+	var f controlFlags
 	nargs := 1
 	if s.text {
 		nargs = 2
 	}
 	cmd := &cobra.Command{
-		Use:   s.use,
-		Short: s.short,
-		Args:  cobra.ExactArgs(nargs),
+		Use:               s.use,
+		Short:             s.short,
+		Example:           s.example,
+		Args:              cobra.ExactArgs(nargs),
+		ValidArgsFunction: completeInstances(s.states...),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			id, text := args[0], ""
-			if s.text {
-				if text = strings.TrimSpace(args[1]); text == "" {
-					return usageErr("the text is empty")
-				}
-			}
-			st, where, in, err := openInstance(ctx, db, id)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if s.toChild && in.Parent != "" && !asParent {
-				return usageErr("%s is a subagent of %s: its parent talks to it; add --as-parent to speak as its parent "+
-					"(recorded as coming from the operator)", id, in.Parent)
-			}
-			ctl := durable.Control{Store: st, URL: where}
-			if err := s.act(ctx, ctl, id, text); err != nil {
-				return controlErr(where, id, err)
-			}
-			if asParent && in.Parent != "" {
-				// The parent hears what was said to its child in its name.
-				did := "sent your subagent %s a message in your name: %s"
-				if strings.HasPrefix(s.use, "answer") {
-					did = "answered your subagent %s's question in your name: %s"
-				}
-				note := "The operator " + fmt.Sprintf(did, id, text)
-				if err := ctl.Send(ctx, in.Parent, durable.Operator, note); err != nil && !errors.Is(err, instance.ErrIllegalTransition) {
-					return controlErr(where, in.Parent, err)
-				}
-			}
-			after, err := st.GetInstance(ctx, id)
-			if err != nil {
-				return readErr(where, err)
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), struct {
-					ID     string `json:"id"`
-					Action string `json:"action"`
-					State  string `json:"state"`
-				}{id, strings.Fields(s.use)[0], string(after.State)})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s (now %s)\n", s.done, id, after.State)
-			hintWorker(ctx, cmd.ErrOrStderr(), st, where, s.use, after)
-			return nil
+			return s.run(cmd, f, args)
 		},
 	}
-	cmd.Flags().StringVar(&db, "db", "", dbFlagHelp)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print {id, action, state} as JSON")
+	cmd.Flags().StringVar(&f.db, "db", "", dbFlagHelp)
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print {id, action, state, effect} as JSON")
 	if s.toChild {
-		cmd.Flags().BoolVar(&asParent, "as-parent", false, "speak to a subagent as its parent (recorded as the operator)")
+		cmd.Flags().BoolVar(&f.asParent, "as-parent", false, "speak to a subagent as its parent (recorded as the operator)")
 	}
 	return cmd
+}
+
+// controlFlags are a control's flags.
+type controlFlags struct {
+	db               string
+	asJSON, asParent bool
+}
+
+// run acts on the instance args name and says what is now true.
+func (s controlCmd) run(cmd *cobra.Command, f controlFlags, args []string) error {
+	ctx := cmd.Context()
+	id, text := args[0], ""
+	if s.text {
+		if text = strings.TrimSpace(args[1]); text == "" {
+			return usageErr("the text is empty")
+		}
+	}
+	st, where, in, err := openInstance(ctx, f.db, id)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if s.toChild && in.Parent != "" && !f.asParent {
+		return usageErr("%s is a subagent of %s: its parent talks to it; add --as-parent to speak as its parent "+
+			"(recorded as coming from the operator)", id, in.Parent)
+	}
+	verb := strings.Fields(s.use)[0]
+	if s.already != nil && s.already(in.State) {
+		return s.report(cmd, f, controlJSON{id, verb, string(in.State), "already"},
+			fmt.Sprintf("%s is %s already: nothing to do", id, in.State))
+	}
+	ctl := durable.Control{Store: st, URL: where}
+	if err := s.act(ctx, ctl, id, text); err != nil {
+		return controlErr(where, id, err)
+	}
+	if f.asParent && in.Parent != "" {
+		if err := tellParent(ctx, ctl, verb, in.Parent, id, text); err != nil {
+			return controlErr(where, in.Parent, err)
+		}
+	}
+	after, err := st.GetInstance(ctx, id)
+	if err != nil {
+		return readErr(where, err)
+	}
+	line, requested := s.said(id, in.State, after.State)
+	effect := "done"
+	if requested {
+		effect = "requested"
+	}
+	if err := s.report(cmd, f, controlJSON{id, verb, string(after.State), effect}, line); err != nil {
+		return err
+	}
+	hintWorker(ctx, cmd.ErrOrStderr(), st, where, s.use, after)
+	return nil
+}
+
+// report prints what a control did: its JSON, or its line.
+func (s controlCmd) report(cmd *cobra.Command, f controlFlags, j controlJSON, line string) error {
+	if f.asJSON {
+		return writeJSON(cmd.OutOrStdout(), j)
+	}
+	_, err := fmt.Fprintln(cmd.OutOrStdout(), line)
+	return err
+}
+
+// tellParent lets a subagent's parent hear what was said to its child in
+// its name.
+func tellParent(ctx context.Context, ctl durable.Control, verb, parent, id, text string) error {
+	did := "sent your subagent %s a message in your name: %s"
+	if verb == "answer" {
+		did = "answered your subagent %s's question in your name: %s"
+	}
+	note := "The operator " + fmt.Sprintf(did, id, text)
+	if err := ctl.Send(ctx, parent, durable.Operator, note); err != nil && !errors.Is(err, instance.ErrIllegalTransition) {
+		return err
+	}
+	return nil
 }
 
 // hintWorker says so when what was asked needs a worker and none runs:
@@ -230,12 +315,8 @@ func (n *treeNode) sum() {
 }
 
 func printTree(w io.Writer, n *treeNode, indent string) {
-	cost := "-"
-	if n.Subtree.Cost != nil {
-		cost = fmt.Sprintf("$%.4f", *n.Subtree.Cost)
-	}
 	fmt.Fprintf(w, "%s%s  %s  %s  %d turns  %d tokens  %s\n", indent, n.ID, n.Type, n.State, n.Turns,
-		n.Subtree.Usage.Total(), cost)
+		n.Subtree.Usage.Total(), costCell(n.Subtree.Cost))
 	for _, c := range n.Children {
 		printTree(w, c, indent+"  ")
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -51,26 +52,53 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil && ee.err.Error() != "" {
-			fmt.Fprintln(stderr, "deputy:", ee.err)
+			fmt.Fprintln(stderr, errLine(ee.err))
 		}
 		return ee.code
 	}
 	// cobra's own errors (unknown flag, wrong arg count) are usage errors.
-	fmt.Fprintln(stderr, "deputy:", err)
+	fmt.Fprintln(stderr, errLine(err))
 	return exitUsage
+}
+
+// errLine is err as deputy prints it: "deputy: " once. The library's
+// errors begin with "deputy: " too (a program printing them needs it), and
+// layers that wrap them would otherwise print it twice.
+func errLine(err error) string { return "deputy: " + unprefixed(err.Error()) }
+
+// unprefixed is msg without the "deputy: " its layers put in front of it
+// or after their own context.
+func unprefixed(msg string) string {
+	for {
+		rest, ok := strings.CutPrefix(msg, "deputy: ")
+		if !ok {
+			break
+		}
+		msg = rest
+	}
+	return strings.ReplaceAll(msg, ": deputy: ", ": ")
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "deputy",
-		Short:         "Run LLM agents that hand subtasks to managed subagents",
+		Use:   "deputy",
+		Short: "Run LLM agents that hand subtasks to managed subagents",
+		Example: `  deputy run --model fake "Describe this workspace"   # offline, on the scripted model
+  deputy ps --all                                     # what ran here, newest first
+  deputy completion bash > ~/.local/share/bash-completion/completions/deputy`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.PersistentFlags().Bool(noColorFlag, false, "no colour and no spinner, even on a terminal (as $NO_COLOR does)")
 	root.AddCommand(newRunCmd(), newWorkerCmd(), newWorkersCmd(), newShowCmd(), newPsCmd(), newTreeCmd(), newLogsCmd(), newFakeLLMCmd(),
-		newVersionCmd(), newAgentsCmd(), newDoctorCmd(), newMergeCmd(), newServeCmd(), newMcpCmd())
+		newVersionCmd(), newAgentsCmd(), newDoctorCmd(), newMergeCmd(), newServeCmd(), newMcpCmd(), newRmCmd(), newPruneCmd())
 	root.AddCommand(newControlCmds()...)
+	// Made here rather than by Execute, so that they get examples (and
+	// the tests see them) like every other command.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	addExamples(root)
 	return root
 }

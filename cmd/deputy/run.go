@@ -10,7 +10,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
@@ -19,6 +18,7 @@ import (
 
 	deputylib "github.com/deputy-run/deputy"
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
@@ -48,6 +48,7 @@ type runOptions struct {
 	searchURL   string
 	timeout     time.Duration
 	drain       time.Duration
+	style       style // of stderr: a terminal's colour and status line, or plain
 }
 
 func newRunCmd() *cobra.Command {
@@ -67,6 +68,7 @@ at once: what still runs is cut off, and a side-effecting call among it is
 reported to the model as interrupted when the run resumes.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.style = styleFor(cmd, cmd.ErrOrStderr())
 			return runTask(cmd.Context(), o, strings.Join(args, " "), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -120,7 +122,8 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	drain := cmp.Or(o.drain, durable.DefaultDrain)
 	ctx, hurry, release := stopSignals(ctx, stderr, drain, o.quiet)
 	defer release()
-	opts, err := o.options(spec, stderr)
+	prog := &runProgress{w: stderr, style: o.style}
+	opts, err := o.options(spec, stderr, prog)
 	if err != nil {
 		return err
 	}
@@ -135,11 +138,16 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	defer closeRuntime(rt, hurry, drain, o.quiet, stderr, "deputy")
 	opened(rt, stderr, "deputy", o.quiet)
 
+	if !o.quiet {
+		prog.start(clock.Real)
+		defer prog.stop()
+	}
 	id, err := rt.Start(ctx, t)
 	if err != nil {
 		return err
 	}
 	root, records, done, err := awaitRun(ctx, rt, id, o.db, hurry, drain)
+	prog.stop() // what follows is printed plainly, below the run's lines
 	if err != nil {
 		return err
 	}
@@ -174,11 +182,11 @@ func (o runOptions) check(task string) (spec string, err error) {
 // options are the library's options for the run: the workspace, config
 // and database the flags name, progress lines on stderr unless quiet, and
 // the root's system prompt, which names the workspace it resolved.
-func (o runOptions) options(spec string, stderr io.Writer) (deputylib.Options, error) {
+func (o runOptions) options(spec string, stderr io.Writer, prog *runProgress) (deputylib.Options, error) {
 	in := cliInputs{db: o.db, model: spec, scenario: o.scenario, workspace: o.workspace, config: o.config,
 		searchURL: o.searchURL, stderr: stderr}
 	if !o.quiet {
-		in.onEvent = progress(stderr)
+		in.onEvent = prog.onEvent
 	}
 	opts, err := cliOptions(in)
 	if err != nil {
@@ -377,49 +385,10 @@ var configFailure = regexp.MustCompile(`: (401|403|404) [a-z_]+|dial tcp|connect
 
 // progress prints one line per tool call and per subagent start and end
 // to w, so a person watching sees the agents work without the answer on
-// stdout being mixed with it. Children run concurrently: lines are written
-// whole, under a lock.
+// stdout being mixed with it: plain text (see runProgress for a
+// terminal's).
 func progress(w io.Writer) func(agent.Event) {
-	var mu sync.Mutex
-	return func(e agent.Event) {
-		var line string
-		indent := strings.Repeat("  ", e.Depth)
-		who := ""
-		if e.Depth > 0 {
-			who = e.Type + " " + e.Instance + ": "
-		}
-		switch e.Kind {
-		case agent.EventSpawned:
-			if e.Depth > 0 {
-				line = fmt.Sprintf("%s↳ %sstarted", indent, who)
-			}
-		case agent.EventQueued:
-			line = fmt.Sprintf("%s↳ %swaiting for %s", indent, who, e.Waiting)
-		case agent.EventEnded:
-			switch r := e.Relay; {
-			case r != nil && r.Interrupted:
-				// Stopped with this process: nothing ended, and its turns
-				// so far are kept for the run that resumes it.
-				line = fmt.Sprintf("%s↳ %sinterrupted, resumable (saved as of its last finished step)", indent, who)
-			case r != nil:
-				line = fmt.Sprintf("%s↳ %s%s in %d turns, %d chars reported", indent, who, r.State, r.Turns, len([]rune(r.Report)))
-			}
-		case agent.EventStep:
-			line = loopLine(e.Loop)
-			if line != "" {
-				line = indent + strings.ReplaceAll(line, "\n", "\n"+indent)
-				if who != "" {
-					line = indent + "  " + who + strings.TrimPrefix(line, indent)
-				}
-			}
-		}
-		if line == "" {
-			return
-		}
-		mu.Lock()
-		fmt.Fprintln(w, line)
-		mu.Unlock()
-	}
+	return (&runProgress{w: w}).onEvent
 }
 
 // loopLine is the progress line of one loop event, or "".
@@ -488,12 +457,6 @@ func instanceRows(tree []*instance.Record) ([]instance.Record, llm.Usage, *float
 func costTable(w io.Writer, rows []instance.Record, u llm.Usage, total *float64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "instance\ttype\tmode\tstate\tturns\ttools\tin\tcached\tout\treport\tcost\t")
-	money := func(c *float64) string {
-		if c == nil {
-			return "?"
-		}
-		return fmt.Sprintf("$%.4f", *c)
-	}
 	for _, in := range rows {
 		mode := in.Mode
 		if mode == "" {
@@ -505,10 +468,11 @@ func costTable(w io.Writer, rows []instance.Record, u llm.Usage, total *float64)
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", strings.Repeat("  ", in.Depth), in.ID,
 			in.Type, mode, state, in.Turns, in.ToolCalls, in.Usage.InputTokens+in.Usage.CacheWriteTokens,
-			in.Usage.CacheReadTokens, in.Usage.OutputTokens, utf8.RuneCountInString(in.Report), money(in.Cost))
+			in.Usage.CacheReadTokens, in.Usage.OutputTokens, utf8.RuneCountInString(in.Report), costCell(in.Cost))
 	}
-	fmt.Fprintf(tw, "total\t\t\t\t\t\t%d\t%d\t%d\t\t%s\t\n", u.InputTokens+u.CacheWriteTokens, u.CacheReadTokens, u.OutputTokens, money(total))
+	fmt.Fprintf(tw, "total\t\t\t\t\t\t%d\t%d\t%d\t\t%s\t\n", u.InputTokens+u.CacheWriteTokens, u.CacheReadTokens, u.OutputTokens, costCell(total))
 	tw.Flush()
+	unpricedHints(w, rows)
 	if len(rows) > 0 && strings.HasPrefix(rows[0].Model, "fake") {
 		fmt.Fprintln(w, "(the scripted model is priced at illustrative rates; * marks a partial result)")
 	}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "os"
+
+// isTerminal is false off Linux: output stays plain there until someone
+// checks the escapes on that platform's terminals.
+func isTerminal(*os.File) bool { return false }
