@@ -20,8 +20,8 @@ import (
 // on one instance through durable.Control, say what is now true.
 type controlCmd struct {
 	use, short, example string
-	text                bool // takes TEXT after the id
-	toChild             bool // refused on a child without --as-parent
+	text                bool             // takes TEXT after the id
+	toChild             bool             // refused on a child without --as-parent
 	states              []instance.State // the states it acts on, for completion
 	// already reports that what is asked holds already for an instance in
 	// this state (a second cancel): nothing is done, and it exits 0.
@@ -48,13 +48,13 @@ func newControlCmds() []*cobra.Command {
 			}},
 		{use: "resume ID", short: "Resume a paused instance (its next run is queued for the worker)", states: []instance.State{instance.Paused},
 			example: "  deputy resume " + exampleID, already: is(instance.Running),
-			act:     func(ctx context.Context, c durable.Control, id, _ string) error { return c.Resume(ctx, id) },
+			act: func(ctx context.Context, c durable.Control, id, _ string) error { return c.Resume(ctx, id) },
 			said: func(id string, _, after instance.State) (string, bool) {
 				return fmt.Sprintf("resumed %s (now %s)", id, after), false
 			}},
 		{use: "cancel ID", short: "Cancel an instance and its subagents, keeping their partial results", states: activeStates,
 			example: "  deputy cancel " + exampleID, already: is(instance.Cancelled),
-			act:     func(ctx context.Context, c durable.Control, id, _ string) error { return c.Cancel(ctx, id) },
+			act: func(ctx context.Context, c durable.Control, id, _ string) error { return c.Cancel(ctx, id) },
 			said: func(id string, _, after instance.State) (string, bool) {
 				if after == instance.Running {
 					return "cancel requested: " + id + " stops at its next turn, keeping its partial result (now running)", true
