@@ -18,7 +18,7 @@ import (
 type anthWireRequest struct {
 	Model         *string           `json:"model"`
 	MaxTokens     *int64            `json:"max_tokens"`
-	Messages      []anthWireMessage `json:"messages"`
+	Messages      []json.RawMessage `json:"messages"`
 	System        json.RawMessage   `json:"system"`
 	Tools         []json.RawMessage `json:"tools"`
 	ToolChoice    json.RawMessage   `json:"tool_choice"`
@@ -82,13 +82,8 @@ func (r *anthWireRequest) countTokensRefuses() string {
 	return ""
 }
 
-type anthWireMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
 // anthWireBlock is any content block; which fields matter depends on Type.
-// Blocks are decoded leniently (citations, caller and future fields pass).
+// Which fields a block may carry is checked first (anthBlockCheck).
 type anthWireBlock struct {
 	Type         string          `json:"type"`
 	Text         *string         `json:"text"`
@@ -120,11 +115,6 @@ type anthToolChoice struct {
 	DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 }
 
-type anthThinking struct {
-	Type         string `json:"type"`
-	BudgetTokens *int64 `json:"budget_tokens"`
-}
-
 // anthDecoded is a decoded, validated request.
 type anthDecoded struct {
 	req    *llm.Request
@@ -134,6 +124,13 @@ type anthDecoded struct {
 	elems []prefixElem
 	// maxTokens is -1 for count_tokens, which has none.
 	maxTokens int
+	// schema is the structured-output JSON schema the answer must meet.
+	schema json.RawMessage
+	// contextManagement is set when the request asked for context edits,
+	// which the response then reports (applied_edits).
+	contextManagement bool
+	// thread is the request's message-thread turn, or nil.
+	thread *threadTurn
 }
 
 // maxBreakpoints is the Messages API's limit on cache_control markers.
@@ -143,7 +140,7 @@ const maxBreakpoints = 4
 // countTokens selects the count_tokens variant (no max_tokens, no stream).
 // The steps check in one fixed order, so a body with several faults is
 // always refused for the same one.
-func decodeAnthropic(body []byte, countTokens bool) (*anthDecoded, *wireError) {
+func decodeAnthropic(body []byte, countTokens bool, threads *threadStore) (*anthDecoded, *wireError) {
 	var w anthWireRequest
 	if p := decodeStrict(body, &w); p != nil {
 		return nil, anthDecodeError(p)
@@ -152,22 +149,51 @@ func decodeAnthropic(body []byte, countTokens bool) (*anthDecoded, *wireError) {
 	if werr != nil {
 		return nil, werr
 	}
+	if !isNull(w.Thread) && threads != nil {
+		if d.thread, werr = threads.begin(w.Thread, &w); werr != nil {
+			return nil, werr
+		}
+	}
+	if werr := anthDecodeBody(&w, d); werr != nil {
+		d.thread.abandon()
+		return nil, werr
+	}
+	return d, nil
+}
+
+// anthDecodeBody decodes what follows the required fields (and, on a
+// thread, the held conversation laid before the request's messages).
+func anthDecodeBody(w *anthWireRequest, d *anthDecoded) *wireError {
+	if w.Messages == nil {
+		return invalid("messages: Field required")
+	}
+	if len(w.Messages) == 0 {
+		return invalid("messages: List should have at least 1 item after validation, not 0")
+	}
 	req := &llm.Request{Model: *w.Model, Temperature: w.Temperature, StopSequences: w.StopSequences}
 	if w.MaxTokens != nil {
 		req.MaxTokens = int(*w.MaxTokens)
 	}
-	if werr := anthOptions(&w, d.maxTokens, req); werr != nil {
-		return nil, werr
+	var werr *wireError
+	if werr = anthOptions(w, d.maxTokens, req); werr != nil {
+		return werr
+	}
+	if d.schema, werr = anthOutput(w); werr != nil {
+		return werr
+	}
+	if d.contextManagement, werr = anthContextManagement(w); werr != nil {
+		return werr
 	}
 	pb := newPrefixBuilder(*w.Model, len(w.Tools)+2*len(w.Messages)+2)
-	if werr := anthPrompt(&w, req, pb); werr != nil {
-		return nil, werr
+	conv, werr := anthPrompt(w, req, pb)
+	if werr != nil {
+		return werr
 	}
-	if werr := anthPairing(req.Messages); werr != nil {
-		return nil, werr
+	if werr := anthPairing(req.Messages, conv.wireIndex); werr != nil {
+		return werr
 	}
 	d.req, d.elems = req, pb.elems
-	return d, nil
+	return nil
 }
 
 // anthRequired checks the fields a request cannot do without (and, for
@@ -193,12 +219,6 @@ func anthRequired(w *anthWireRequest, countTokens bool) (*anthDecoded, *wireErro
 		d.maxTokens = int(*w.MaxTokens)
 		d.stream = w.Stream != nil && *w.Stream
 	}
-	if w.Messages == nil {
-		return nil, invalid("messages: Field required")
-	}
-	if len(w.Messages) == 0 {
-		return nil, invalid("messages: List should have at least 1 item after validation, not 0")
-	}
 	return d, nil
 }
 
@@ -220,36 +240,32 @@ func anthOptions(w *anthWireRequest, maxTokens int, req *llm.Request) *wireError
 // anthPrompt decodes the cacheable prompt (tools, system, messages, in
 // the order the prefix hashes them) into req and pb, and holds the
 // cache_control markers found on the way to the API's limit.
-func anthPrompt(w *anthWireRequest, req *llm.Request, pb *prefixBuilder) *wireError {
+func anthPrompt(w *anthWireRequest, req *llm.Request, pb *prefixBuilder) (*anthConversation, *wireError) {
 	bp := &anthBreakpoints{}
 	tools, werr := anthTools(w.Tools, pb, bp)
 	if werr != nil {
-		return werr
+		return nil, werr
 	}
 	req.Tools = tools
 	if req.System, werr = anthSystem(w.System, pb, bp); werr != nil {
-		return werr
+		return nil, werr
 	}
-	req.Messages = make([]llm.Message, 0, len(w.Messages))
-	for i, m := range w.Messages {
-		msg, werr := anthMessage(i, m, pb, bp)
-		if werr != nil {
-			return werr
-		}
-		req.Messages = append(req.Messages, msg)
+	conv, werr := anthMessages(w.Messages, req, pb, bp)
+	if werr != nil {
+		return nil, werr
 	}
 	if !isNull(w.CacheControl) {
 		// A top-level marker caches everything up to the last element.
 		ttl, werr := bp.mark(w.CacheControl, "cache_control")
 		if werr != nil {
-			return werr
+			return nil, werr
 		}
 		pb.markLast(ttl)
 	}
 	if bp.n > maxBreakpoints {
-		return invalid("A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, bp.n)
+		return nil, invalid("A maximum of %d blocks with cache_control may be provided. Found %d.", maxBreakpoints, bp.n)
 	}
-	return nil
+	return conv, nil
 }
 
 // anthBreakpoints counts the cache_control markers a request carries,
@@ -278,16 +294,12 @@ func anthTools(tools []json.RawMessage, pb *prefixBuilder, bp *anthBreakpoints) 
 		if werr != nil {
 			return nil, werr
 		}
-		spec := llm.ToolSpec{Name: t.Name, Description: t.Description}
+		spec, werr := anthToolSpec(raw, fmt.Sprintf("tools.%d", i))
+		if werr != nil {
+			return nil, werr
+		}
 		pb.begin()
 		if t.Type == "" || t.Type == "custom" {
-			if t.Name == "" {
-				return nil, invalid("tools.%d.custom.name: Field required", i)
-			}
-			if isNull(t.InputSchema) {
-				return nil, invalid("tools.%d.custom.input_schema: Field required", i)
-			}
-			spec.InputSchema = t.InputSchema
 			pb.str(t.Name)
 			pb.str(t.Description)
 			pb.raw(t.InputSchema)
@@ -300,6 +312,26 @@ func anthTools(tools []json.RawMessage, pb *prefixBuilder, bp *anthBreakpoints) 
 		specs = append(specs, spec)
 	}
 	return specs, nil
+}
+
+// anthToolSpec reads one tool definition at path: a custom tool needs a
+// name and a schema, a server tool (web search, bash, ...) only its type.
+func anthToolSpec(raw json.RawMessage, path string) (llm.ToolSpec, *wireError) {
+	var t anthWireTool
+	if err := json.Unmarshal(raw, &t); err != nil || raw[0] != '{' {
+		return llm.ToolSpec{}, invalid("%s: Input should be a valid dictionary", path)
+	}
+	spec := llm.ToolSpec{Name: t.Name, Description: t.Description}
+	if t.Type == "" || t.Type == "custom" {
+		if t.Name == "" {
+			return spec, invalid("%s.custom.name: Field required", path)
+		}
+		if isNull(t.InputSchema) {
+			return spec, invalid("%s.custom.input_schema: Field required", path)
+		}
+		spec.InputSchema = t.InputSchema
+	}
+	return spec, nil
 }
 
 // anthDecodeError words a decode problem as the Messages API does.
@@ -336,32 +368,6 @@ func anthCacheTTL(raw json.RawMessage, path string) (time.Duration, *wireError) 
 		return ttl1h, nil
 	}
 	return 0, invalid("%s.cache_control.ttl: Input should be '5m' or '1h'", path)
-}
-
-func anthThinkingCheck(raw json.RawMessage, maxTokens int) *wireError {
-	if isNull(raw) {
-		return nil
-	}
-	var t anthThinking
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return invalid("thinking: Input should be a valid dictionary")
-	}
-	switch t.Type {
-	case "disabled", "adaptive":
-	case "enabled":
-		if t.BudgetTokens == nil {
-			return invalid("thinking.enabled.budget_tokens: Field required")
-		}
-		if *t.BudgetTokens < 1024 {
-			return invalid("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
-		}
-		if maxTokens >= 0 && int64(maxTokens) <= *t.BudgetTokens {
-			return invalid("`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size")
-		}
-	default:
-		return invalid("thinking: Input tag '%s' found using 'type' does not match any of the expected tags: 'adaptive', 'disabled', 'enabled'", t.Type)
-	}
-	return nil
 }
 
 func anthToolChoiceDecode(raw json.RawMessage, req *llm.Request) *wireError {
@@ -498,9 +504,13 @@ func anthBlock(raw json.RawMessage, path string) (llm.Block, json.RawMessage, *w
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return llm.Block{}, nil, invalid("%s: Input should be a valid dictionary", path)
 	}
-	switch w.Type {
-	case "":
+	if w.Type == "" {
 		return llm.Block{}, nil, invalid("%s.type: Field required", path)
+	}
+	if werr := anthBlockCheck(raw, path, w.Type); werr != nil {
+		return llm.Block{}, nil, werr
+	}
+	switch w.Type {
 	case llm.TypeText:
 		if w.Text == nil {
 			return llm.Block{}, nil, invalid("%s.text.text: Field required", path)
@@ -534,8 +544,8 @@ func anthBlock(raw json.RawMessage, path string) (llm.Block, json.RawMessage, *w
 		}
 		return b, w.CacheControl, nil
 	}
-	// thinking, redacted_thinking, image, document, server tool blocks and
-	// types that do not exist yet travel untouched.
+	// thinking, redacted_thinking, image, document and server tool blocks
+	// travel untouched.
 	return llm.Opaque(w.Type, raw), w.CacheControl, nil
 }
 
@@ -595,7 +605,9 @@ func hashBlock(pb *prefixBuilder, b *llm.Block) {
 // does: every tool_use in an assistant message needs a tool_result at the
 // start of the next message, and every tool_result needs a tool_use in the
 // message before it.
-func anthPairing(msgs []llm.Message) *wireError {
+// wire maps msgs' indices to the request's (system messages are not in
+// msgs), so errors name the message the client sent.
+func anthPairing(msgs []llm.Message, wire []int) *wireError {
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Role == llm.User {
@@ -612,7 +624,7 @@ func anthPairing(msgs []llm.Message) *wireError {
 			}
 			for j, b := range m.Content {
 				if b.Type == llm.TypeToolResult && !prev[b.ToolUseID] {
-					return invalid("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, b.ToolUseID)
+					return invalid("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", wire[i], j, b.ToolUseID)
 				}
 			}
 			continue
@@ -637,7 +649,7 @@ func anthPairing(msgs []llm.Message) *wireError {
 			}
 		}
 		if len(missing) > 0 {
-			return invalid("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i, strings.Join(missing, ", "))
+			return invalid("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", wire[i], strings.Join(missing, ", "))
 		}
 	}
 	return nil

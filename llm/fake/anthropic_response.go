@@ -13,32 +13,75 @@ import (
 
 // anthropicMessages answers POST /v1/messages.
 func (s *Server) anthropicMessages(ex *exchange) {
-	d, werr := decodeAnthropic(ex.entry.Body, false)
+	d, werr := decodeAnthropic(ex.entry.Body, false, s.threads())
 	if werr != nil {
 		ex.fail(werr)
 		return
 	}
 	ex.entry.Request, ex.entry.Stream = d.req, d.stream
+	m, reply, ok := s.anthropicAnswer(ex, d)
+	if !ok {
+		d.thread.abandon()
+		return
+	}
+	if reply != nil {
+		d.thread.finish(m.ID, reply)
+	} else {
+		d.thread.abandon()
+	}
+}
+
+// anthropicAnswer generates and sends the answer to d. It returns the
+// message and, when the whole of it reached the client, the assistant
+// message a thread holds; ok is false when no answer began.
+func (s *Server) anthropicAnswer(ex *exchange, d *anthDecoded) (anthMessageOut, json.RawMessage, bool) {
 	lim := wireLimits{maxTokens: d.maxTokens, stop: d.req.StopSequences}
 	g, ok := s.generate(ex, d.req, lim, d.stream, "toolu_01", func() cachePlan { return s.cache.planAnthropic(d.elems) })
 	if !ok {
-		return
+		return anthMessageOut{}, nil, false
+	}
+	if d.schema != nil {
+		if err := applySchema(g, d.schema); err != nil {
+			ex.fail(internalErr(err))
+			return anthMessageOut{}, nil, false
+		}
 	}
 	if !s.begin(ex, g) {
-		return
+		return anthMessageOut{}, nil, false
 	}
 	m := anthMessageOut{ID: s.newID("msg_01", 22), Type: "message", Role: "assistant", Model: d.req.Model, Content: []json.RawMessage{}}
-	if d.stream {
-		s.anthropicStream(ex, g, m)
-		return
+	if d.contextManagement {
+		m.ContextManagement = &anthContextManagementOut{AppliedEdits: []json.RawMessage{}}
 	}
-	if clock.Sleep(ex.r.Context(), s.clock, time.Duration(g.output)*g.perToken) != nil {
-		ex.record(statusClientGone)
-		return
-	}
+	content := make([]json.RawMessage, 0, len(g.content))
 	for i := range g.content {
-		m.Content = append(m.Content, anthBlockJSON(&g.content[i]))
+		content = append(content, anthBlockJSON(&g.content[i]))
 	}
+	var err error
+	if d.stream {
+		err = s.anthropicStream(ex, g, m)
+	} else {
+		err = s.anthropicWhole(ex, g, m, content)
+	}
+	if err != nil || g.fault != nil {
+		return m, nil, true
+	}
+	return m, mustJSON(anthReplyMessage{Role: "assistant", Content: content}), true
+}
+
+// anthReplyMessage is an answer as the conversation holds it.
+type anthReplyMessage struct {
+	Role    string            `json:"role"`
+	Content []json.RawMessage `json:"content"`
+}
+
+// anthropicWhole sends a non-streamed answer after its output latency.
+func (s *Server) anthropicWhole(ex *exchange, g *generation, m anthMessageOut, content []json.RawMessage) error {
+	if err := clock.Sleep(ex.r.Context(), s.clock, time.Duration(g.output)*g.perToken); err != nil {
+		ex.record(statusClientGone)
+		return err
+	}
+	m.Content = content
 	stop := string(g.stop)
 	m.StopReason = &stop
 	if g.stopSeq != "" {
@@ -46,7 +89,7 @@ func (s *Server) anthropicMessages(ex *exchange) {
 	}
 	m.Usage = anthUsageOut(g, g.output, true)
 	ex.startHeaders(false)
-	_ = newBodyWriter(ex.w, g.fault).whole(mustJSON(m))
+	return newBodyWriter(ex.w, g.fault).whole(mustJSON(m))
 }
 
 // statusClientGone is logged for a request whose client left before the
@@ -69,15 +112,27 @@ func (s *Server) begin(ex *exchange, g *generation) bool {
 	return true
 }
 
+// anthMessageOut is a message object. context_management is there when
+// the request asked for context edits (BetaMessage.ContextManagement).
+// The SDKs' container and stop_details are left out, as in the documented
+// responses (testdata/golden): the fake runs no container and refuses
+// nothing.
 type anthMessageOut struct {
-	ID           string            `json:"id"`
-	Type         string            `json:"type"`
-	Role         string            `json:"role"`
-	Model        string            `json:"model"`
-	Content      []json.RawMessage `json:"content"`
-	StopReason   *string           `json:"stop_reason"`
-	StopSequence *string           `json:"stop_sequence"`
-	Usage        anthUsage         `json:"usage"`
+	ID                string                    `json:"id"`
+	Type              string                    `json:"type"`
+	Role              string                    `json:"role"`
+	Model             string                    `json:"model"`
+	Content           []json.RawMessage         `json:"content"`
+	StopReason        *string                   `json:"stop_reason"`
+	StopSequence      *string                   `json:"stop_sequence"`
+	ContextManagement *anthContextManagementOut `json:"context_management,omitempty"`
+	Usage             anthUsage                 `json:"usage"`
+}
+
+// anthContextManagementOut reports the context edits applied; the fake
+// never needs to clear anything, so the list is empty.
+type anthContextManagementOut struct {
+	AppliedEdits []json.RawMessage `json:"applied_edits"`
 }
 
 type anthUsage struct {
@@ -241,7 +296,7 @@ func sendDelta[D any](st *anthStream, ev *anthDeltaEvent[D], index int, d D, p *
 	return st.emit("content_block_delta", ev, false)
 }
 
-func (s *Server) anthropicStream(ex *exchange, g *generation, m anthMessageOut) {
+func (s *Server) anthropicStream(ex *exchange, g *generation, m anthMessageOut) error {
 	st := &anthStream{s: s, ex: ex, g: g, bw: newBodyWriter(ex.w, g.fault)}
 	st.bw.flushEach = g.perToken > 0
 	st.enc = newFrameEncoder(&st.buf)
@@ -254,7 +309,7 @@ func (s *Server) anthropicStream(ex *exchange, g *generation, m anthMessageOut) 
 		return "content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`)
 	}
 	ex.startHeaders(true)
-	_ = st.run(m) // a write error means the client left; a fault ends on purpose
+	return st.run(m) // a write error means the client left; a fault ends on purpose
 }
 
 func (st *anthStream) run(m anthMessageOut) error {
@@ -356,7 +411,7 @@ func (st *anthStream) block(i int, b *llm.Block) error {
 // anthropicCountTokens answers POST /v1/messages/count_tokens with the
 // package's one token-counting rule.
 func (s *Server) anthropicCountTokens(ex *exchange) {
-	d, werr := decodeAnthropic(ex.entry.Body, true)
+	d, werr := decodeAnthropic(ex.entry.Body, true, nil)
 	if werr != nil {
 		ex.fail(werr)
 		return

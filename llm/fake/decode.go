@@ -95,3 +95,23 @@ func (p *decodeProblem) position() string {
 func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
+
+// at places the problem under path, the dotted location of the value that
+// was decoded (messages.1): encoding/json names an unknown field by its own
+// name only, and a field of the wrong type from the decoded value down, so
+// a value decoded on its own would otherwise lose where it sits.
+func (p *decodeProblem) at(path string) *decodeProblem {
+	if path == "" || p.syntax != "" {
+		return p
+	}
+	q := *p
+	switch {
+	case q.unknown != "":
+		q.unknown = path + "." + q.unknown
+	case q.want != "" && q.field == "":
+		q.field = path
+	case q.want != "":
+		q.field = path + "." + q.field
+	}
+	return &q
+}

@@ -32,6 +32,17 @@ type wireError struct {
 	// retryAfter, when set, is sent as retry-after (seconds, rounded up)
 	// and retry-after-ms.
 	retryAfter *time.Duration
+	// details is the Messages API's machine-readable error.details
+	// ({"error_code": ...}), which clients such as the SDKs' message threads
+	// switch on; nil for errors that carry none.
+	details *anthErrorDetails
+}
+
+// anthErrorDetails is error.details of a Messages API error (the SDKs'
+// ErrorDetailsUnion, keyed by error_code).
+type anthErrorDetails struct {
+	ErrorCode   string   `json:"error_code"`
+	Unsupported []string `json:"unsupported,omitempty"`
 }
 
 // invalid is a 400 invalid_request_error with an Anthropic-style message.
@@ -120,8 +131,9 @@ type anthropicErrorBody struct {
 }
 
 type anthropicErrorInner struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
+	Type    string            `json:"type"`
+	Message string            `json:"message"`
+	Details *anthErrorDetails `json:"details,omitempty"`
 }
 
 type openaiErrorBody struct {
@@ -140,7 +152,7 @@ func (e *wireError) body(p Provider, requestID string) []byte {
 	if p == OpenAI {
 		return mustJSON(e.openaiBody())
 	}
-	return mustJSON(anthropicErrorBody{Type: "error", Error: anthropicErrorInner{Type: e.anthropicType(), Message: e.msg}, RequestID: requestID})
+	return mustJSON(anthropicErrorBody{Type: "error", Error: anthropicErrorInner{Type: e.anthropicType(), Message: e.msg, Details: e.details}, RequestID: requestID})
 }
 
 func (e *wireError) openaiBody() openaiErrorBody {

@@ -66,7 +66,7 @@ func TestAnthropicValidation(t *testing.T) {
 		{"no max_tokens", `{"model":"m","messages":[` + user + `]}`, "max_tokens: Field required"},
 		{"no messages", `{"model":"m","max_tokens":5}`, "messages: Field required"},
 		{"empty messages", `{"model":"m","max_tokens":5,"messages":[]}`, "messages: List should have at least 1 item after validation, not 0"},
-		{"bad role", req(`{"role":"system","content":"x"}`), "messages.0.role: Input should be 'user' or 'assistant'"},
+		{"bad role", req(`{"role":"robot","content":"x"}`), "messages.0.role: Input should be 'user', 'assistant' or 'system'"},
 		{"block without type", req(`{"role":"user","content":[{"text":"x"}]}`), "messages.0.content.0.type: Field required"},
 		{"tool input not an object", req(`{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":[1]}]}`), "messages.0.content.0.tool_use.input: Input should be a valid dictionary"},
 		{"tool without schema", `{"model":"m","max_tokens":5,"tools":[{"name":"t"}],"messages":[` + user + `]}`, "tools.0.custom.input_schema: Field required"},
