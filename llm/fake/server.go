@@ -68,6 +68,13 @@ type Options struct {
 	// server does not grow without end: the most recent MaxLogged requests
 	// are kept. Zero means 10,000; negative keeps none.
 	MaxLogged int
+	// Log, when set, receives one JSON line (a LogEntry) per exchange as it
+	// ends: the request, its answer and how long it took, credentials
+	// redacted. Lines are written whole, one Write each, in the order the
+	// exchanges ended, and flushed when Log can flush (bufio.Writer), so
+	// `tail -f` on a file sees each at once. A failed write is not retried
+	// and does not fail the request: LogErr reports the first.
+	Log io.Writer
 }
 
 // Server is the fake model API: an http.Handler serving
@@ -108,6 +115,10 @@ type Server struct {
 	maxLog   int
 	faultRNG *rand.Rand
 	idRNG    *rand.Rand
+	seq      int // exchanges ended so far (LoggedRequest.Seq)
+
+	logMu  sync.Mutex // orders Options.Log's lines; taken before mu
+	logErr error      // Options.Log's first failed write
 }
 
 // LoggedRequest is one request as the server received it, for tests that
@@ -133,6 +144,22 @@ type LoggedRequest struct {
 	Stream  bool
 	// Fault is the fault injected into this request, if any.
 	Fault *Fault
+
+	// Seq numbers the exchanges in the order they ended, from 1 (what
+	// GET /_deputy/requests?since=N counts); 0 while the answer is being
+	// sent.
+	Seq int
+	// Time is when the request arrived, on Options.Clock.
+	Time time.Time
+	// Latency is from the request's arrival to its answer's last byte, on
+	// Options.Clock, so it includes the simulated delays; set at the end.
+	Latency time.Duration
+	// Answer is the response body as sent (a stream's SSE frames as
+	// framed), at most maxAnswerLogged bytes: AnswerCut says there was
+	// more. AnswerType is its Content-Type.
+	Answer     []byte
+	AnswerCut  bool
+	AnswerType string
 }
 
 // NewServer returns a server configured by opts.
@@ -254,17 +281,26 @@ func (s *Server) Listen(addr string) (url string, close func() error, err error)
 const maxBodyBytes = 32 << 20
 
 // ServeHTTP routes a request to the wire it belongs to.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	path := strings.TrimSuffix(r.URL.Path, "/")
-	newExchange := func(p Provider) *exchange {
-		return &exchange{s: s, w: w, r: r, entry: LoggedRequest{Provider: p, Method: r.Method, Path: r.URL.Path, Header: redact(r.Header)}}
-	}
-	switch {
-	case path == "/_deputy/requests":
+	if path == "/_deputy/requests" {
 		// deputy's own endpoint, for tests written in other languages: it is
 		// not a provider's and is not logged as a request.
-		s.serveRequestLog(w, r)
+		s.serveRequestLog(rw, r)
 		return
+	}
+	// Every exchange's answer is kept as it is written, and the exchange
+	// logged whole when the handler returns, whichever way (a cut stream
+	// returns by panicking with http.ErrAbortHandler).
+	w := &answerRecorder{ResponseWriter: rw}
+	arrived := s.clock.Now()
+	var ex *exchange
+	defer func() { s.ended(ex, w, arrived) }()
+	newExchange := func(p Provider) *exchange {
+		ex = &exchange{s: s, w: w, r: r, entry: LoggedRequest{Provider: p, Method: r.Method, Path: r.URL.Path, Header: redact(r.Header), Time: arrived}}
+		return ex
+	}
+	switch {
 	case path == "/v1/models" || strings.HasPrefix(path, "/v1/models/"):
 		ex := newExchange(modelsWire(r.Header))
 		if r.Method != http.MethodGet {
@@ -301,7 +337,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		newExchange(p).fail(apiErr(http.StatusNotFound, "Not found"))
 		return
 	}
-	ex := newExchange(p)
+	newExchange(p)
 	if r.Method != http.MethodPost {
 		ex.w.Header().Set("Allow", http.MethodPost)
 		ex.fail(apiErr(http.StatusMethodNotAllowed, "Method Not Allowed"))
