@@ -32,12 +32,15 @@ func (t *Glob) Spec() llm.ToolSpec {
 		Description: fmt.Sprintf("List workspace paths matching a glob pattern, sorted. `*` matches within one "+
 			"path segment, `**` matches any number of directories, `?` one character, `[abc]` a class, "+
 			"`{a,b}` alternatives. Examples: `**/*.go`, `src/**/test_*.py`, `docs/*`. Patterns are relative "+
-			"to the workspace root. Directories are listed with a trailing `/`. .git directories are skipped "+
-			"and symlinked directories are not entered. At most %d paths are listed.", t.lim.GlobResults),
+			"to the workspace root. Directories are listed with a trailing `/`. Paths git ignores (.gitignore "+
+			"files, .git/info/exclude) are left out unless include_ignored is true or the pattern's literal "+
+			"start names an ignored directory; .git and .deputy directories are skipped either way, and "+
+			"symlinked directories are not entered. At most %d paths are listed.", t.lim.GlobResults),
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern relative to the workspace root, e.g. **/*.go"}
+    "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern relative to the workspace root, e.g. **/*.go"},
+    "include_ignored": {"type": "boolean", "description": "Also list paths that .gitignore or .git/info/exclude ignore (build output, dependencies). Default false."}
   },
   "required": ["pattern"],
   "additionalProperties": false
@@ -51,7 +54,8 @@ func (t *Glob) ReadOnly() bool { return true }
 // Run implements tool.Tool.
 func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	in, err := tool.Decode[struct {
-		Pattern string `json:"pattern"`
+		Pattern        string `json:"pattern"`
+		IncludeIgnored bool   `json:"include_ignored"`
 	}](input)
 	if err != nil {
 		return "", err
@@ -78,7 +82,7 @@ func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 		}
 		return "", t.ws.pathErr(base, err)
 	}
-	matches, truncated, err := t.match(ctx, r, hide, start, display(shownBase), pat)
+	matches, truncated, err := t.match(ctx, r, hide, in.IncludeIgnored, start, display(shownBase), pat)
 	if err != nil {
 		return "", t.ws.pathErr(base, err)
 	}
@@ -90,15 +94,15 @@ func (t *Glob) Run(ctx context.Context, input json.RawMessage) (string, error) {
 
 // match walks the directory start for the paths below it that match pat
 // (the pattern after its literal base), each named as shownBase/path,
-// directories with a trailing /. truncated: the walk stopped at its entry
+// directories with a trailing /, those git ignores only withIgnored. truncated: the walk stopped at its entry
 // limit.
-func (t *Glob) match(ctx context.Context, r *os.Root, hide *hider, start, shownBase, pat string) (matches []string, truncated bool, err error) {
+func (t *Glob) match(ctx context.Context, r *os.Root, hide *hider, withIgnored bool, start, shownBase, pat string) (matches []string, truncated bool, err error) {
 	// Without **, nothing deeper than the pattern's own depth can match.
 	depth := -1
 	if !strings.Contains(pat, "**") {
 		depth = strings.Count(pat, "/") + 1
 	}
-	truncated, err = walk(ctx, r, start, t.lim.WalkEntries, hide, func(p string, d fs.DirEntry) error {
+	truncated, err = walk(ctx, r, start, t.lim.WalkEntries, hide, withIgnored, func(p string, d fs.DirEntry) error {
 		if p == start {
 			return nil
 		}

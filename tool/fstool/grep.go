@@ -34,14 +34,17 @@ func (t *Grep) Spec() llm.ToolSpec {
 		Name: "grep",
 		Description: fmt.Sprintf("Search file contents with a regular expression (Go RE2 syntax: no "+
 			"backreferences or lookaround; use (?i) for case-insensitive). Searches every file under path "+
-			"(default: the whole workspace), skipping .git, binary files and files over %s, without "+
-			"following symlinks. Each result is `file:line: text`. At most %d matching lines are listed.",
+			"(default: the whole workspace), skipping binary files, files over %s, .git and .deputy "+
+			"directories, and what git ignores (.gitignore files, .git/info/exclude) unless include_ignored "+
+			"is true or path names an ignored file or directory, without following symlinks. Each result "+
+			"is `file:line: text`. At most %d matching lines are listed.",
 			sizeText(t.lim.MaxFileBytes), t.lim.GrepResults),
 		InputSchema: json.RawMessage(`{
   "type": "object",
   "properties": {
     "pattern": {"type": "string", "minLength": 1, "description": "Regular expression (Go RE2 syntax) matched against each line."},
-    "path": {"type": "string", "minLength": 1, "description": "File or directory to search, relative to the workspace root. Default: the workspace root."}
+    "path": {"type": "string", "minLength": 1, "description": "File or directory to search, relative to the workspace root. Default: the workspace root."},
+    "include_ignored": {"type": "boolean", "description": "Also search files that .gitignore or .git/info/exclude ignore (build output, dependencies). Default false."}
   },
   "required": ["pattern"],
   "additionalProperties": false
@@ -64,8 +67,9 @@ type grepState struct {
 // Run implements tool.Tool.
 func (t *Grep) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	in, err := tool.Decode[struct {
-		Pattern string `json:"pattern"`
-		Path    string `json:"path"`
+		Pattern        string `json:"pattern"`
+		Path           string `json:"path"`
+		IncludeIgnored bool   `json:"include_ignored"`
 	}](input)
 	if err != nil {
 		return "", err
@@ -90,7 +94,8 @@ func (t *Grep) Run(ctx context.Context, input json.RawMessage) (string, error) {
 	}
 	// Results name files as the model would: through the path it gave.
 	shownBase, _ := t.ws.lexical(where)
-	g := &grepRun{t: t, r: r, hide: hide, re: re, where: where, start: start, shownBase: display(shownBase)}
+	g := &grepRun{t: t, r: r, hide: hide, re: re, where: where, start: start, shownBase: display(shownBase),
+		withIgnored: in.IncludeIgnored}
 	truncated := false
 	if fi.IsDir() {
 		truncated, err = g.searchTree(ctx)
@@ -113,7 +118,9 @@ type grepRun struct {
 	where     string // the path as the model gave it
 	start     string // resolved, relative to r
 	shownBase string // where, cleaned: the start of every name shown
-	st        grepState
+	// withIgnored: files git ignores are searched too.
+	withIgnored bool
+	st          grepState
 }
 
 // shown is how the results name p, a path under start: through the path
@@ -159,7 +166,7 @@ func (g *grepRun) searchFile(ctx context.Context, fi fs.FileInfo) error {
 // searchTree searches every regular file under the directory start.
 // truncated: the walk stopped at its entry limit.
 func (g *grepRun) searchTree(ctx context.Context) (truncated bool, err error) {
-	truncated, err = walk(ctx, g.r, g.start, g.t.lim.WalkEntries, g.hide, func(p string, d fs.DirEntry) error {
+	truncated, err = walk(ctx, g.r, g.start, g.t.lim.WalkEntries, g.hide, g.withIgnored, func(p string, d fs.DirEntry) error {
 		return g.visit(ctx, p, d)
 	})
 	if err != nil {

@@ -118,9 +118,15 @@ func TestHiddenFiles(t *testing.T) {
 			t.Errorf("read_file %s: %q", p, out)
 		}
 	}
+	// A walk of the workspace leaves .deputy out (deputy's state, not the
+	// project's); named, its files that are not hidden are searched.
 	out, isErr := callTool(t, set, "grep", map[string]any{"pattern": "SECRET"})
-	if isErr || out != ".deputy/agents/a.md:4: SECRET-4242 in a definition\n" {
+	if isErr || out != "no matches for \"SECRET\" in .\n" {
 		t.Errorf("grep: %q", out)
+	}
+	out, isErr = callTool(t, set, "grep", map[string]any{"pattern": "SECRET", "path": ".deputy"})
+	if isErr || out != ".deputy/agents/a.md:4: SECRET-4242 in a definition\n" {
+		t.Errorf("grep .deputy: %q", out)
 	}
 	for _, c := range []struct{ name, path string }{{"edit_file", "hardlink"}, {"write_file", "hardlink"}, {"edit_file", ".deputy/token"}} {
 		args := map[string]any{"path": c.path, "old": "SECRET", "new": "x"}
