@@ -116,7 +116,7 @@ func (s *Server) respStream(ex *exchange, run *respRun) {
 	st.enc = newFrameEncoder(&st.buf)
 	st.bw.errFrame = st.failedFrame
 	st.bw.badFrame = func() (string, []byte) {
-		return "response.output_text.delta", []byte(`{"type":"response.output_text.delta","sequence_number":` + strconv.Itoa(st.seq) + `,"delta":"`)
+		return "response.output_text.delta", []byte(`{"type":"response.output_text.delta","sequence_number":` + strconv.Itoa(st.seq-1) + `,"delta":"`)
 	}
 	ex.startHeaders(true)
 	_ = st.stream() // a write error means the client left; a fault ends on purpose
@@ -124,12 +124,13 @@ func (s *Server) respStream(ex *exchange, run *respRun) {
 
 // failedFrame is the error_event fault on this wire: the stream ends with
 // response.failed, the response's status failed and its error a
-// server_error, as the API ends a response the model failed.
+// server_error, as the API ends a response the model failed. It takes
+// the place, and the sequence number, of the event it displaces.
 func (st *respStreamer) failedFrame() (string, []byte) {
 	o := st.run.object("in_progress", 0)
 	o.Status = "failed"
 	o.Error = &respErrorOut{Code: "server_error", Message: "The server had an error processing your request. Sorry about that! You can retry your request, or contact us through our help center at help.openai.com if you keep seeing this error."}
-	return "response.failed", mustJSON(respResponseEvent{respHead: st.head("response.failed"), Response: o})
+	return "response.failed", mustJSON(respResponseEvent{respHead: respHead{Type: "response.failed", SequenceNumber: st.seq - 1}, Response: o})
 }
 
 // stream sends the whole stream.
