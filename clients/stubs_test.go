@@ -1,5 +1,4 @@
 package clients
 
-// TEMPORARY: the Vercel AI SDK and CLI checks are being written.
+// TEMPORARY: the Vercel AI SDK checks are being written.
 func aiSDKChecks() []check { return nil }
-func cliChecks() []check   { return nil }

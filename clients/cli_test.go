@@ -1,0 +1,150 @@
+package clients
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// codeWord is what the CLIs' file holds and the scenarios quote back.
+const codeWord = "deputy-codeword-5521"
+
+// workspace is a CLI's working directory with the file it is asked about.
+func workspace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("The code word is "+codeWord+".\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func cliChecks() []check {
+	return []check{
+		{"claude-code/print", claudeCode},
+		{"codex/exec", codex},
+	}
+}
+
+// claudeCode runs `claude -p` with its defaults: only the fake's address and
+// key, a private HOME, and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (its
+// documented switch for autoupdater, error reporting, telemetry and the
+// bug command together), so nothing but model requests leaves it.
+func claudeCode(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "claude-code.yaml")
+	dir := workspace(t)
+	task := "Read the file " + filepath.Join(dir, "notes.txt") + " and tell me its code word."
+	c := client{name: "claude -p", dir: dir, args: []string{filepath.Join(m.modules, ".bin", "claude"), "-p", task}, env: []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + t.TempDir(),
+		"ANTHROPIC_BASE_URL=" + f.URL,
+		"ANTHROPIC_API_KEY=" + fakeKey,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}}
+	out := c.run(t)
+	if !strings.Contains(out, "The file says: "+codeWord) {
+		t.Errorf("claude -p printed %q, want the scenario's answer quoting %s", excerpt(out, 2000), codeWord)
+	}
+	wantToolOutput(t, f, "/v1/messages", "tool_result", codeWord)
+}
+
+// codexConfig is codex's config.toml: a model provider at the fake speaking
+// the Responses API, its key read from DEPUTY_FAKE_KEY. Retries are off, so a
+// refused request fails the check instead of being retried out of sight;
+// analytics and the update check are off (checked with --strict-config,
+// which refuses keys this version does not know).
+func codexConfig(f *fakeLLM) string {
+	return `model = "gpt-5.5"
+model_provider = "deputy"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.deputy]
+name = "deputy fakellm"
+base_url = "` + f.URL + `/v1"
+env_key = "DEPUTY_FAKE_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+`
+}
+
+// codex runs `codex exec` in its default read-only sandbox on a fresh
+// CODEX_HOME holding codexConfig.
+func codex(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "codex.yaml")
+	dir := workspace(t)
+	home := t.TempDir()
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(f)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(m.modules, ".bin", "codex")
+	c := client{name: "codex exec", dir: dir, env: []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"CODEX_HOME=" + codexHome,
+		"DEPUTY_FAKE_KEY=" + fakeKey,
+	}, args: []string{m.node, bin, "exec", "--strict-config", "--skip-git-repo-check", "Print the code word in notes.txt."}}
+	out := c.run(t)
+	if !strings.Contains(out, "The file says: "+codeWord) {
+		t.Errorf("codex exec printed %q, want the scenario's answer quoting %s", excerpt(out, 2000), codeWord)
+	}
+	wantToolOutput(t, f, "/v1/responses", "function_call_output", codeWord)
+}
+
+// wantToolOutput fails unless some request the fake got on path holds a
+// block of type kind (tool_result, function_call_output) with text in it:
+// the client ran its tool and sent the output back.
+func wantToolOutput(t *testing.T, f *fakeLLM, path, kind, text string) {
+	t.Helper()
+	all, ok := f.requests(t)
+	if !ok {
+		return
+	}
+	var seen []logged
+	for _, r := range all {
+		if r.Path != path {
+			continue
+		}
+		seen = append(seen, r)
+		var body any
+		if json.Unmarshal(r.Request, &body) == nil && holds(body, kind, text) {
+			return
+		}
+	}
+	t.Errorf("no request on %s held a %s with %q:\n%s", path, kind, text, listLogged(seen))
+}
+
+// holds reports whether v has, at any depth, an object of type kind whose
+// JSON contains text.
+func holds(v any, kind, text string) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if v["type"] == kind {
+			b, _ := json.Marshal(v)
+			if strings.Contains(string(b), text) {
+				return true
+			}
+		}
+		for _, x := range v {
+			if holds(x, kind, text) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if holds(x, kind, text) {
+				return true
+			}
+		}
+	}
+	return false
+}
