@@ -1,0 +1,135 @@
+package fake
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/deputy-run/deputy/llm"
+)
+
+// Raw-JSON requests the Responses API refuses, answered as it answers
+// them: status, error type, message, param and code.
+
+func TestResponsesRejects(t *testing.T) {
+	t.Parallel()
+	const call = `{"type":"function_call","call_id":"call_1","name":"f","arguments":"{}"}`
+	for _, c := range []struct {
+		name, body, msg, param, code string
+	}{
+		{"unknown top-level field", `{"model":"m","input":"hi","foo":1}`,
+			"Unknown parameter: 'foo'.", "foo", "unknown_parameter"},
+		{"reasoning item status", `{"model":"m","input":[{"type":"reasoning","id":"rs_1","summary":[],"status":"completed"}]}`,
+			"Unknown parameter: 'input[0].status'.", "input[0].status", "unknown_parameter"},
+		{"unknown part field", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a","bogus":1}]}]}`,
+			"Unknown parameter: 'input[0].content[0].bogus'.", "input[0].content[0].bogus", "unknown_parameter"},
+		{"a field of another part type", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"a","annotations":[]}]}]}`,
+			"Unknown parameter: 'input[0].content[0].annotations'.", "input[0].content[0].annotations", "unknown_parameter"},
+		{"chat-shaped tool", `{"model":"m","input":"hi","tools":[{"type":"function","function":{"name":"f"}}]}`,
+			"Unknown parameter: 'tools[0].function'.", "tools[0].function", "unknown_parameter"},
+		{"tool without a name", `{"model":"m","input":"hi","tools":[{"type":"function","parameters":{}}]}`,
+			"Missing required parameter: 'tools[0].name'.", "tools[0].name", "missing_required_parameter"},
+		{"unknown previous response", `{"model":"m","input":"hi","previous_response_id":"resp_nope"}`,
+			"Previous response with id 'resp_nope' not found.", "previous_response_id", "previous_response_not_found"},
+		{"no model", `{"input":"hi"}`,
+			"Missing required parameter: 'model'.", "model", "missing_required_parameter"},
+		{"max_output_tokens below 16", `{"model":"m","input":"hi","max_output_tokens":5}`,
+			"Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got 5 instead.", "max_output_tokens", "integer_below_min_value"},
+		{"output without its call", `{"model":"m","input":[{"type":"function_call_output","call_id":"call_9","output":"x"}]}`,
+			"No tool call found for function call output with call_id call_9.", "input", ""},
+		{"call without its output", `{"model":"m","input":[` + call + `]}`,
+			"No tool output found for function call call_1.", "input", ""},
+		{"call missing arguments", `{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f"}]}`,
+			"Missing required parameter: 'input[0].arguments'.", "input[0].arguments", "missing_required_parameter"},
+		{"unknown include", `{"model":"m","input":"hi","include":["reasoning.everything"]}`,
+			"", "include[0]", "invalid_value"},
+		{"json_schema without a name", `{"model":"m","input":"hi","text":{"format":{"type":"json_schema","schema":{"type":"object"}}}}`,
+			"Missing required parameter: 'text.format.name'.", "text.format.name", "missing_required_parameter"},
+		{"user sends output_text", `{"model":"m","input":[{"role":"user","content":[{"type":"output_text","text":"a"}]}]}`,
+			"", "input[0].content[0].type", "invalid_value"},
+		{"unknown role", `{"model":"m","input":[{"role":"tool","content":"a"}]}`,
+			"", "input[0].role", "invalid_value"},
+		{"unknown item type", `{"model":"m","input":[{"type":"telepathy"}]}`,
+			"", "input[0].type", "invalid_value"},
+		{"bad reasoning effort", `{"model":"m","input":"hi","reasoning":{"effort":"maximal"}}`,
+			"", "reasoning.effort", "invalid_value"},
+		{"stream_options without stream", `{"model":"m","input":"hi","stream_options":{"include_obfuscation":false}}`,
+			"The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options", "invalid_value"},
+		{"wrong type", `{"model":"m","input":"hi","max_output_tokens":"lots"}`,
+			"Invalid type for 'max_output_tokens': expected an integer.", "max_output_tokens", "invalid_type"},
+		{"forged encrypted content", `{"model":"m","input":[{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAAABforged"}]}`,
+			"The encrypted content for item rs_1 could not be verified.", "", "invalid_encrypted_content"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv, url := srvStart(t, Options{})
+			r := srvPost(t, url, "/v1/responses", c.body)
+			if r.status != 400 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			e := srvJSON(t, r.body)
+			if c.msg != "" && srvDig(e, "error", "message") != c.msg {
+				t.Errorf("message %q, want %q", srvDig(e, "error", "message"), c.msg)
+			}
+			if srvDig(e, "error", "type") != "invalid_request_error" || srvDig(e, "error", "message") == "" {
+				t.Errorf("error %s", r.body)
+			}
+			if p, _ := srvDig(e, "error", "param").(string); p != c.param {
+				t.Errorf("param %q, want %q", p, c.param)
+			}
+			if code, _ := srvDig(e, "error", "code").(string); code != c.code {
+				t.Errorf("code %q, want %q", code, c.code)
+			}
+			if logged := srv.Requests(); len(logged) != 1 || logged[0].N != 0 {
+				t.Errorf("a refused request was numbered: %+v", logged)
+			}
+		})
+	}
+}
+
+func TestResponsesByIDUnknownAndMethods(t *testing.T) {
+	t.Parallel()
+	_, url := srvStart(t, Options{})
+	for _, method := range []string{http.MethodGet, http.MethodDelete, http.MethodPut} {
+		req, err := http.NewRequest(method, url+"/v1/responses/resp_nope", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		want := http.StatusNotFound
+		if method == http.MethodPut {
+			want = http.StatusMethodNotAllowed
+		}
+		if res.StatusCode != want {
+			t.Fatalf("%s: status %d: %s", method, res.StatusCode, body)
+		}
+		e := srvJSON(t, body)
+		if want == 404 && (srvDig(e, "error", "message") != "Response with id 'resp_nope' not found." || srvDig(e, "error", "type") != "invalid_request_error") {
+			t.Errorf("%s: %s", method, body)
+		}
+	}
+}
+
+// TestResponsesMaxOutputTokensIsIncomplete: an answer cut by
+// max_output_tokens is status incomplete with its reason, and a stream
+// ends with response.incomplete.
+func TestResponsesMaxOutputTokensIsIncomplete(t *testing.T) {
+	t.Parallel()
+	_, url := srvStart(t, Options{Responder: replyWith(llm.Text(strings.Repeat("many words here ", 50)))})
+	r := srvPost(t, url, "/v1/responses", `{"model":"m","input":"hi","max_output_tokens":16}`)
+	v := srvJSON(t, r.body)
+	if srvDig(v, "status") != "incomplete" || srvDig(v, "incomplete_details", "reason") != "max_output_tokens" ||
+		srvDig(v, "output", 0, "status") != "incomplete" || srvDig(v, "usage", "output_tokens") != float64(16) {
+		t.Errorf("%s", r.body)
+	}
+	r = srvPost(t, url, "/v1/responses", `{"model":"m","input":"hi","max_output_tokens":16,"stream":true}`)
+	if !strings.Contains(string(r.body), "event: response.incomplete\n") || strings.Contains(string(r.body), "response.completed") {
+		t.Errorf("stream: %s", r.body)
+	}
+}
