@@ -55,8 +55,12 @@ func testFaults(t *testing.T, tg Target, m mode) {
 				status, reason = tg.OverloadedStatus, retry.ReasonOverloaded
 			}
 			want := faultReply()
+			fault := c.fault
+			if fault.AfterBytes > 0 && streaming {
+				fault.AfterBytes += tg.StreamPreamble
+			}
 			srv, root := StartServer(t, fake.Options{APIKey: Key, Responder: Respond(func(*llm.Request, fake.RequestInfo) fake.Reply { return want }),
-				Faults: map[int]fake.Fault{1: c.fault}})
+				Faults: map[int]fake.Fault{1: fault}})
 			clk := clock.NewInstant()
 			model := build(t, tg, m, root, fastPolicy(clk))
 			var atts Attempts

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,7 +177,7 @@ func runToolLoop(t *testing.T, tg Target, m mode, model llm.Model, replies []fak
 	for turn := range replies {
 		var atts Attempts
 		req := &llm.Request{Model: "fake-model", System: "You are a test <assistant>.", Messages: msgs, Tools: testTools, MaxTokens: 1000,
-			Temperature: &temperature, StopSequences: []string{"\n\nHuman:"}, ToolChoice: llm.ToolChoice{Type: "auto"}}
+			Temperature: &temperature, StopSequences: loopStop(tg), ToolChoice: llm.ToolChoice{Type: "auto"}}
 		resp, err := call(t, context.Background(), model, m, req, &atts)
 		if err != nil {
 			t.Fatalf("turn %d: %v", turn, err)
@@ -213,7 +214,7 @@ func checkLoopRequest(t *testing.T, tg Target, m mode, k int, lr fake.LoggedRequ
 	}
 	r := lr.Request
 	if r.Model != "fake-model" || r.MaxTokens != 1000 || r.Temperature == nil || *r.Temperature != 0.5 ||
-		len(r.StopSequences) != 1 || r.StopSequences[0] != "\n\nHuman:" || r.ToolChoice.Type != "auto" ||
+		!slices.Equal(r.StopSequences, loopStop(tg)) || r.ToolChoice.Type != "auto" ||
 		r.System != "You are a test <assistant>." || len(r.Tools) != len(testTools) {
 		t.Errorf("request %d: model %q max %d temp %v stop %q choice %+v system %q tools %d", k, r.Model, r.MaxTokens, r.Temperature, r.StopSequences, r.ToolChoice, r.System, len(r.Tools))
 	}
@@ -227,6 +228,14 @@ func checkLoopRequest(t *testing.T, tg Target, m mode, k int, lr fake.LoggedRequ
 	if tg.Breakpoints {
 		checkBreakpoints(t, k, lr.Body)
 	}
+}
+
+// loopStop is the tool loop's stop sequences: none on a wire without them.
+func loopStop(tg Target) []string {
+	if tg.NoStopSequences {
+		return nil
+	}
+	return []string{"\n\nHuman:"}
 }
 
 // checkWireTranscript checks that every tool call in request k's
@@ -381,6 +390,11 @@ func testThinking(t *testing.T, tg Target, m mode) {
 		{Content: []llm.Block{llm.Text("It is noon.")}},
 		{Content: []llm.Block{llm.Text("Bye.")}},
 	}
+	opaque := []int{0, 1} // the opaque blocks of the first reply
+	if tg.Reasoning {
+		replies[0].Content = slices.Delete(replies[0].Content, 1, 2) // no redacted thinking there
+		opaque = []int{0}
+	}
 	srv, root := StartServer(t, fake.Options{APIKey: Key, Responder: byTurn(replies)})
 	model := build(t, tg, m, root, fastPolicy(clock.NewInstant()))
 	msgs := []llm.Message{llm.UserText("What time is it?")}
@@ -390,7 +404,11 @@ func testThinking(t *testing.T, tg Target, m mode) {
 		if err != nil {
 			t.Fatalf("turn %d: %v", turn, err)
 		}
-		checkContent(t, tg, m, resp.Content, replies[turn].Content)
+		want := replies[turn].Content
+		if tg.Reasoning {
+			want = asReasoning(t, resp.Content, want)
+		}
+		checkContent(t, tg, m, resp.Content, want)
 		if turn == 0 {
 			stored = resp.Content
 		}
@@ -415,7 +433,7 @@ func testThinking(t *testing.T, tg Target, m mode) {
 		}
 		return
 	}
-	for _, i := range []int{0, 1} {
+	for _, i := range opaque {
 		raw := stored[i].Raw
 		var v any
 		if err := json.Unmarshal(raw, &v); err != nil || !json.Valid(raw) {
@@ -431,4 +449,30 @@ func testThinking(t *testing.T, tg Target, m mode) {
 			}
 		}
 	}
+}
+
+// asReasoning is want as a wire of reasoning items answers it: each
+// thinking block must have come back as a reasoning item, with an id and
+// the encrypted_content the suite asks for, and stands for itself in the
+// blocks checkContent compares.
+func asReasoning(t testing.TB, got, want []llm.Block) []llm.Block {
+	t.Helper()
+	out := slices.Clone(want)
+	for i := range out {
+		if out[i].Type != "thinking" {
+			continue
+		}
+		var item struct {
+			ID        string `json:"id"`
+			Type      string `json:"type"`
+			Encrypted string `json:"encrypted_content"`
+		}
+		if i >= len(got) || got[i].Type != "reasoning" || json.Unmarshal(got[i].Raw, &item) != nil ||
+			item.Type != "reasoning" || item.ID == "" || item.Encrypted == "" {
+			t.Errorf("block %d: want a reasoning item with an id and encrypted_content for the thinking block, got %+v", i, got)
+			continue
+		}
+		out[i] = got[i]
+	}
+	return out
 }

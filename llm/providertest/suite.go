@@ -64,6 +64,23 @@ type Target struct {
 	CacheRead func(prevPrompt int64) int64
 	// CacheWrites reports that the wire reports cache writes.
 	CacheWrites bool
+	// NoStopSequences reports that the wire has no stop sequences (the
+	// Responses API): the tool loop sends none, and expects none on the
+	// wire.
+	NoStopSequences bool
+	// Reasoning reports that the wire carries thinking as reasoning items
+	// (the Responses API): a thinking block the fake is told to give
+	// comes back as an opaque block of type reasoning, whose JSON (ids,
+	// encrypted_content) the fake makes up and which must go back byte
+	// for byte; redacted thinking has no form there. Opaque must be set
+	// too.
+	Reasoning bool
+	// StreamPreamble is how many bytes, at most, a stream sends before its
+	// first delta beyond what the other wires do (the Responses API's
+	// response.created and response.in_progress each echo the request's
+	// settings and tools): a fault that must cut a stream after some
+	// deltas trips that much later.
+	StreamPreamble int
 }
 
 // mode is one way of calling Generate.
