@@ -120,7 +120,7 @@ type (
 	}
 )
 
-// respItem is one output item being produced: a message (consecutive
+// respOutItem is one output item being produced: a message (consecutive
 // text blocks, one part each), a function call, a reasoning item, or an
 // item passed through whole.
 type respOutItem struct {
@@ -138,7 +138,7 @@ type respOutItem struct {
 	status    string
 }
 
-// respItems groups the generation's blocks into output items. Thinking
+// respOutItems groups the generation's blocks into output items. Thinking
 // blocks become reasoning items (their text the summary when the request
 // asked for one); opaque blocks of another kind, which this wire has no
 // form for, cost their time but are not sent.

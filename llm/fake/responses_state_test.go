@@ -117,6 +117,26 @@ func TestResponsesStoreIsBounded(t *testing.T) {
 	}
 }
 
+// TestResponsesStoreIsPerServer: a response stored on one server is not
+// another's, and deleting many keeps the eviction order small.
+func TestResponsesStoreIsPerServer(t *testing.T) {
+	t.Parallel()
+	a, b := NewServer(Options{}), NewServer(Options{})
+	a.responseStore().put("resp_1", nil, nil, []byte("{}"))
+	if _, ok := b.responseStore().get("resp_1"); ok {
+		t.Fatal("servers share a store")
+	}
+	st := a.responseStore()
+	for i := range 500 {
+		id := "r" + strings.Repeat("x", i)
+		st.put(id, nil, nil, []byte("{}"))
+		st.remove(id)
+	}
+	if len(st.order) > 2*len(st.byID)+64 {
+		t.Errorf("order holds %d ids for %d responses", len(st.order), len(st.byID))
+	}
+}
+
 func TestResponsesSDKJSONSchema(t *testing.T) {
 	t.Parallel()
 	_, url := srvStart(t, Options{Responder: replyWith(llm.Text("Paris is sunny"))})

@@ -102,9 +102,21 @@ func (st *respStore) remove(id string) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	r, ok := st.byID[id]
-	if ok {
-		st.bytes -= r.size
-		delete(st.byID, id)
+	if !ok {
+		return false
 	}
-	return ok
+	st.bytes -= r.size
+	delete(st.byID, id)
+	// order keeps deleted ids until eviction reaches them; once they
+	// outnumber the live ones it is rebuilt, so deletes cannot grow it.
+	if len(st.order) > 2*len(st.byID)+64 {
+		live := st.order[:0]
+		for _, k := range st.order {
+			if _, ok := st.byID[k]; ok {
+				live = append(live, k)
+			}
+		}
+		st.order = live
+	}
+	return true
 }
