@@ -78,7 +78,7 @@ stream_max_retries = 0
 func codex(t *testing.T, m *matrix) {
 	f := startFake(t, m.deputy, "codex.yaml")
 	dir := workspace(t)
-	home := t.TempDir()
+	home := codexHomeDir(t)
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o755); err != nil {
 		t.Fatal(err)
@@ -98,6 +98,29 @@ func codex(t *testing.T, m *matrix) {
 		t.Errorf("codex exec printed %q, want the scenario's answer quoting %s", excerpt(out, 2000), codeWord)
 	}
 	wantToolOutput(t, f, "/v1/responses", "function_call_output", codeWord)
+}
+
+// codexHomeDir is a private HOME for codex outside the temporary directory:
+// codex refuses to create its sandbox helper (codex-linux-sandbox, which its
+// bubblewrap sandbox runs commands through) under the temporary directory,
+// and every command then fails with "bwrap: execvp codex-linux-sandbox: No
+// such file or directory". The user's cache directory is not temporary.
+func codexHomeDir(t *testing.T) string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatalf("a home for codex outside the temporary directory: %v", err)
+	}
+	base := filepath.Join(cache, "deputy-clients")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	home, err := os.MkdirTemp(base, "codex-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(home) })
+	return home
 }
 
 // wantToolOutput fails unless some request the fake got on path holds a

@@ -48,15 +48,15 @@ func TestClients(t *testing.T) {
 	}
 }
 
-// script runs checks/NAME with the fake's address and key in its environment
+// script runs checks/NAME (with args) with the fake's address and key in its environment
 // and returns its stdout.
-func (m *matrix) script(t *testing.T, f *fakeLLM, name string, extraEnv ...string) string {
+func (m *matrix) script(t *testing.T, f *fakeLLM, name string, args ...string) string {
 	t.Helper()
 	dir, err := filepath.Abs("checks")
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := append(baseEnv(t, f), "DEPUTY_CHECK_MARK="+mark)
-	c := client{name: name, dir: dir, env: append(env, extraEnv...), args: []string{m.node, name}}
+	c := client{name: name, dir: dir, env: env, args: append([]string{m.node, name}, args...)}
 	return c.run(t)
 }
