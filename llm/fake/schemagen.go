@@ -23,9 +23,11 @@ import (
 // builder gets wrong shows up as an error, never as an invalid answer.
 
 // schemaReply returns text when it is JSON valid against schema, and
-// otherwise a deterministic JSON instance of schema. The first plain
-// string the instance holds is text itself, when it fits, so a scenario's
-// words still reach the client. The error, a *schemaError, names the
+// otherwise a deterministic JSON instance of schema. When text is JSON,
+// its property values and items that are valid where they stand are kept
+// (scripted tool arguments with one wrong field keep the others);
+// otherwise the first plain string the instance holds is text itself, when
+// it fits, so a scenario's words still reach the client. The error, a *schemaError, names the
 // path of what made the schema unusable: not JSON, not a schema, a $ref
 // that leaves the document, or constraints no value meets.
 func schemaReply(schema []byte, text string) (string, error) {
@@ -41,6 +43,12 @@ func schemaReply(schema []byte, text string) (string, error) {
 		return text, nil
 	}
 	g := &schemaGen{doc: doc, text: text, v: v}
+	if hint, err := parseOrdered([]byte(text)); err == nil {
+		// JSON that is not valid still guides the answer: its values
+		// that are valid where they stand are kept, and its text is not
+		// put into a string.
+		g.hint, g.textUsed = hint, true
+	}
 	inst, err := g.gen(doc, nil, 0)
 	if err != nil {
 		return "", err
@@ -260,6 +268,22 @@ type schemaGen struct {
 	text     string
 	textUsed bool
 	v        *schemaValidator
+	// hint is the part of the scripted JSON at the instance being built
+	// (nil if none): genObject and genArray set it for each child.
+	hint any
+}
+
+// keep returns the hint for a child at path when it is valid against the
+// child's schema there.
+func (g *schemaGen) keep(hint any, path []string) (any, bool) {
+	if hint == nil {
+		return nil, false
+	}
+	sch, err := g.v.at(path)
+	if err != nil || !g.v.valid(sch, mustJSON(hint)) {
+		return nil, false
+	}
+	return hint, true
 }
 
 // gen builds an instance of the schema s found at path; depth is how deep
@@ -544,13 +568,22 @@ func (g *schemaGen) genObject(s *orderedObject, path []string, depth int) (any, 
 	}
 	pv, _ := s.get("properties")
 	props, _ := pv.(*orderedObject)
+	hints, _ := g.hint.(*orderedObject)
+	defer func(h any) { g.hint = h }(g.hint)
 	if props != nil {
 		for _, k := range props.keys {
-			if !required[k] && depth >= schemaMinimalDepth {
+			hint, hinted := hints.get(k)
+			ppath := sub(path, "properties", k)
+			if v, ok := g.keep(hint, ppath); ok {
+				out.set(k, v)
+				continue
+			}
+			if !required[k] && (depth >= schemaMinimalDepth || hints != nil && !hinted) {
 				continue
 			}
 			used := g.textUsed
-			v, err := g.gen(props.vals[k], sub(path, "properties", k), depth+1)
+			g.hint = hint
+			v, err := g.gen(props.vals[k], ppath, depth+1)
 			if err != nil {
 				if required[k] {
 					return nil, err
@@ -599,6 +632,11 @@ func (g *schemaGen) genArray(s *orderedObject, path []string, depth int) (any, e
 	if n == 0 && depth < schemaMinimalDepth && (!hasMax || maxItems > 0) && (hasItems || len(prefix) > 0) && items != false {
 		n = 1
 	}
+	hints, _ := g.hint.([]any)
+	defer func(h any) { g.hint = h }(g.hint)
+	if len(hints) > n && (!hasMax || len(hints) <= maxItems) {
+		n = len(hints)
+	}
 	out := make([]any, 0, n)
 	for i := 0; i < n; i++ {
 		var itemSchema any = true
@@ -608,6 +646,14 @@ func (g *schemaGen) genArray(s *orderedObject, path []string, depth int) (any, e
 			itemSchema, itemPath = prefix[i], sub(path, "prefixItems", strconv.Itoa(i))
 		case hasItems:
 			itemSchema = items
+		}
+		g.hint = nil
+		if i < len(hints) {
+			if v, ok := g.keep(hints[i], itemPath); ok {
+				out = append(out, v)
+				continue
+			}
+			g.hint = hints[i]
 		}
 		v, err := g.gen(itemSchema, itemPath, depth+1)
 		if err != nil {

@@ -195,6 +195,7 @@ func TestSchemaReplyShapes(t *testing.T) {
 		{"ref and defs", `{"$defs":{"P":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"],"additionalProperties":false}},"$ref":"#/$defs/P"}`, "", `{"x":0}`},
 		{"anyOf", `{"anyOf":[{"type":"integer","minimum":5},{"type":"string"}]}`, "", `5`},
 		{"oneOf overlapping", `{"oneOf":[{"type":"number"},{"type":"integer"}]}`, "", `null`},
+		{"hints kept", `{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"},"units":{"type":"array","items":{"enum":["c","f"]}}},"required":["city","days","units"],"additionalProperties":false}`, `{"days":"3","city":"Paris","units":["f","k"]}`, `{"city":"Paris","days":0,"units":["f","c"]}`},
 		{"allOf", `{"allOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]},{"properties":{"b":{"type":"null"}},"required":["b"]}]}`, "", `{"a":"text","b":null}`},
 	} {
 		got, err := schemaReply([]byte(tc.schema), tc.text)
