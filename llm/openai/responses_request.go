@@ -14,6 +14,9 @@ import (
 // typeReasoning is the block type of a Responses reasoning item.
 const typeReasoning = "reasoning"
 
+// minOutputTokens is the smallest max_output_tokens the API takes.
+const minOutputTokens = 16
+
 // responseParams translates req into the Responses API's request.
 func (m *Model) responseParams(req *llm.Request) (responses.ResponseNewParams, error) {
 	// store false: see the file comment of responses.go.
@@ -31,7 +34,11 @@ func (m *Model) responseParams(req *llm.Request) (responses.ResponseNewParams, e
 		p.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
 	}
 	if req.MaxTokens > 0 {
-		p.MaxOutputTokens = param.NewOpt(int64(req.MaxTokens))
+		// The API refuses fewer than 16 ("Invalid 'max_output_tokens':
+		// integer below minimum value. Expected a value >= 16"), which a
+		// nearly spent token budget asks for; 16 overshoots it by at most
+		// 15 tokens instead of failing the call.
+		p.MaxOutputTokens = param.NewOpt(int64(max(req.MaxTokens, minOutputTokens)))
 	}
 	if req.Temperature != nil {
 		p.Temperature = param.NewOpt(*req.Temperature)

@@ -251,6 +251,13 @@ func TestResponsesRequestParameters(t *testing.T) {
 	if strings.Contains(body, `"stream"`) {
 		t.Errorf("plain call asked for a stream: %s", body)
 	}
+	// Below the API's floor of 16, the floor is asked for.
+	if _, err := m.Generate(context.Background(), &llm.Request{Messages: []llm.Message{llm.UserText("a")}, MaxTokens: 5}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if body := string(srv.body(1)); !strings.Contains(body, `"max_output_tokens":16`) {
+		t.Errorf("max_tokens 5 sent as %s", body)
+	}
 }
 
 // Requests the wire cannot carry are refused before anything is sent, and

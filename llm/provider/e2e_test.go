@@ -31,6 +31,7 @@ func TestSpecsAgainstTheFakeServer(t *testing.T) {
 		{"anthropic:fake", "/v1/messages", map[string]string{"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": root}, `"max_tokens":64`},
 		{"openai:fake", "/v1/chat/completions", map[string]string{"OPENAI_API_KEY": key, "OPENAI_BASE_URL": root + "/v1"}, `"max_completion_tokens":64`},
 		{"ollama:fake", "/v1/chat/completions", map[string]string{"OPENAI_API_KEY": key, "OPENAI_BASE_URL": root + "/v1"}, `"max_tokens":64`},
+		{"openai-responses:fake", "/v1/responses", map[string]string{"OPENAI_API_KEY": key, "OPENAI_BASE_URL": root + "/v1"}, `"max_output_tokens":64`},
 	}
 	for i, c := range cases {
 		m, err := New(c.spec, Options{Retry: &p, Getenv: envOf(c.env)})
@@ -83,7 +84,7 @@ func TestClientEndpointAndKeyInCode(t *testing.T) {
 	p.BaseDelay, p.StallTimeout, p.Clock = 0, 0, clock.NewInstant()
 	ct := &countingTransport{next: http.DefaultTransport}
 	client := &http.Client{Transport: ct}
-	for _, c := range []struct{ spec, base string }{{"anthropic:fake", root}, {"openai:fake", root + "/v1"}} {
+	for _, c := range []struct{ spec, base string }{{"anthropic:fake", root}, {"openai:fake", root + "/v1"}, {"openai-responses:fake", root + "/v1"}} {
 		m, err := New(c.spec, Options{HTTPClient: client, BaseURL: c.base, APIKey: key, Retry: &p, NonStreaming: true})
 		if err != nil {
 			t.Fatalf("%s: %v", c.spec, err)
@@ -97,8 +98,8 @@ func TestClientEndpointAndKeyInCode(t *testing.T) {
 		}
 	}
 	reqs := srv.Requests()
-	if len(reqs) != 4 || ct.n.Load() != 4 {
-		t.Fatalf("%d requests logged, %d through the program's client; want 4 and 4", len(reqs), ct.n.Load())
+	if len(reqs) != 6 || ct.n.Load() != 6 {
+		t.Fatalf("%d requests logged, %d through the program's client; want 6 and 6", len(reqs), ct.n.Load())
 	}
 	for i, r := range reqs {
 		if want := i%2 == 1; r.Stream != want {
