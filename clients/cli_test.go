@@ -128,12 +128,8 @@ func codexHomeDir(t *testing.T) string {
 // the client ran its tool and sent the output back.
 func wantToolOutput(t *testing.T, f *fakeLLM, path, kind, text string) {
 	t.Helper()
-	all, ok := f.requests(t)
-	if !ok {
-		return
-	}
 	var seen []logged
-	for _, r := range all {
+	for _, r := range f.requests(t) {
 		if r.Path != path {
 			continue
 		}

@@ -49,8 +49,9 @@ type fakeLLM struct {
 func startFake(t *testing.T, bin, scenario string) *fakeLLM {
 	t.Helper()
 	f := &fakeLLM{}
+	logFile := filepath.Join(t.TempDir(), "requests.jsonl")
 	cmd := exec.Command(bin, "fakellm", "--addr", "127.0.0.1:0", "--api-key", fakeKey,
-		"--scenario", filepath.Join("scenarios", scenario))
+		"--scenario", filepath.Join("scenarios", scenario), "--log", logFile)
 	cmd.Stderr = &f.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -63,6 +64,11 @@ func startFake(t *testing.T, bin, scenario string) *fakeLLM {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("deputy fakellm (%s) did not exit cleanly: %v\n%s", scenario, err, f.stderr.String())
+		}
+		// A failed check shows every exchange whole (--log), the
+		// answers too, which its own message only excerpts.
+		if b, err := os.ReadFile(logFile); t.Failed() && err == nil {
+			t.Logf("the fake's log (--log):\n%s", excerpt(string(b), 20000))
 		}
 	})
 	lines := make(chan string, 1)
@@ -111,10 +117,8 @@ func (l logged) String() string {
 	return fmt.Sprintf("#%d %s %s → %d (stream %v): %s", l.Seq, l.Method, l.Path, l.Status, l.Stream, excerpt(string(l.Request), 300))
 }
 
-// requests is what the fake received so far, in the order the exchanges
-// ended; ok is false while the fake has no GET /_deputy/requests (TEMPORARY:
-// until llm/fake's request log lands, only the client's side is checked).
-func (f *fakeLLM) requests(t *testing.T) (_ []logged, ok bool) {
+// requests is what the fake received so far, in the order the exchanges ended.
+func (f *fakeLLM) requests(t *testing.T) []logged {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, f.URL+"/_deputy/requests", nil)
 	if err != nil {
@@ -126,10 +130,6 @@ func (f *fakeLLM) requests(t *testing.T) (_ []logged, ok bool) {
 		t.Fatalf("GET /_deputy/requests: %v", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		t.Log("TEMPORARY: this fake has no GET /_deputy/requests; what it received is not checked")
-		return nil, false
-	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /_deputy/requests: %d %v: %s", resp.StatusCode, err, excerpt(string(body), 500))
@@ -140,7 +140,7 @@ func (f *fakeLLM) requests(t *testing.T) (_ []logged, ok bool) {
 	if err := json.Unmarshal(body, &log); err != nil {
 		t.Fatalf("GET /_deputy/requests: %v: %s", err, excerpt(string(body), 500))
 	}
-	return log.Requests, true
+	return log.Requests
 }
 
 // excerpt cuts s to about n bytes for a failure message.
