@@ -25,6 +25,9 @@ unquoted ": " in a description) is read as text, as Claude Code reads it, with
 a warning; anything else that is not YAML (an unclosed [ list, a key indented by
 mistake, a key given twice) is an error at its file:line, and the file is not
 loaded.`,
+		Example: `  deputy agents list
+  deputy agents validate .claude/agents
+  deputy agents put .deputy/agents/reviewer.md`,
 	}
 	cmd.AddCommand(newAgentsListCmd(), newAgentsValidateCmd(), newAgentsPutCmd())
 	return cmd
@@ -34,7 +37,8 @@ func newAgentsListCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list [--json] [PATH...]",
-		Short: "Print every definition with every parsed field",
+		Short:   "Print every definition with every parsed field",
+		Example: "  deputy agents list\n  deputy agents list --json .claude/agents",
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			defs, res, err := loadAgents(paths)
 			if err != nil {
@@ -70,7 +74,8 @@ func newAgentsListCmd() *cobra.Command {
 func newAgentsValidateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate [PATH...]",
-		Short: "Check definition files: errors and warnings with file:line, then loaded N/M",
+		Short:   "Check definition files: errors and warnings with file:line, then loaded N/M",
+		Example: "  deputy agents validate\n  deputy agents validate .claude/agents/reviewer.md",
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			_, res, err := loadAgents(paths)
 			if err != nil {

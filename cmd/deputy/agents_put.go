@@ -25,7 +25,8 @@ pick it up at their next catalog refresh (every 60 s).
 All or nothing: every file is checked before any is stored. If one has errors,
 or two of them define the same name (one would replace the other), nothing is
 stored: each problem is reported with its file:line, and the command exits 2.`,
-		Args: cobra.MinimumNArgs(1),
+		Example: "  deputy agents put .deputy/agents/*.md\n  deputy agents put --db postgres://deputy@db/deputy reviewer.md",
+		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defs, bad := checkDefinitions(cmd, args)
 			if bad > 0 {

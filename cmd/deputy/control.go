@@ -234,9 +234,11 @@ func newTreeCmd() *cobra.Command {
 	var db string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "tree ID",
-		Short: "Show the tree of instances ID belongs to: states, turns, tokens and costs",
-		Args:  cobra.ExactArgs(1),
+		Use:               "tree ID",
+		Short:             "Show the tree of instances ID belongs to: states, turns, tokens and costs",
+		Example:           "  deputy tree " + exampleID + "\n  deputy tree --json " + exampleID,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeInstances(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			st, where, in, err := openInstance(ctx, db, args[0])
@@ -327,9 +329,11 @@ func newLogsCmd() *cobra.Command {
 	var follow, asJSON bool
 	var poll time.Duration
 	cmd := &cobra.Command{
-		Use:   "logs ID",
-		Short: "Print an instance's transcript; -f follows it until the instance ends",
-		Args:  cobra.ExactArgs(1),
+		Use:               "logs ID",
+		Short:             "Print an instance's transcript; -f follows it until the instance ends",
+		Example:           "  deputy logs " + exampleID + "\n  deputy logs -f " + exampleID + "\n  deputy logs --json " + exampleID,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeInstances(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			id := args[0]

@@ -8,7 +8,8 @@ import "github.com/spf13/cobra"
 const exampleID = "i-3f9c2a1b7d04"
 
 // generatedExamples are the examples of the commands cobra makes (help,
-// completion and its shells), which have none of their own.
+// completion and its shells), which have none of their own, and of a
+// command whose file has none yet (worker).
 var generatedExamples = map[string]string{
 	"help": `  deputy help run
   deputy help completion bash`,
@@ -20,6 +21,8 @@ var generatedExamples = map[string]string{
   deputy completion zsh > "${fpath[1]}/_deputy"`,
 	"completion fish": `  deputy completion fish | source
   deputy completion fish > ~/.config/fish/completions/deputy.fish`,
+	"worker": `  deputy worker
+  deputy worker --until-idle -q`,
 	"completion powershell": `  deputy completion powershell | Out-String | Invoke-Expression`,
 }
 

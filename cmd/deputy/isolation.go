@@ -24,9 +24,10 @@ func newDoctorCmd() *cobra.Command {
 	var workspace, config string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Report which isolation levels work on this machine, with the fix for each missing piece",
-		Args:  cobra.NoArgs,
+		Use:     "doctor",
+		Short:   "Report which isolation levels work on this machine, with the fix for each missing piece",
+		Example: "  deputy doctor\n  deputy doctor --json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ws, err := filepath.Abs(workspace)
 			if err != nil {
@@ -50,10 +51,10 @@ func newDoctorCmd() *cobra.Command {
 				{"worktree", itemErr(git)}}
 			if asJSON {
 				out := struct {
-					Items  []sandbox.Item     `json:"items"`
+					Items  []itemJSON         `json:"items"`
 					Levels map[string]*string `json:"levels"` // null: works; else why not
 					Tether string             `json:"tether"` // tether.Mode(), after a trial program
-				}{Items: rep.Items, Levels: map[string]*string{}, Tether: tether.Mode()}
+				}{Items: itemsJSON(rep.Items), Levels: map[string]*string{}, Tether: tether.Mode()}
 				for _, l := range levels {
 					out.Levels[l.name] = nil
 					if l.err != nil {
@@ -152,6 +153,24 @@ func tetherItem() sandbox.Item {
 	return it
 }
 
+// itemJSON is a check of doctor's as --json prints it: the JSON keys
+// every command prints are snake_case, and sandbox.Item has no tags.
+type itemJSON struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+	Needed string `json:"needed"`
+}
+
+func itemsJSON(items []sandbox.Item) []itemJSON {
+	out := make([]itemJSON, len(items))
+	for i, it := range items {
+		out[i] = itemJSON(it)
+	}
+	return out
+}
+
 type level struct {
 	name string
 	err  error
@@ -173,7 +192,9 @@ func newMergeCmd() *cobra.Command {
 it completes, its changes are committed there and its report names the branch.
 merge brings them into the workspace's current branch with a merge commit. A
 conflict changes nothing and names the files.`,
-		Args: cobra.ExactArgs(1),
+		Example:           "  deputy merge " + exampleID,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeInstances(store.Completed),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			id := args[0]

@@ -12,7 +12,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	deputylib "github.com/deputy-run/deputy"
 	"github.com/deputy-run/deputy/mcpserver"
+	"github.com/deputy-run/deputy/store"
 )
 
 func newMcpCmd() *cobra.Command {
@@ -31,13 +33,17 @@ deputy mcp, serve or worker on that database. Logs go to stderr only.
 
 A client's configuration, for example:
     {"command": "deputy", "args": ["mcp", "--model", "anthropic:claude-sonnet-4-5"]}`,
+		Example: `  deputy mcp --model fake
+  deputy mcp --model anthropic:claude-sonnet-4-5 --workspace ~/src/project`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stderr := cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			rt, _, err := c.open(ctx, stderr)
-			if err != nil {
+			if errors.Is(err, deputylib.ErrBusy) {
+				return heldByServe(c.db)
+			} else if err != nil {
 				return err
 			}
 			defer rt.Close()
@@ -55,4 +61,19 @@ A client's configuration, for example:
 	}
 	c.register(cmd.Flags())
 	return cmd
+}
+
+// heldByServe is deputy mcp's refusal on a SQLite database another
+// process runs instances on: one process at a time runs a SQLite
+// database's instances, and when that is deputy serve, it serves MCP
+// itself, on /mcp, so the client is told to go there.
+func heldByServe(db string) error {
+	url := dbURL(db)
+	if _, ok := store.SQLitePath(url); !ok {
+		return busyErr(url)
+	}
+	return usageErr("another deputy process is running instances on %s, and a SQLite database has one such process "+
+		"at a time; if it is deputy serve, connect your MCP client to serve's MCP endpoint instead: "+
+		"http://ADDRESS/mcp (the address serve printed, %s by default) with the header "+
+		"\"Authorization: Bearer TOKEN\" (the token is in %s)", dbName(url), defaultServeAddr, defaultTokenFile(url))
 }

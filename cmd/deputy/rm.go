@@ -22,8 +22,8 @@ func newRmCmd() *cobra.Command {
 		Use:   "rm ID",
 		Short: "Delete an ended instance and its subagents, with their transcripts and every record of them",
 		Long: `Deletes the instance ID and every subagent under it from the database: their
-records, transcripts, events, model-call attempts, mailboxes and the engine's
-records of their runs. Only what has ended is deleted: an instance still at work
+records, transcripts, events, model-call attempts, mailboxes and what was kept
+to resume their runs. Only what has ended is deleted: an instance still at work
 (or waiting, or paused) is refused with the reason; cancel it first. A subagent
 whose parent is still at work is refused too, since its parent still reads it.`,
 		Example:           "  deputy rm " + exampleID + "\n  deputy rm --json " + exampleID,

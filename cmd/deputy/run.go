@@ -66,6 +66,10 @@ any more, the running ones finish within --drain-timeout, and it exits 6
 worker" to resume ("deputy cancel ID" ends it instead). A second signal stops
 at once: what still runs is cut off, and a side-effecting call among it is
 reported to the model as interrupted when the run resumes.`,
+		Example: `  deputy run --model fake "Describe this workspace"
+  deputy run --model anthropic:claude-sonnet-4-5 --budget-usd 0.50 "Find the flaky test and fix it"
+  deputy run --model fake --detach "Summarize the docs"    # a worker runs it: deputy worker --until-idle
+  deputy run --model fake --json -q "Count the Go files"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.style = styleFor(cmd, cmd.ErrOrStderr())

@@ -55,6 +55,8 @@ listens on loopback unless --addr names another address. SIGINT or SIGTERM stops
 it after a drain, as for "deputy worker": running steps finish within
 --drain-timeout, a second signal cuts them off; unfinished instances resume at
 the next start.`,
+		Example: `  deputy serve --model fake
+  deputy serve --model anthropic:claude-sonnet-4-5 --addr 127.0.0.1:8080`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.serve(cmd.Context(), cmd.ErrOrStderr())

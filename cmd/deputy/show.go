@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -19,9 +20,11 @@ func newShowCmd() *cobra.Command {
 	var db string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show one instance: its state, usage, result and transcript",
-		Args:  cobra.ExactArgs(1),
+		Use:               "show ID",
+		Short:             "Show one instance: its state, usage, result and transcript",
+		Example:           "  deputy show " + exampleID + "\n  deputy show --json " + exampleID,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeInstances(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			st, where, in, err := openInstance(ctx, db, args[0])
@@ -108,12 +111,15 @@ func showText(w io.Writer, in *instance.Record, msgs []llm.Message, trs []store.
 }
 
 func newPsCmd() *cobra.Command {
-	var db string
+	var db, typ, state string
 	var all, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "ps",
-		Short: "List instances: the active ones, or --all",
-		Args:  cobra.NoArgs,
+		Short: "List instances, newest first: the active ones, or --all",
+		Example: `  deputy ps
+  deputy ps --all --type explorer
+  deputy ps --all --state failed --json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			st, where, err := openExisting(ctx, db)
@@ -121,12 +127,20 @@ func newPsCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			list, err := st.ListInstances(ctx, store.Filter{Active: !all})
+			f, err := psFilter(all, state)
+			if err != nil {
+				return err
+			}
+			list, err := st.ListInstances(ctx, f)
 			if err != nil {
 				return readErr(where, err)
 			}
 			out := make([]instance.Record, 0, len(list))
-			for _, in := range list {
+			// Newest first: what a person looks for is what just ran.
+			for _, in := range slices.Backward(list) {
+				if typ != "" && in.Type != typ {
+					continue
+				}
 				v, err := view(ctx, st, in)
 				if err != nil {
 					return readErr(where, err)
@@ -151,8 +165,24 @@ func newPsCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&db, "db", "", dbFlagHelp)
 	cmd.Flags().BoolVar(&all, "all", false, "include ended instances")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	cmd.Flags().StringVar(&typ, "type", "", "only instances of this type (an agent definition's name, or root)")
+	cmd.Flags().StringVar(&state, "state", "", "only instances in this state (with an ended state, --all is implied)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array, newest first")
+	_ = cmd.RegisterFlagCompletionFunc("type", completeTypes)
+	_ = cmd.RegisterFlagCompletionFunc("state", completeStates)
 	return cmd
+}
+
+// psFilter is ps's selection: one state, or the active ones unless all.
+func psFilter(all bool, state string) (store.Filter, error) {
+	if state == "" {
+		return store.Filter{Active: !all}, nil
+	}
+	st, err := instance.ParseState(state)
+	if err != nil {
+		return store.Filter{}, usageErr("--state: %v", err)
+	}
+	return store.Filter{States: []instance.State{st}}, nil
 }
 
 // printMessage prints message i of a transcript, a line per block.

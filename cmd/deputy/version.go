@@ -65,8 +65,9 @@ func describeVersion(linked string, bi *debug.BuildInfo) string {
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print deputy's version and the commit it was built from",
-		Args:  cobra.NoArgs,
+		Short:   "Print deputy's version and the commit it was built from",
+		Example: "  deputy version",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintf(cmd.OutOrStdout(), "deputy %s\n", versionString())
 			return nil

@@ -30,7 +30,8 @@ Postgres), each under its executor id: its host and pid, its state (live;
 draining, leaving; released, claimed and gone once it left or died and another
 took its runs over), the runs it carried at its last renewal (load), and its
 lease: how long ago it renewed it, and what is left of it.`,
-		Args: cobra.NoArgs,
+		Example: "  deputy workers --db postgres://deputy@db/deputy\n  deputy workers --all --json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			st, where, err := openExisting(ctx, db)

@@ -221,10 +221,18 @@ func openErr(err error, db string) error {
 // busyErr is the CLI's word for a database another process holds:
 // `deputy run --detach` needs no engine, so it never waits on the lock,
 // and is the way out.
-func busyErr(db string) error {
-	return usageErr("another deputy process (a run or a worker) is running instances on %s; wait for it to end, "+
-		"or queue this run with --detach for the worker", dbName(db))
+func busyErr(db string) error { return &exitError{code: exitUsage, err: busyError{db}} }
+
+// busyError is busyErr's error: errors.Is ErrBusy, for the commands that
+// have a better way out to offer (deputy mcp: serve's /mcp).
+type busyError struct{ db string }
+
+func (b busyError) Error() string {
+	return fmt.Sprintf("another deputy process (a run or a worker) is running instances on %s; wait for it to end, "+
+		"or queue this run with --detach for the worker", dbName(b.db))
 }
+
+func (busyError) Unwrap() error { return deputylib.ErrBusy }
 
 // opened is what the CLI says once a runtime is open: the problems Open
 // skipped (a definition file that does not parse, unless quiet), a failed
