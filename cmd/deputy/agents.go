@@ -36,7 +36,7 @@ loaded.`,
 func newAgentsListCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list [--json] [PATH...]",
+		Use:     "list [--json] [PATH...]",
 		Short:   "Print every definition with every parsed field",
 		Example: "  deputy agents list\n  deputy agents list --json .claude/agents",
 		RunE: func(cmd *cobra.Command, paths []string) error {
@@ -73,7 +73,7 @@ func newAgentsListCmd() *cobra.Command {
 
 func newAgentsValidateCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "validate [PATH...]",
+		Use:     "validate [PATH...]",
 		Short:   "Check definition files: errors and warnings with file:line, then loaded N/M",
 		Example: "  deputy agents validate\n  deputy agents validate .claude/agents/reviewer.md",
 		RunE: func(cmd *cobra.Command, paths []string) error {

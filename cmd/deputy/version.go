@@ -64,7 +64,7 @@ func describeVersion(linked string, bi *debug.BuildInfo) string {
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
+		Use:     "version",
 		Short:   "Print deputy's version and the commit it was built from",
 		Example: "  deputy version",
 		Args:    cobra.NoArgs,
