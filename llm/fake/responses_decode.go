@@ -42,8 +42,11 @@ type respWireRequest struct {
 	Store                *bool           `json:"store"`
 	PromptCacheRetention *string         `json:"prompt_cache_retention"`
 	Metadata             json.RawMessage `json:"metadata"`
-	Truncation           json.RawMessage `json:"truncation"`
-	User                 json.RawMessage `json:"user"`
+	// ClientMetadata is Codex CLI's (codex-rs sends it to api.openai.com
+	// with every request, so the API takes it); not in openai-go's params.
+	ClientMetadata json.RawMessage `json:"client_metadata"`
+	Truncation     json.RawMessage `json:"truncation"`
+	User           json.RawMessage `json:"user"`
 
 	Background         json.RawMessage `json:"background"`
 	MaxToolCalls       json.RawMessage `json:"max_tool_calls"`

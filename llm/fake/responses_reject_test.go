@@ -133,3 +133,31 @@ func TestResponsesMaxOutputTokensIsIncomplete(t *testing.T) {
 		t.Errorf("stream: %s", r.body)
 	}
 }
+
+// TestResponsesAcceptsCodexShape: a request in the shape Codex CLI 0.171
+// sends (its client_metadata, a custom tool with a grammar, hosted
+// tool_search and web_search, input items carrying ids, a function call
+// with its status) is answered, and the Responder sees the function tools,
+// the developer text as system and the call paired with its output.
+func TestResponsesAcceptsCodexShape(t *testing.T) {
+	t.Parallel()
+	body := `{"model":"gpt-5.5-codex","stream":true,"store":false,"parallel_tool_calls":false,"prompt_cache_key":"0193","tool_choice":"auto",
+"client_metadata":{"session_id":"s1","turn_id":"t1"},"include":["reasoning.encrypted_content"],"reasoning":{"effort":"medium"},"text":{"verbosity":"low"},
+"tools":[{"type":"function","name":"exec_command","description":"run","strict":false,"parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}},
+{"type":"custom","name":"apply_patch","description":"patch","format":{"type":"grammar","syntax":"lark","definition":"start: \"x\""}},
+{"type":"tool_search","execution":"client","description":"find","parameters":{"type":"object"}},{"type":"web_search","external_web_access":false}],
+"input":[{"type":"message","id":"msg_1","role":"developer","content":[{"type":"input_text","text":"You are Codex."}]},
+{"type":"message","id":"msg_2","role":"user","content":[{"type":"input_text","text":"cat notes.txt"}]},
+{"type":"function_call","id":"fc_1","status":"completed","call_id":"call_1","name":"exec_command","arguments":"{\"cmd\":\"cat notes.txt\"}"},
+{"type":"function_call_output","id":"fco_1","call_id":"call_1","output":"hello"}]}`
+	srv, url := srvStart(t, Options{})
+	r := srvPost(t, url, "/v1/responses", body)
+	if r.status != 200 || !strings.Contains(string(r.body), "event: response.completed\n") {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	req := srv.Requests()[0].Request
+	if req.System != "You are Codex." || len(req.Tools) != 2 || req.Tools[1].Name != "apply_patch" || !req.ToolChoice.DisableParallel ||
+		len(req.Messages) != 3 || req.Messages[2].Content[0].ToolUseID != "call_1" {
+		t.Errorf("decoded: %+v", req)
+	}
+}
