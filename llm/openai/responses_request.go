@@ -49,7 +49,13 @@ func (m *Model) responseParams(req *llm.Request) (responses.ResponseNewParams, e
 	if err := m.responseTools(req, &p); err != nil {
 		return p, err
 	}
-	items := make(responses.ResponseInputParam, 0, len(req.Messages)+1)
+	// At most one item per block: an item is large (a pointer per kind of
+	// item), so growing the slice would copy every one of them again.
+	n := 0
+	for i := range req.Messages {
+		n += len(req.Messages[i].Content)
+	}
+	items := make(responses.ResponseInputParam, 0, n)
 	for i := range req.Messages {
 		var err error
 		if items, err = appendItems(items, &req.Messages[i], &m.opts); err != nil {
