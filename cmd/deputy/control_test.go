@@ -49,6 +49,7 @@ func TestAskPauseAnswerResumeThroughTheCLI(t *testing.T) {
 		t.Errorf("show does not give the question:\n%s", out)
 	}
 	step("paused "+id+" (now paused)", "pause", id)
+	step(id+" is paused already: nothing to do", "pause", id)
 	// Answered while paused: the answer waits for the resume.
 	step("answered "+id+" (now paused)", "answer", id, "b.txt")
 	args := []string{"answer", id, "c.txt"}
