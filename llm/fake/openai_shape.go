@@ -3,8 +3,6 @@ package fake
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/deputy-run/deputy/llm"
 )
@@ -42,48 +40,11 @@ func (d *oaiDecoded) shape(g *generation) error {
 	return nil
 }
 
-// shapeText replaces the text blocks by one holding the JSON answer, where
-// the first was (or first, when there was none and no tool call either).
-// An answer cut by max_tokens is cut as long as the text was, so it stops
-// mid-JSON with finish_reason length, as a real one does.
+// shapeText makes the text the JSON answer the format asks for.
 func (d *oaiDecoded) shapeText(g *generation) error {
-	var text strings.Builder
-	at, calls := -1, 0
-	kept := g.content[:0:0]
-	for _, b := range g.content {
-		switch b.Type {
-		case llm.TypeText:
-			if at < 0 {
-				at = len(kept)
-				kept = append(kept, b)
-			}
-			text.WriteString(b.Text)
-			continue
-		case llm.TypeToolUse:
-			calls++
-		}
-		kept = append(kept, b)
-	}
-	if at < 0 && calls > 0 {
-		return nil
-	}
-	out, err := schemaReply(d.format.schema, text.String())
-	if err != nil {
+	if err := g.answerBySchema(d.format.schema); err != nil {
 		return fmt.Errorf("fake: answer for response_format %q: %w", d.format.name, err)
 	}
-	if g.stop == llm.StopMaxTokens && len(out) > text.Len() {
-		n := text.Len()
-		for n > 0 && !utf8.RuneStart(out[n]) {
-			n--
-		}
-		out = out[:n]
-	}
-	if at < 0 {
-		kept = append([]llm.Block{{}}, kept...)
-		at = 0
-	}
-	kept[at] = llm.Text(out)
-	g.content = kept
 	return nil
 }
 

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/deputy-run/deputy/llm"
 )
 
 // Structured outputs: the answer to a request that names a JSON schema
@@ -731,4 +733,51 @@ func (g *schemaGen) plainString(maxLen, minLen int) string {
 func sub(path []string, elems ...string) []string {
 	out := make([]string, 0, len(path)+len(elems))
 	return append(append(out, path...), elems...)
+}
+
+// answerBySchema is structured outputs on any wire: it replaces the text
+// blocks by one holding schemaReply's answer, where the first was (or
+// first, when there was none and no tool call either: a turn that only
+// calls tools has no message to shape). An answer cut by max_tokens is cut
+// as long as the text was, so it stops mid-JSON as a real one does. The
+// caller counts output tokens again if it estimates them.
+func (g *generation) answerBySchema(schema []byte) error {
+	var text strings.Builder
+	at, calls := -1, 0
+	kept := g.content[:0:0]
+	for _, b := range g.content {
+		switch b.Type {
+		case llm.TypeText:
+			if at < 0 {
+				at = len(kept)
+				kept = append(kept, b)
+			}
+			text.WriteString(b.Text)
+			continue
+		case llm.TypeToolUse:
+			calls++
+		}
+		kept = append(kept, b)
+	}
+	if at < 0 && calls > 0 {
+		return nil
+	}
+	out, err := schemaReply(schema, text.String())
+	if err != nil {
+		return err
+	}
+	if g.stop == llm.StopMaxTokens && len(out) > text.Len() {
+		n := text.Len()
+		for n > 0 && !utf8.RuneStart(out[n]) {
+			n--
+		}
+		out = out[:n]
+	}
+	if at < 0 {
+		kept = append([]llm.Block{{}}, kept...)
+		at = 0
+	}
+	kept[at] = llm.Text(out)
+	g.content = kept
+	return nil
 }
