@@ -47,6 +47,9 @@ func claudeCode(t *testing.T, m *matrix) {
 	if !strings.Contains(out, "The file says: "+codeWord) {
 		t.Errorf("claude -p printed %q, want the scenario's answer quoting %s", excerpt(out, 2000), codeWord)
 	}
+	// Claude Code 2.1.332 makes exactly these two requests for the task
+	// (streamed, as it always does), none of them refused and retried.
+	trips{path: "/v1/messages", requests: 2, streamed: 2, carries: codeWord}.expect(t, f)
 	wantToolOutput(t, f, "/v1/messages", "tool_result", codeWord)
 }
 
@@ -97,6 +100,7 @@ func codex(t *testing.T, m *matrix) {
 	if !strings.Contains(out, "The file says: "+codeWord) {
 		t.Errorf("codex exec printed %q, want the scenario's answer quoting %s", excerpt(out, 2000), codeWord)
 	}
+	trips{path: "/v1/responses", requests: 2, streamed: 2, carries: codeWord}.expect(t, f)
 	wantToolOutput(t, f, "/v1/responses", "function_call_output", codeWord)
 }
 

@@ -42,6 +42,13 @@ func openaiChecks() []check {
 			f := startFake(t, m.deputy, "weather.yaml")
 			r := decodeReport[openaiTurns](t, m.script(t, f, "openai-chat.mjs"))
 			r.Plain.Call.want(t, "plain")
+			// The real API's assistant message carries refusal and
+			// annotations even when empty; echoing them back is the point.
+			for _, k := range []string{"role", "content", "refusal", "annotations", "tool_calls"} {
+				if !slices.Contains(r.Plain.Echoed, k) {
+					t.Errorf("the assistant message echoed back has no %q (it has %v)", k, r.Plain.Echoed)
+				}
+			}
 			wantQuoted(t, "the plain answer (after echoing "+strings.Join(r.Plain.Echoed, ",")+")", r.Plain.Text)
 			r.Stream.Call.want(t, "streamed")
 			wantQuoted(t, "the streamed answer", r.Stream.Text)
@@ -101,6 +108,9 @@ func openaiChecks() []check {
 			}
 			if n, _ := r.Plain.Usage["output_tokens"].(float64); n <= 0 {
 				t.Errorf("plain usage %v: no output_tokens", r.Plain.Usage)
+			}
+			if _, ok := r.Plain.Usage["input_tokens_details"].(map[string]any)["cached_tokens"].(float64); !ok {
+				t.Errorf("plain usage %v: no input_tokens_details.cached_tokens", r.Plain.Usage)
 			}
 			trips{path: "/v1/responses", requests: 4, streamed: 2}.expect(t, f)
 		}},

@@ -17,11 +17,12 @@ const (
 // trips is what a check expects the fake to have received on one path:
 // exactly this many requests (an SDK's silent retry of a rejected request
 // shows as one more), this many of them streamed, every one answered 200,
-// and at least one carrying the tool's result.
+// and at least one carrying the tool's result (carries; mark by default).
 type trips struct {
 	method, path string
 	requests     int
 	streamed     int
+	carries      string
 }
 
 // expect checks the fake's log against w and returns the requests it counted.
@@ -29,6 +30,9 @@ func (w trips) expect(t *testing.T, f *fakeLLM) []logged {
 	t.Helper()
 	if w.method == "" {
 		w.method = "POST"
+	}
+	if w.carries == "" {
+		w.carries = mark
 	}
 	var got []logged
 	streamed, marked := 0, 0
@@ -43,7 +47,7 @@ func (w trips) expect(t *testing.T, f *fakeLLM) []logged {
 		if r.Stream {
 			streamed++
 		}
-		if strings.Contains(string(r.Request), mark) {
+		if strings.Contains(string(r.Request), w.carries) {
 			marked++
 		}
 	}
@@ -52,7 +56,7 @@ func (w trips) expect(t *testing.T, f *fakeLLM) []logged {
 			w.method, w.path, len(got), streamed, w.requests, w.streamed, listLogged(got))
 	}
 	if w.method == "POST" && marked == 0 {
-		t.Errorf("%s %s: no request carried the tool's result (%s):\n%s", w.method, w.path, mark, listLogged(got))
+		t.Errorf("%s %s: no request carried the tool's result (%s):\n%s", w.method, w.path, w.carries, listLogged(got))
 	}
 	return got
 }
