@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -48,6 +49,25 @@ func anthropicChecks() []check {
 			}
 			trips{path: "/v1/messages", requests: 2}.expect(t, f)
 			trips{path: "/v1/messages/count_tokens", requests: 1}.expect(t, f)
+		}},
+		{"anthropic-sdk/messages.parse", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "forecast.yaml")
+			r := decodeReport[struct {
+				Parsed    forecast `json:"parsed"`
+				FinalStop string   `json:"final_stop"`
+			}](t, m.script(t, f, "anthropic-parse.mjs"))
+			r.Parsed.want(t, "messages.parse()")
+			reqs := trips{path: "/v1/messages", requests: 2}.expect(t, f)
+			for _, q := range reqs {
+				if !strings.Contains(string(q.Request), `"json_schema"`) {
+					t.Errorf("the request did not carry output_config.format's json_schema: %v", q)
+				}
+			}
+		}},
+		{"anthropic-sdk/models.list", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[modelsReport](t, m.script(t, f, "anthropic-models.mjs"))
+			r.want(t, f, "type", "model", "/v1/messages")
 		}},
 		{"anthropic-sdk/beta.messages.toolRunner", func(t *testing.T, m *matrix) {
 			f := startFake(t, m.deputy, "weather.yaml")

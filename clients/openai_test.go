@@ -6,6 +6,43 @@ import (
 	"testing"
 )
 
+// forecast is the structured-output checks' schema (Forecast in
+// checks/openai-parse.mjs and anthropic-parse.mjs), as scenarios/forecast.yaml
+// answers it.
+type forecast struct {
+	City   string `json:"city"`
+	Report string `json:"report"`
+	Sunny  bool   `json:"sunny"`
+}
+
+func (p forecast) want(t *testing.T, what string) {
+	t.Helper()
+	if p.City != "Paris" || !strings.Contains(p.Report, mark) || !p.Sunny {
+		t.Errorf("%s parsed %+v, want the scenario's {Paris, the tool's report, true}", what, p)
+	}
+}
+
+// modelsReport is what checks/openai-models.mjs and anthropic-models.mjs print.
+type modelsReport struct {
+	IDs       []string       `json:"ids"`
+	Retrieved map[string]any `json:"retrieved"`
+	Model     string         `json:"model"`
+	Text      string         `json:"text"`
+}
+
+// want checks a models check on its wire: the model retrieved is the one
+// listed, of the wire's object type, and the tool round trip on it.
+func (r modelsReport) want(t *testing.T, f *fakeLLM, objectKey, objectType, path string) {
+	t.Helper()
+	if r.Retrieved["id"] != r.Model || r.Retrieved[objectKey] != objectType {
+		t.Errorf("models.retrieve(%q) = %v, want its id and %s %q", r.Model, r.Retrieved, objectKey, objectType)
+	}
+	wantQuoted(t, "the answer on "+r.Model, r.Text)
+	trips{method: "GET", path: "/v1/models", requests: 1}.expect(t, f)
+	trips{method: "GET", path: "/v1/models/" + r.Model, requests: 1}.expect(t, f)
+	trips{path: path, requests: 2}.expect(t, f)
+}
+
 // call is a function call as the OpenAI wires carry it: arguments as text.
 type call struct {
 	Name      string `json:"name"`
@@ -77,16 +114,12 @@ func openaiChecks() []check {
 		{"openai/chat.completions.parse", func(t *testing.T, m *matrix) {
 			f := startFake(t, m.deputy, "forecast.yaml")
 			r := decodeReport[struct {
-				Parsed struct {
-					City   string `json:"city"`
-					Report string `json:"report"`
-					Sunny  bool   `json:"sunny"`
-				} `json:"parsed"`
+				Parsed       forecast `json:"parsed"`
+				StreamParsed forecast `json:"stream_parsed"`
 			}](t, m.script(t, f, "openai-parse.mjs"))
-			if p := r.Parsed; p.City != "Paris" || !strings.Contains(p.Report, mark) || !p.Sunny {
-				t.Errorf("parsed %+v, want the scenario's {Paris, the tool's report, true}", p)
-			}
-			reqs := trips{path: "/v1/chat/completions", requests: 2}.expect(t, f)
+			r.Parsed.want(t, "parse()")
+			r.StreamParsed.want(t, "stream().finalChatCompletion()")
+			reqs := trips{path: "/v1/chat/completions", requests: 4, streamed: 2}.expect(t, f)
 			for _, q := range reqs {
 				if !strings.Contains(string(q.Request), `"json_schema"`) {
 					t.Errorf("the request did not carry the json_schema response_format: %v", q)
@@ -116,19 +149,8 @@ func openaiChecks() []check {
 		}},
 		{"openai/models.list", func(t *testing.T, m *matrix) {
 			f := startFake(t, m.deputy, "weather.yaml")
-			r := decodeReport[struct {
-				IDs       []string       `json:"ids"`
-				Retrieved map[string]any `json:"retrieved"`
-				Model     string         `json:"model"`
-				Text      string         `json:"text"`
-			}](t, m.script(t, f, "openai-models.mjs"))
-			if r.Retrieved["id"] != r.Model || r.Retrieved["object"] != "model" {
-				t.Errorf("models.retrieve(%q) = %v", r.Model, r.Retrieved)
-			}
-			wantQuoted(t, "the answer on "+r.Model, r.Text)
-			trips{method: "GET", path: "/v1/models", requests: 1}.expect(t, f)
-			trips{method: "GET", path: "/v1/models/" + r.Model, requests: 1}.expect(t, f)
-			trips{path: "/v1/chat/completions", requests: 2}.expect(t, f)
+			r := decodeReport[modelsReport](t, m.script(t, f, "openai-models.mjs"))
+			r.want(t, f, "object", "model", "/v1/chat/completions")
 		}},
 	}
 }

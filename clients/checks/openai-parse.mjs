@@ -10,21 +10,30 @@ const Forecast = z.object({ city: z.string(), report: z.string(), sunny: z.boole
 // parse auto-parses only strict tools, and strict needs a closed schema (lib.mjs's is).
 const tool = { ...chatTool, function: { ...chatTool.function, strict: true } };
 const params = { model: openaiModel, tools: [tool], response_format: zodResponseFormat(Forecast, 'forecast') };
-const messages = [{ role: 'user', content: TASK }];
 
-const first = await client.chat.completions.parse({ ...params, messages });
-const msg = first.choices[0].message;
-must(msg.tool_calls?.length === 1, 'one tool call', first);
-// Sent back as a message param: parse() adds parsed and parsed_arguments,
-// SDK-side fields, to what the API sent (openai-chat.mjs echoes a create()
-// message unchanged).
-messages.push({
-  role: 'assistant',
-  content: msg.content,
-  tool_calls: msg.tool_calls.map(({ id, type, function: { name, arguments: args } }) => ({ id, type, function: { name, arguments: args } })),
-});
-for (const c of msg.tool_calls) {
-  messages.push({ role: 'tool', tool_call_id: c.id, content: weather(c.function.arguments) });
+// A conversation's two turns, each a ChatCompletion with parsed content: by
+// parse(), or streamed by chat.completions.stream() and its
+// finalChatCompletion().
+async function conversation(turn) {
+  const messages = [{ role: 'user', content: TASK }];
+  const first = await turn(messages);
+  const msg = first.choices[0].message;
+  must(msg.tool_calls?.length === 1, 'one tool call', first);
+  // Sent back as a message param: parse() adds parsed and parsed_arguments,
+  // SDK-side fields, to what the API sent (openai-chat.mjs echoes a create()
+  // message unchanged).
+  messages.push({
+    role: 'assistant',
+    content: msg.content,
+    tool_calls: msg.tool_calls.map(({ id, type, function: { name, arguments: args } }) => ({ id, type, function: { name, arguments: args } })),
+  });
+  for (const c of msg.tool_calls) {
+    messages.push({ role: 'tool', tool_call_id: c.id, content: weather(c.function.arguments) });
+  }
+  return (await turn(messages)).choices[0].message.parsed;
 }
-const second = await client.chat.completions.parse({ ...params, messages });
-report({ parsed: second.choices[0].message.parsed, content: second.choices[0].message.content });
+
+const plain = await conversation((messages) => client.chat.completions.parse({ ...params, messages }));
+const streamed = await conversation((messages) =>
+  client.chat.completions.stream({ ...params, messages }).finalChatCompletion());
+report({ parsed: plain, stream_parsed: streamed });
