@@ -165,6 +165,13 @@ type Options struct {
 	// path; default "Options.Scenario"). Given a Scenario, a model other
 	// than the fake one is refused (ErrScenarioNotFake). FakeLatency keeps
 	// the scenario's simulated latency (default off: as fast as it goes).
+	//
+	// A root on the fake model records the scenario it starts on (at most
+	// durable.MaxScenarioBytes), so its later runs play the same answers:
+	// Open refuses a database whose active roots were started on another
+	// one (ErrScenarioMismatch; RecordedScenario reads theirs, for a
+	// runtime that only carries runs), and a root that reaches the runtime
+	// later on another one fails its run with that error.
 	Scenario     []byte
 	ScenarioName string
 	FakeLatency  bool
@@ -441,6 +448,16 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		st.Close()
 		return nil, err
 	}
+	// Before the engine opens, which resumes the active roots at once. A
+	// worker of a fleet carries only some of them, found later: its guard
+	// (guardTools) checks each as it comes.
+	if rt.executor == "" {
+		if err := p.ms.checkScenarios(ctx, st); err != nil {
+			rt.unlock()
+			st.Close()
+			return nil, err
+		}
+	}
 	tel, closeTel, err := startTelemetry(ctx, o.Telemetry, st)
 	if err != nil {
 		rt.unlock()
@@ -459,7 +476,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		URL:    pgURL,
 		Logger: o.Logger,
 		Models: p.ms.open,
-		Tools:  toolsOf(&p.o),
+		Tools:  p.ms.guardTools(toolsOf(&p.o)),
 		Fence:  fenceOf,
 		// MaxDepth and MaxParallel come with each run's spec.
 		Runner: agent.Runner{Catalog: p.cat, Skills: p.skills, Config: p.cfg, Models: p.ms.runnerModels, Stream: o.Stream,
@@ -694,6 +711,7 @@ func (p *prepared) spec(t Task, lookup func(string) (*Definition, bool)) durable
 		Budget:      budget,
 		WallTime:    t.WallTime,
 		Config:      p.cfg,
+		Scenario:    p.ms.scenarioOf(cmp.Or(model, p.ms.ownSpec)),
 	}
 }
 

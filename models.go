@@ -1,6 +1,8 @@
 package deputy
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,10 +10,13 @@ import (
 	"sync"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/llm/provider"
 	"github.com/deputy-run/deputy/llm/retry"
+	"github.com/deputy-run/deputy/store"
+	"github.com/deputy-run/deputy/tool"
 )
 
 // ProgramModel is the spec a program's own model (Options.Model) is
@@ -25,6 +30,14 @@ const ProgramModel = "deputy:program"
 // ErrScenarioNotFake is in Open's error when Options.Scenario is given and
 // a model that is not the fake one is asked for.
 var ErrScenarioNotFake = errors.New("a scenario applies only to the fake model")
+
+// ErrScenarioMismatch is in Open's error when an active root of the
+// database was started on the fake model with another scenario than the
+// runtime plays (Options.Scenario, or the built-in demo), and in
+// RecordedScenario's when active roots were started on several: a runtime
+// plays one scenario, and a run finished on other answers than it began
+// with is not the run it was. Nothing is resumed or changed.
+var ErrScenarioMismatch = errors.New("started on another scenario")
 
 // IsFake reports whether spec names deputy's built-in scripted model:
 // "fake", or "fake:NAME" (a tier's second scripted model, playing the
@@ -71,8 +84,11 @@ type models struct {
 	ownSpec string
 	// script is the fake's scenario; nil: the built-in demo, made when a
 	// fake model is first opened. scripted: the program gave one.
-	script    *fake.Scenario
-	scripted  bool
+	script   *fake.Scenario
+	scripted bool
+	// recorded is what the runtime's fake roots record they play
+	// (durable.Spec.Scenario): Options.Scenario, or the demo.
+	recorded  durable.Scenario
 	noLatency bool
 	provider  ProviderOptions
 	// keyed is the provider ProviderOptions.BaseURL and APIKey are for:
@@ -95,7 +111,7 @@ type opened struct {
 // is Open's error.
 func newModels(o *Options) (*models, error) {
 	ms := &models{own: o.Model, ownSpec: o.ModelSpec, noLatency: !o.FakeLatency, provider: o.Provider,
-		nonStreaming: !o.Stream, scripted: o.Scenario != nil}
+		nonStreaming: !o.Stream, scripted: o.Scenario != nil, recorded: durable.Scenario{Name: "demo"}}
 	if p, _, err := provider.Parse(o.ModelSpec); err == nil && !IsFake(o.ModelSpec) {
 		ms.keyed = p
 	}
@@ -107,6 +123,10 @@ func newModels(o *Options) (*models, error) {
 		if name == "" {
 			name = "Options.Scenario"
 		}
+		if len(o.Scenario) > durable.MaxScenarioBytes {
+			return nil, fmt.Errorf("scenario %s: %d bytes, more than the %d a run records (durable.MaxScenarioBytes)", name, len(o.Scenario), durable.MaxScenarioBytes)
+		}
+		ms.recorded = durable.Scenario{Name: name, YAML: string(o.Scenario)}
 		s, err := fake.ParseScenario(o.Scenario, name)
 		if err != nil {
 			return nil, err
@@ -186,4 +206,131 @@ func (ms *models) make(spec string) (llm.Model, string, error) {
 func (ms *models) runnerModels(spec string) (llm.Model, error) {
 	m, _, err := ms.open(spec)
 	return m, err
+}
+
+// scenarioOf is what a root on model spec records it plays: the runtime's
+// scenario when the spec is fake, nothing otherwise.
+func (ms *models) scenarioOf(spec string) *durable.Scenario {
+	if !IsFake(spec) {
+		return nil
+	}
+	sc := ms.recorded
+	return &sc
+}
+
+// plays reports whether the runtime plays the scenario a root recorded; a
+// root that recorded none (not fake, or from before roots kept it) plays
+// whatever the runtime does.
+func (ms *models) plays(sc *durable.Scenario) bool {
+	return sc == nil || sc.YAML == ms.recorded.YAML
+}
+
+// mismatch is the error for a root (id, or "" when unknown) recorded on sc,
+// which the runtime does not play.
+func (ms *models) mismatch(id string, sc *durable.Scenario) error {
+	who := "a root"
+	if id != "" {
+		who = "instance " + id
+	}
+	return fmt.Errorf("deputy: %w: %s was started on %s, and this runtime plays %s: give it that scenario "+
+		"(Options.Scenario; deputy worker --scenario %s), or cancel it", ErrScenarioMismatch, who, scenarioText(sc),
+		scenarioText(&ms.recorded), sc.Name)
+}
+
+func scenarioText(sc *durable.Scenario) string {
+	if sc.YAML == "" {
+		return "the built-in demo"
+	}
+	return "scenario " + sc.Name
+}
+
+// guardTools refuses, as its tools are built, the run of a root recorded
+// on a scenario the runtime does not play: one that reached this runtime
+// after Open checked the active roots (queued later, taken over from
+// another worker). The run fails with the error, rather than playing
+// answers it never began with.
+func (ms *models) guardTools(tools func(durable.Spec) (*tool.Set, error)) func(durable.Spec) (*tool.Set, error) {
+	return func(s durable.Spec) (*tool.Set, error) {
+		if !ms.plays(s.Scenario) {
+			return nil, ms.mismatch("", s.Scenario)
+		}
+		return tools(s)
+	}
+}
+
+// rootScenario is an active root's recorded scenario.
+type rootScenario struct {
+	id string
+	sc *durable.Scenario
+}
+
+// activeScenarios lists the scenarios the active roots of st recorded
+// (those created, running, asking or paused), skipping roots that recorded
+// none.
+func activeScenarios(ctx context.Context, st *store.Store) ([]rootScenario, error) {
+	roots, err := st.ListInstances(ctx, store.Filter{OnlyRoots: true,
+		States: []store.State{store.Created, store.Running, store.Asking, store.Paused}})
+	if err != nil {
+		return nil, fmt.Errorf("deputy: the active roots' scenarios: %w", err)
+	}
+	var out []rootScenario
+	for _, in := range roots {
+		var spec durable.Spec
+		if err := json.Unmarshal(in.Definition, &spec); err != nil {
+			return nil, fmt.Errorf("deputy: instance %s: its spec does not decode: %w", in.ID, err)
+		}
+		if spec.Scenario != nil {
+			out = append(out, rootScenario{in.ID, spec.Scenario})
+		}
+	}
+	return out, nil
+}
+
+// checkScenarios refuses a runtime whose database holds active roots
+// recorded on a scenario it does not play, before any of them resumes.
+func (ms *models) checkScenarios(ctx context.Context, st *store.Store) error {
+	recs, err := activeScenarios(ctx, st)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if !ms.plays(r.sc) {
+			return ms.mismatch(r.id, r.sc)
+		}
+	}
+	return nil
+}
+
+// RecordedScenario returns the scenario the active roots of o's database
+// (Options.DB, or Workspace's default) were started on with the fake
+// model, for a runtime that only carries runs to play (deputy worker
+// without --scenario): its name and YAML, nil YAML when that is the
+// built-in demo or no root recorded one. Roots started on different
+// scenarios are ErrScenarioMismatch, naming two of them.
+func RecordedScenario(ctx context.Context, o Options) (name string, yaml []byte, err error) {
+	p, err := prepare(o)
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := store.Open(ctx, p.db, store.Options{})
+	if err != nil {
+		return "", nil, fmt.Errorf("deputy: %w", err)
+	}
+	defer st.Close()
+	recs, err := activeScenarios(ctx, st)
+	if err != nil || len(recs) == 0 {
+		return "", nil, err
+	}
+	first := recs[0]
+	for _, r := range recs[1:] {
+		if r.sc.YAML != first.sc.YAML {
+			return "", nil, fmt.Errorf("deputy: %w: instance %s was started on %s and instance %s on %s: a runtime plays one; "+
+				"give one Options.Scenario (deputy worker --scenario FILE) and cancel the others, or finish them one scenario at a time",
+				ErrScenarioMismatch, first.id, scenarioText(first.sc), r.id, scenarioText(r.sc))
+		}
+	}
+	if first.sc.YAML == "" {
+		return first.sc.Name, nil, nil
+	}
+	return first.sc.Name, []byte(first.sc.YAML), nil
 }

@@ -93,7 +93,24 @@ type Spec struct {
 	// decides without it. Not omitempty: an empty list (offer nothing)
 	// must come back from the record as one, not as nil.
 	Offer []string `json:"offer"`
+	// Scenario is the fake model's script the root started with, when it
+	// runs on the fake model, so a run resumed elsewhere (deputy worker)
+	// plays the answers it began with. nil: none recorded (not on the fake
+	// model, or recorded before deputy kept it): the runner's own.
+	Scenario *Scenario `json:"scenario,omitempty"`
 }
+
+// Scenario is a fake-model script as a root records it. YAML is the file's
+// bytes, at most MaxScenarioBytes since the spec is a row read at every run
+// of the root; empty: the built-in demo. Name is what it was given as (a
+// file's path, or "demo"), for messages.
+type Scenario struct {
+	Name string `json:"name"`
+	YAML string `json:"yaml,omitempty"`
+}
+
+// MaxScenarioBytes bounds the scenario a root records (Spec.Scenario).
+const MaxScenarioBytes = 1 << 20
 
 // Options configure an Engine.
 type Options struct {

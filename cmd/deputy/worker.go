@@ -4,12 +4,17 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	deputylib "github.com/deputy-run/deputy"
+	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/store"
 )
 
 func newWorkerCmd() *cobra.Command {
@@ -30,20 +35,37 @@ starts any more, the running ones (a tool call, a model call) finish within
 finished step, for the next worker (on Postgres, the others take them over at
 once). A second signal stops at once, cutting off what still runs. With
 --until-idle, a signal before the work is done exits 6 (interrupted,
-resumable).`,
+resumable).
+
+A run on --model fake plays the scenario it was started on, which it
+recorded: without --scenario the worker plays that one, and it refuses runs
+started on another scenario than its own (or on several), naming the
+--scenario FILE they need. It prints one line on stdout for each instance it
+carried to an end: its id, type, state, turns and cost.`,
+		Example: `  deputy worker
+  deputy worker --until-idle -q
+  deputy worker --db postgres://deputy@db/deputy --max-runs 16`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stderr := cmd.ErrOrStderr()
 			drain := cmp.Or(drain, durable.DefaultDrain)
 			ctx, hurry, release := stopSignals(cmd.Context(), stderr, drain, quiet)
 			defer release()
+			ends := &endLines{w: cmd.OutOrStdout(), pending: map[string]bool{}, printed: map[string]bool{}}
+			in.onEvent = ends.event
 			if !quiet {
-				in.onEvent = progress(stderr)
+				prog := progress(stderr)
+				in.onEvent = func(e agent.Event) { prog(e); ends.event(e) }
 			}
 			in.stderr = stderr
 			o, err := cliOptions(in)
 			if err != nil {
 				return err
+			}
+			if in.scenario == "" {
+				if err := playRecorded(ctx, &o, stderr, quiet); err != nil {
+					return err
+				}
 			}
 			// Open resumes this executor's pending runs and starts the
 			// roots recorded but never started; the queue brings the rest.
@@ -53,11 +75,10 @@ resumable).`,
 			}
 			defer closeRuntime(rt, hurry, drain, quiet, stderr, "deputy")
 			opened(rt, stderr, "deputy", quiet)
-			if !untilIdle {
-				<-ctx.Done()
-				return nil
-			}
-			return waitIdle(ctx, rt, poll)
+			// The last ends, those the stop or the idle check came with,
+			// are printed before the runtime closes.
+			defer ends.sweep(context.WithoutCancel(ctx), rt)
+			return carry(ctx, rt, poll, untilIdle, ends)
 		},
 	}
 	f := cmd.Flags()
@@ -76,8 +97,25 @@ resumable).`,
 	return cmd
 }
 
-// waitIdle returns once the runtime has nothing left to do (Runtime.Idle).
-func waitIdle(ctx context.Context, rt *deputylib.Runtime, poll time.Duration) error {
+// playRecorded makes o play the scenario the database's active roots were
+// started on, for a worker given no --scenario.
+func playRecorded(ctx context.Context, o *deputylib.Options, stderr io.Writer, quiet bool) error {
+	name, yaml, err := deputylib.RecordedScenario(ctx, *o)
+	if err != nil {
+		return openErr(err, o.DB)
+	}
+	if yaml != nil {
+		o.Scenario, o.ScenarioName = yaml, name
+		if !quiet {
+			fmt.Fprintf(stderr, "deputy worker: playing scenario %s, which its runs were started on\n", name)
+		}
+	}
+	return nil
+}
+
+// carry waits until ctx ends or, with untilIdle, the runtime has nothing
+// left to do (Runtime.Idle), printing the instances that ended meanwhile.
+func carry(ctx context.Context, rt *deputylib.Runtime, poll time.Duration, untilIdle bool, ends *endLines) error {
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	// The runtime drains as the command returns; what is left is saved for
@@ -85,19 +123,71 @@ func waitIdle(ctx context.Context, rt *deputylib.Runtime, poll time.Duration) er
 	stopped := &exitError{code: exitInterrupted, err: errors.New("stopped before the work was done; " +
 		"what is left is saved as of its last finished step: deputy worker resumes it")}
 	for {
-		idle, err := rt.Idle(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return stopped // a look cut short by the signal
-		case err != nil:
-			return err
-		case idle:
-			return nil
+		if untilIdle {
+			idle, err := rt.Idle(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return stopped // a look cut short by the signal
+			case err != nil:
+				return err
+			case idle:
+				return nil
+			}
 		}
+		ends.sweep(ctx, rt)
 		select {
 		case <-ctx.Done():
-			return stopped
+			if untilIdle {
+				return stopped
+			}
+			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// endLines prints one line per instance the worker carried to an end. An
+// instance's end event comes before its end is written (a root's state is
+// recorded after its loop returns), so ended instances wait in pending
+// until the store shows them ended.
+type endLines struct {
+	w       io.Writer
+	mu      sync.Mutex
+	pending map[string]bool
+	printed map[string]bool
+}
+
+// event notes the instances whose runs here ended.
+func (l *endLines) event(e agent.Event) {
+	if e.Kind != agent.EventEnded || e.Instance == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.printed[e.Instance] {
+		l.pending[e.Instance] = true
+	}
+}
+
+// sweep prints the pending instances the store shows ended: id, type,
+// state, turns and cost. One whose run stopped without ending (it asks,
+// it is paused, the worker drained) is dropped; its next run's end brings
+// it back.
+func (l *endLines) sweep(ctx context.Context, rt *deputylib.Runtime) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id := range l.pending {
+		in, err := rt.Get(ctx, id)
+		if err != nil {
+			continue // asked again at the next sweep
+		}
+		switch {
+		case in.State.Terminal():
+			fmt.Fprintf(l.w, "%s %s %s turns=%d cost=%s\n", in.ID, in.Type, in.State, in.Turns, costCell(in.Cost))
+			l.printed[id] = true
+		case in.State == store.Running || in.State == store.Created:
+			continue
+		}
+		delete(l.pending, id)
 	}
 }
