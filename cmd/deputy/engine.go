@@ -76,7 +76,7 @@ func closeRuntime(rt *deputylib.Runtime, hurry context.Context, drain time.Durat
 			"a side-effecting call among them is reported to the model as interrupted when its run resumes")
 	}
 	if err != nil { // the spans of the run, flushed once it stopped, or the store's close
-		fmt.Fprintf(stderr, "%s: closing: %v\n", prefix, err)
+		fmt.Fprintf(stderr, "%s: closing: %s\n", prefix, unprefixed(err.Error()))
 	}
 }
 

@@ -243,7 +243,7 @@ func opened(rt *deputylib.Runtime, w io.Writer, prefix string, quiet bool) {
 		if quiet && errors.Is(p, deputylib.ErrSkipped) {
 			continue
 		}
-		fmt.Fprintf(w, "%s: %v\n", prefix, p)
+		fmt.Fprintf(w, "%s: %s\n", prefix, unprefixed(p.Error()))
 	}
 	if n := len(rt.CleanedUp()); n > 0 && !quiet {
 		fmt.Fprintf(w, "deputy: removed %d worktrees of instances no longer at work\n", n)
