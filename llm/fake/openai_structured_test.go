@@ -310,3 +310,39 @@ func TestOpenAIAcceptedSettings(t *testing.T) {
 		t.Errorf("auto: %v %s", err, res.RawJSON())
 	}
 }
+
+// TestOpenAIJSONSchemaCutByMaxTokens: an answer that runs into
+// max_completion_tokens stops mid-JSON with finish_reason length, as a
+// real one does (openai-node's parse then throws LengthFinishReasonError).
+func TestOpenAIJSONSchemaCutByMaxTokens(t *testing.T) {
+	t.Parallel()
+	_, url := srvStart(t, Options{Responder: replyWith(llm.Text(strings.Repeat("word ", 40)))})
+	body := `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"t","strict":true,"schema":` + thingSchema + `}}}`
+	r := srvPost(t, url, "/v1/chat/completions", body)
+	m := srvJSON(t, r.body)
+	content, _ := srvDig(m, "choices", 0, "message", "content").(string)
+	if r.status != 200 || srvDig(m, "choices", 0, "finish_reason") != "length" || content == "" || json.Valid([]byte(content)) || !strings.HasPrefix(content, `{"name":"`) {
+		t.Errorf("%d %s", r.status, r.body)
+	}
+}
+
+// TestOpenAIMetadataLimits: metadata holds at most 16 pairs, and values
+// of at most 512 characters.
+func TestOpenAIMetadataLimits(t *testing.T) {
+	t.Parallel()
+	_, url := srvStart(t, Options{})
+	pairs := make([]string, 17)
+	for i := range pairs {
+		pairs[i] = fmt.Sprintf(`"k%d":"v"`, i)
+	}
+	for _, c := range []struct{ meta, param, code string }{
+		{"{" + strings.Join(pairs, ",") + "}", "metadata", "object_above_max_properties"},
+		{`{"a":"` + strings.Repeat("x", 513) + `"}`, "metadata.a", "string_above_max_length"},
+	} {
+		r := srvPost(t, url, "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}],"metadata":`+c.meta+`}`)
+		m := srvJSON(t, r.body)
+		if r.status != 400 || srvDig(m, "error", "param") != c.param || srvDig(m, "error", "code") != c.code {
+			t.Errorf("%s: %d %s", c.param, r.status, r.body)
+		}
+	}
+}
