@@ -31,6 +31,8 @@ func buildDeputy(t *testing.T, dir string) string {
 	}
 	bin := filepath.Join(dir, "deputy")
 	cmd := exec.Command("go", "build", "-o", bin, "github.com/deputy-run/deputy/cmd/deputy")
+	// As .ci/run's build stage builds, so its compiled packages are reused.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build deputy: %v\n%s", err, out)
 	}
