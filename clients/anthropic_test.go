@@ -69,6 +69,28 @@ func anthropicChecks() []check {
 			r := decodeReport[modelsReport](t, m.script(t, f, "anthropic-models.mjs"))
 			r.want(t, f, "type", "model", "/v1/messages")
 		}},
+		{"anthropic-sdk/thinking", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "thinking.yaml")
+			r := decodeReport[struct {
+				Thinking         string `json:"thinking"`
+				StreamedThinking string `json:"streamed_thinking"`
+				Signature        string `json:"signature"`
+				FinalText        string `json:"final_text"`
+				Refused          *struct {
+					Status  int    `json:"status"`
+					Type    string `json:"type"`
+					Message string `json:"message"`
+				} `json:"refused"`
+			}](t, m.script(t, f, "anthropic-thinking.mjs"))
+			if r.Thinking == "" || r.StreamedThinking != r.Thinking || r.Signature == "" {
+				t.Errorf("thinking %q, streamed as %q, signature %q: want the scenario's, whole, signed", r.Thinking, r.StreamedThinking, r.Signature)
+			}
+			wantQuoted(t, "the answer after the thinking turn", r.FinalText)
+			if q := r.Refused; q == nil || q.Status != 400 || q.Type != "invalid_request_error" {
+				t.Errorf("an edited thinking block sent back was answered %+v, want a 400 invalid_request_error", q)
+			}
+			trips{path: "/v1/messages", requests: 3, streamed: 1}.expect(t, f)
+		}},
 		{"anthropic-sdk/beta.messages.toolRunner", func(t *testing.T, m *matrix) {
 			f := startFake(t, m.deputy, "weather.yaml")
 			r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-tool-runner.mjs"))
