@@ -24,23 +24,23 @@ func TestExtractText(t *testing.T) {
 <h2>Details</h2><div>first</div><div>second<br>third</div>
 <footer>© 2026 noise</footer></body></html>`,
 			title: "The Guide",
-			text: "# Getting started\n\nInstall it with go get, then set it up (https://docs.example/guide/setup.html).\n\n" +
-				"- one\n- two bold\n\n## Details\n\nfirst\nsecond\nthird",
+			text: "# Getting started\n\nInstall it with `go get`, then [set it up](https://docs.example/guide/setup.html).\n\n" +
+				"- one\n- two **bold**\n\n## Details\n\nfirst\n\nsecond\nthird",
 		},
 		{
 			name: "entities and nbsp",
 			html: `<p>a&nbsp;&amp;&nbsp;b &lt;tag&gt; caf&eacute;</p>`,
-			text: "a & b <tag> café",
+			text: "a & b &lt;tag&gt; café", // Markdown's escapes: <tag> would be read as HTML
 		},
 		{
 			name: "pre keeps whitespace",
 			html: "<p>code:</p><pre>if x {\n    y()\n}</pre><p>after</p>",
-			text: "code:\n\nif x {\n    y()\n}\n\nafter",
+			text: "code:\n\n```\nif x {\n    y()\n}\n```\n\nafter",
 		},
 		{
 			name: "links not worth showing",
 			html: `<p><a href="#top">top</a> <a href="javascript:go()">js</a> <a href="mailto:a@b">mail</a> <a href="https://x.example/">x</a></p>`,
-			text: "top js mail x (https://x.example/)",
+			text: "top js mail [x](https://x.example/)",
 		},
 		{
 			name: "hidden and nested drops",
@@ -53,19 +53,19 @@ func TestExtractText(t *testing.T) {
 			text: "abc",
 		},
 		{
-			name: "unclosed nav ends with the body",
+			name: "an unclosed nav holds the rest, as a browser parses it",
 			html: `<body><p>before</p><nav>menu</body><p>after</p>`,
-			text: "before\n\nafter",
+			text: "before",
 		},
 		{
-			name: "table cells are separated",
+			name: "a table is a Markdown table",
 			html: `<table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table>`,
-			text: "k v\na 1",
+			text: "| k | v |\n|---|---|\n| a | 1 |",
 		},
 		{
 			name: "broken html",
 			html: `<p>unterminated <b>bold <i>it</p><li>item`,
-			text: "unterminated bold it\n\n- item",
+			text: "unterminated **bold *it***\n\n***item***", // the parser reopens <b><i> around the stray <li>
 		},
 	}
 	for _, tc := range tests {

@@ -136,8 +136,9 @@ func (f *Fetch) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
 		Name: "web_fetch",
 		Description: fmt.Sprintf("Fetch one web page or file over http or https and return its text. HTML is "+
-			"reduced to readable text (title, headings as #, list items as -, links as text (url); scripts, "+
-			"styles and navigation dropped); plain text, JSON and XML are returned as they are. Binary content "+
+			"reduced to its readable content as Markdown (an article's main text when the page is one; "+
+			"headings, lists, links, tables and code blocks kept; navigation, asides, cookie banners, "+
+			"scripts and images dropped); plain text, JSON and XML are returned as they are. Binary content "+
 			"(images, PDF, archives) is refused. Redirects are followed (up to %d). At most %d characters "+
 			"are returned.", f.cfg.MaxRedirects, f.cfg.MaxOutput),
 		InputSchema: json.RawMessage(`{

@@ -92,7 +92,7 @@ func TestFetch(t *testing.T) {
 		path, want string
 		isErr      bool
 	}{
-		{"/page", "URL: " + srv.URL + "/page\nTitle: Doc\n\n# Hello\n\nSee next (" + srv.URL + "/next).", false},
+		{"/page", "URL: " + srv.URL + "/page\nTitle: Doc\n\n# Hello\n\nSee [next](" + srv.URL + "/next).", false},
 		{"/redirect", "URL: " + srv.URL + "/page\nTitle: Doc\n", false}, // the final URL is reported
 		{"/text", "URL: " + srv.URL + "/text\n\n  plain\n\ttext  \n", false},
 		{"/json", `{"a": [1, 2]}`, false},
