@@ -78,6 +78,9 @@ type (
 	}
 )
 
+// emptyList is the empty logprobs list every text event carries.
+var emptyList = []json.RawMessage{}
+
 // respStreamer writes one Responses stream.
 type respStreamer struct {
 	s   *Server
@@ -87,6 +90,12 @@ type respStreamer struct {
 	buf bytes.Buffer
 	enc *frameEncoder
 	seq int
+	// The delta events live here and are refilled for each delta, so a
+	// delta's encoding allocates nothing of its own.
+	textEv    respTextEvent
+	argsEv    respArgsEvent
+	summaryEv respSummaryTextEvent
+	piece     string
 }
 
 // head numbers the next event of type typ.
@@ -150,12 +159,14 @@ func (st *respStreamer) stream() error {
 	status := st.run.finalStatus()
 	final := st.run.object(status, st.s.clock.Now().Unix())
 	typ := "response." + status
-	ev := respResponseEvent{respHead: st.head(typ), Response: final}
-	body := mustJSON(ev)
+	obj := mustJSON(final)
 	// The response is stored once it is done, before its last event goes
 	// out, so a client continuing from it at once finds it.
-	st.s.respKeep(st.run, mustJSON(final))
-	return st.bw.event(typ, body, true)
+	st.s.respKeep(st.run, obj)
+	return st.emit(typ, struct {
+		respHead
+		Response json.RawMessage `json:"response"`
+	}{st.head(typ), obj}, true)
 }
 
 // item streams output item i: added, its content, done.
@@ -191,12 +202,13 @@ func (st *respStreamer) message(i int, it *respOutItem) error {
 			if err := st.pace(p, len(piece)); err != nil {
 				return err
 			}
-			ev := respTextEvent{respHead: st.head("response.output_text.delta"), ItemID: it.id, OutputIndex: i, ContentIndex: j, Delta: &piece, Logprobs: []json.RawMessage{}}
-			if err := st.emit(ev.Type, ev, false); err != nil {
+			st.piece = piece
+			st.textEv = respTextEvent{respHead: st.head("response.output_text.delta"), ItemID: it.id, OutputIndex: i, ContentIndex: j, Delta: &st.piece, Logprobs: emptyList}
+			if err := st.emit(st.textEv.Type, &st.textEv, false); err != nil {
 				return err
 			}
 		}
-		done := respTextEvent{respHead: st.head("response.output_text.done"), ItemID: it.id, OutputIndex: i, ContentIndex: j, Text: &text, Logprobs: []json.RawMessage{}}
+		done := respTextEvent{respHead: st.head("response.output_text.done"), ItemID: it.id, OutputIndex: i, ContentIndex: j, Text: &text, Logprobs: emptyList}
 		if err := st.emit(done.Type, done, false); err != nil {
 			return err
 		}
@@ -215,8 +227,9 @@ func (st *respStreamer) arguments(i int, it *respOutItem) error {
 		if err := st.pace(p, len(piece)); err != nil {
 			return err
 		}
-		ev := respArgsEvent{respHead: st.head("response.function_call_arguments.delta"), ItemID: it.id, OutputIndex: i, Delta: &piece}
-		if err := st.emit(ev.Type, ev, false); err != nil {
+		st.piece = piece
+		st.argsEv = respArgsEvent{respHead: st.head("response.function_call_arguments.delta"), ItemID: it.id, OutputIndex: i, Delta: &st.piece}
+		if err := st.emit(st.argsEv.Type, &st.argsEv, false); err != nil {
 			return err
 		}
 	}
@@ -240,8 +253,9 @@ func (st *respStreamer) reasoning(i int, it *respOutItem) error {
 			if err := st.pace(p, len(piece)); err != nil {
 				return err
 			}
-			ev := respSummaryTextEvent{respHead: st.head("response.reasoning_summary_text.delta"), ItemID: it.id, OutputIndex: i, SummaryIndex: j, Delta: &piece}
-			if err := st.emit(ev.Type, ev, false); err != nil {
+			st.piece = piece
+			st.summaryEv = respSummaryTextEvent{respHead: st.head("response.reasoning_summary_text.delta"), ItemID: it.id, OutputIndex: i, SummaryIndex: j, Delta: &st.piece}
+			if err := st.emit(st.summaryEv.Type, &st.summaryEv, false); err != nil {
 				return err
 			}
 		}
