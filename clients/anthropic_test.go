@@ -13,12 +13,20 @@ type anthropicReport struct {
 	FirstStop  string         `json:"first_stop"`
 	FinalStop  string         `json:"final_stop"`
 	FinalText  string         `json:"final_text"`
-	Usage      map[string]any `json:"usage"`
+	Usage      anthropicUsage `json:"usage"`
 	Counted    int            `json:"counted"`
 	Billed     int            `json:"billed"`
 	Calls      []any          `json:"calls"`
 	PlainText  string         `json:"plain_text"`
 	StreamText string         `json:"stream_text"`
+}
+
+// anthropicUsage is the Messages API's usage, the counts the checks compare.
+type anthropicUsage struct {
+	Input      int `json:"input_tokens"`
+	Output     int `json:"output_tokens"`
+	CacheWrite int `json:"cache_creation_input_tokens"`
+	CacheRead  int `json:"cache_read_input_tokens"`
 }
 
 func anthropicChecks() []check {
@@ -91,6 +99,21 @@ func anthropicChecks() []check {
 			}
 			trips{path: "/v1/messages", requests: 3, streamed: 1}.expect(t, f)
 		}},
+		{"anthropic-sdk/prompt-caching", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[struct {
+				First     anthropicUsage `json:"first_usage"`
+				Second    anthropicUsage `json:"second_usage"`
+				FinalText string         `json:"final_text"`
+			}](t, m.script(t, f, "anthropic-cache.mjs"))
+			wantQuoted(t, "the answer", r.FinalText)
+			// The breakpoint's prefix (tools, system) is written by the
+			// first request and read, whole, by the second.
+			if w := r.First.CacheWrite; w <= 0 || r.Second.CacheRead != w || r.First.CacheRead != 0 {
+				t.Errorf("first usage %+v, second %+v: want the first to write the prefix and the second to read it all", r.First, r.Second)
+			}
+			trips{path: "/v1/messages", requests: 2}.expect(t, f)
+		}},
 		{"anthropic-sdk/beta.messages.toolRunner", func(t *testing.T, m *matrix) {
 			f := startFake(t, m.deputy, "weather.yaml")
 			r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-tool-runner.mjs"))
@@ -113,7 +136,7 @@ func wantAnthropicTrip(t *testing.T, r anthropicReport) {
 		t.Errorf("final stop_reason %q, want end_turn", r.FinalStop)
 	}
 	wantQuoted(t, "the final text", r.FinalText)
-	if out, _ := r.Usage["output_tokens"].(float64); out <= 0 {
-		t.Errorf("final usage %v: no output_tokens", r.Usage)
+	if r.Usage.Output <= 0 {
+		t.Errorf("final usage %+v: no output_tokens", r.Usage)
 	}
 }

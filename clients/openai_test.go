@@ -147,6 +147,26 @@ func openaiChecks() []check {
 			}
 			trips{path: "/v1/responses", requests: 4, streamed: 2}.expect(t, f)
 		}},
+		{"openai/prompt-caching", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[struct {
+				First     map[string]any `json:"first_usage"`
+				Second    map[string]any `json:"second_usage"`
+				FinalText string         `json:"final_text"`
+			}](t, m.script(t, f, "openai-cache.mjs"))
+			wantQuoted(t, "the answer", r.FinalText)
+			cached := func(u map[string]any) float64 {
+				n, _ := u["prompt_tokens_details"].(map[string]any)["cached_tokens"].(float64)
+				return n
+			}
+			// Cached from 1,024 tokens on, in steps of 128; never more
+			// than the prompt.
+			c, prompt := cached(r.Second), r.Second["prompt_tokens"].(float64)
+			if cached(r.First) != 0 || c < 1024 || int(c)%128 != 0 || c > prompt {
+				t.Errorf("cached_tokens %v then %v (prompt %v): want 0, then at least 1024 in steps of 128", cached(r.First), c, prompt)
+			}
+			trips{path: "/v1/chat/completions", requests: 2}.expect(t, f)
+		}},
 		{"openai/models.list", func(t *testing.T, m *matrix) {
 			f := startFake(t, m.deputy, "weather.yaml")
 			r := decodeReport[modelsReport](t, m.script(t, f, "openai-models.mjs"))
