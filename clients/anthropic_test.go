@@ -17,6 +17,7 @@ type anthropicReport struct {
 	Counted    int            `json:"counted"`
 	Billed     int            `json:"billed"`
 	Calls      []any          `json:"calls"`
+	Unknown    *refused       `json:"unknown_field"`
 	PlainText  string         `json:"plain_text"`
 	StreamText string         `json:"stream_text"`
 }
@@ -35,7 +36,8 @@ func anthropicChecks() []check {
 			f := startFake(t, m.deputy, "weather.yaml")
 			r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-create.mjs"))
 			wantAnthropicTrip(t, r)
-			trips{path: "/v1/messages", requests: 2}.expect(t, f)
+			r.Unknown.want(t, "an unknown top-level field", "bogus_field: Extra inputs are not permitted", "", "")
+			trips{path: "/v1/messages", requests: 3, refused: 1}.expect(t, f)
 		}},
 		{"anthropic-sdk/messages.stream+finalMessage", func(t *testing.T, m *matrix) {
 			f := startFake(t, m.deputy, "weather.yaml")

@@ -57,7 +57,9 @@ func (c call) want(t *testing.T, what string) {
 }
 
 type openaiTurns struct {
-	Plain struct {
+	UnknownField    *refused `json:"unknown_field"`
+	UnknownPrevious *refused `json:"unknown_previous"`
+	Plain           struct {
 		Echoed []string       `json:"echoed"`
 		Call   call           `json:"call"`
 		Text   string         `json:"text"`
@@ -95,7 +97,8 @@ func openaiChecks() []check {
 			if n, _ := r.Stream.Usage["completion_tokens"].(float64); n <= 0 {
 				t.Errorf("include_usage: the last chunk's usage is %v", r.Stream.Usage)
 			}
-			trips{path: "/v1/chat/completions", requests: 4, streamed: 2}.expect(t, f)
+			r.UnknownField.want(t, "an unknown parameter", "Unrecognized request argument supplied: bogus_field", "", "")
+			trips{path: "/v1/chat/completions", requests: 5, streamed: 2, refused: 1}.expect(t, f)
 		}},
 		{"openai/chat.completions.runTools", func(t *testing.T, m *matrix) {
 			f := startFake(t, m.deputy, "weather.yaml")
@@ -145,7 +148,10 @@ func openaiChecks() []check {
 			if _, ok := r.Plain.Usage["input_tokens_details"].(map[string]any)["cached_tokens"].(float64); !ok {
 				t.Errorf("plain usage %v: no input_tokens_details.cached_tokens", r.Plain.Usage)
 			}
-			trips{path: "/v1/responses", requests: 4, streamed: 2}.expect(t, f)
+			r.UnknownPrevious.want(t, "an unknown previous_response_id",
+				"Previous response with id 'resp_doesnotexist0000' not found.", "previous_response_id", "previous_response_not_found")
+			r.UnknownField.want(t, "an unknown parameter", "Unknown parameter: 'bogus_field'.", "bogus_field", "unknown_parameter")
+			trips{path: "/v1/responses", requests: 6, streamed: 2, refused: 2}.expect(t, f)
 		}},
 		{"openai/prompt-caching", func(t *testing.T, m *matrix) {
 			f := startFake(t, m.deputy, "weather.yaml")

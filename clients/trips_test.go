@@ -16,12 +16,14 @@ const (
 
 // trips is what a check expects the fake to have received on one path:
 // exactly this many requests (an SDK's silent retry of a rejected request
-// shows as one more), this many of them streamed, every one answered 200,
+// shows as one more), this many of them streamed, every one answered 200
+// but the refused ones (the check's deliberate bad requests, answered 400),
 // and at least one carrying the tool's result (carries; mark by default).
 type trips struct {
 	method, path string
 	requests     int
 	streamed     int
+	refused      int
 	carries      string
 }
 
@@ -35,13 +37,17 @@ func (w trips) expect(t *testing.T, f *fakeLLM) []logged {
 		w.carries = mark
 	}
 	var got []logged
-	streamed, marked := 0, 0
+	streamed, marked, refused := 0, 0, 0
 	for _, r := range f.requests(t) {
 		if r.Method != w.method || r.Path != w.path {
 			continue
 		}
 		got = append(got, r)
-		if r.Status != 200 {
+		switch r.Status {
+		case 200:
+		case 400:
+			refused++
+		default:
 			t.Errorf("the fake answered %d to %v", r.Status, r)
 		}
 		if r.Stream {
@@ -51,14 +57,40 @@ func (w trips) expect(t *testing.T, f *fakeLLM) []logged {
 			marked++
 		}
 	}
-	if len(got) != w.requests || streamed != w.streamed {
-		t.Errorf("%s %s: the fake got %d requests (%d streamed), want %d (%d streamed):\n%s",
-			w.method, w.path, len(got), streamed, w.requests, w.streamed, listLogged(got))
+	if len(got) != w.requests || streamed != w.streamed || refused != w.refused {
+		t.Errorf("%s %s: the fake got %d requests (%d streamed, %d refused), want %d (%d streamed, %d refused):\n%s",
+			w.method, w.path, len(got), streamed, refused, w.requests, w.streamed, w.refused, listLogged(got))
 	}
 	if w.method == "POST" && marked == 0 {
 		t.Errorf("%s %s: no request carried the tool's result (%s):\n%s", w.method, w.path, w.carries, listLogged(got))
 	}
 	return got
+}
+
+// refused is how an SDK saw a request the API refuses (checks/lib.mjs's
+// refusal).
+type refused struct {
+	Status  int     `json:"status"`
+	Type    string  `json:"type"`
+	Message string  `json:"message"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// want fails unless the refusal is a 400 of type invalid_request_error whose
+// message is msg, with the param and code given ("" for null).
+func (r *refused) want(t *testing.T, what, msg, param, code string) {
+	t.Helper()
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	if r == nil || r.Status != 400 || r.Type != "invalid_request_error" || r.Message != msg || str(r.Param) != param || str(r.Code) != code {
+		t.Errorf("%s: refused as %+v (param %q, code %q); want 400 invalid_request_error %q, param %q, code %q",
+			what, r, str(r.Param), str(r.Code), msg, param, code)
+	}
 }
 
 func listLogged(ls []logged) string {

@@ -51,3 +51,18 @@ export function report(obj) {
 export function must(cond, what, got) {
   if (!cond) throw new Error(`${what}; got ${JSON.stringify(got)}`);
 }
+
+// refusal runs a request the API must refuse and returns how the SDK saw
+// the refusal: status and the error body's type, message, param and code
+// (Anthropic: {type: "error", error: {type, message}}; OpenAI: {error:
+// {message, type, param, code}}). A request that succeeds fails the check.
+export async function refusal(request) {
+  try {
+    await request();
+  } catch (e) {
+    must(typeof e.status === 'number', 'an API error with a status', String(e));
+    const body = e.error?.error ?? e.error ?? {};
+    return { status: e.status, type: body.type, message: body.message, param: body.param ?? null, code: body.code ?? null };
+  }
+  throw new Error('the request was accepted; the API refuses it');
+}

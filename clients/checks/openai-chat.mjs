@@ -3,7 +3,7 @@
 // as programs do); then streamed with stream_options.include_usage, the
 // message rebuilt from the deltas.
 import OpenAI from 'openai';
-import { TASK, chatTool, must, openaiModel, report, weather } from './lib.mjs';
+import { TASK, chatTool, must, openaiModel, refusal, report, weather } from './lib.mjs';
 
 const client = new OpenAI(); // OPENAI_BASE_URL, OPENAI_API_KEY
 const params = { model: openaiModel, tools: [chatTool] };
@@ -57,4 +57,7 @@ async function streamed() {
   return { call: first.calls[0].function, text: second.content, usage: second.usage, finish: second.finish };
 }
 
-report({ plain: await plain(), stream: await streamed() });
+// A parameter the API does not know is refused.
+const unknownField = await refusal(() =>
+  client.chat.completions.create({ ...params, messages: [{ role: 'user', content: TASK }], bogus_field: 1 }));
+report({ plain: await plain(), stream: await streamed(), unknown_field: unknownField });

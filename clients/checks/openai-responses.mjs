@@ -2,7 +2,7 @@
 // second turn continuing by previous_response_id; then streamed, the second
 // turn sending the first's output items back (stateless, store: false).
 import OpenAI from 'openai';
-import { TASK, must, openaiModel, report, weather, weatherDescription, weatherSchema } from './lib.mjs';
+import { TASK, must, openaiModel, refusal, report, weather, weatherDescription, weatherSchema } from './lib.mjs';
 
 const client = new OpenAI();
 const tools = [{
@@ -48,4 +48,8 @@ async function streamed() {
     final_text: second.done.output_text ?? null, events: first.events.concat(second.events) };
 }
 
-report({ plain: await plain(), stream: await streamed() });
+// A continuation of a response that does not exist, and an unknown parameter.
+const unknownPrevious = await refusal(() =>
+  client.responses.create({ model: openaiModel, previous_response_id: 'resp_doesnotexist0000', input: TASK, tools }));
+const unknownField = await refusal(() => client.responses.create({ model: openaiModel, input: TASK, tools, bogus_field: 1 }));
+report({ plain: await plain(), stream: await streamed(), unknown_previous: unknownPrevious, unknown_field: unknownField });
