@@ -168,20 +168,27 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request, stream func(llm.
 	if streaming {
 		params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}
 	}
+	return m.attempts(ctx, params.Model, streaming, func(actx context.Context, w *retry.Watchdog, out *retry.Outcome) (*llm.Response, error) {
+		if streaming {
+			return m.streamOnce(actx, w, &params, stream, out)
+		}
+		return m.once(actx, w, &params, out)
+	})
+}
+
+// attempts runs attempt under the retry policy, for both wires, and
+// returns the response of the one that succeeded. A call that does not
+// stream is bounded by the policy's PlainTimeout instead of its stall
+// timeout: no byte comes until the answer is whole, which is not a stall.
+func (m *Model) attempts(ctx context.Context, model string, streaming bool, attempt func(context.Context, *retry.Watchdog, *retry.Outcome) (*llm.Response, error)) (*llm.Response, error) {
 	policy := m.policy
 	if !streaming {
-		policy = policy.Plain() // no byte until the answer is whole: not a stall
+		policy = policy.Plain()
 	}
 	var resp *llm.Response
-	err = policy.Do(ctx, m.name, params.Model, func(actx context.Context, w *retry.Watchdog) (retry.Outcome, error) {
+	err := policy.Do(ctx, m.name, model, func(actx context.Context, w *retry.Watchdog) (retry.Outcome, error) {
 		var out retry.Outcome
-		var r *llm.Response
-		var err error
-		if streaming {
-			r, err = m.streamOnce(actx, w, &params, stream, &out)
-		} else {
-			r, err = m.once(actx, w, &params, &out)
-		}
+		r, err := attempt(actx, w, &out)
 		resp = r
 		return out, err
 	})

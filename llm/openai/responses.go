@@ -51,27 +51,12 @@ func (m *Model) generateResponse(ctx context.Context, req *llm.Request, stream f
 		return nil, fmt.Errorf("%s: %w", m.name, err)
 	}
 	streaming := stream != nil || !m.opts.NonStreaming
-	policy := m.policy
-	if !streaming {
-		policy = policy.Plain() // no byte until the answer is whole: not a stall
-	}
-	var resp *llm.Response
-	err = policy.Do(ctx, m.name, params.Model, func(actx context.Context, w *retry.Watchdog) (retry.Outcome, error) {
-		var out retry.Outcome
-		var r *llm.Response
-		var err error
+	return m.attempts(ctx, params.Model, streaming, func(actx context.Context, w *retry.Watchdog, out *retry.Outcome) (*llm.Response, error) {
 		if streaming {
-			r, err = m.streamResponseOnce(actx, w, &params, stream, &out)
-		} else {
-			r, err = m.responseOnce(actx, w, &params, &out)
+			return m.streamResponseOnce(actx, w, &params, stream, out)
 		}
-		resp = r
-		return out, err
+		return m.responseOnce(actx, w, &params, out)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
 }
 
 // responseOnce makes one non-streaming attempt.
