@@ -153,7 +153,9 @@ func (c *anthConversation) placement() *wireError {
 			return invalid("messages.%d: consecutive system messages are not allowed", i)
 		case c.roles[i-1] == "assistant" && !serverToolUse(c.lastBlock[i-1]):
 			return invalid("messages.%d: a system message must immediately follow a user message or an assistant message that ends in a server tool use", i)
-		case i+1 < len(c.roles) && c.roles[i+1] != "assistant":
+		case i+1 < len(c.roles) && c.roles[i+1] == "user":
+			// A system message next is refused as consecutive, at its own
+			// index.
 			return invalid("messages.%d: a system message must be the last message or be followed by an assistant message", i)
 		}
 	}
