@@ -98,6 +98,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().IntVar(&repeats, "repeats", 5, "repeats; figures are medians")
-	root.AddCommand(newLoopCmd(&repeats), newSubagentsCmd(&repeats), newOrchestrationCmd(&repeats), newFakeLLMCmd())
+	root.AddCommand(newLoopCmd(&repeats), newSubagentsCmd(&repeats), newOrchestrationCmd(&repeats), newFakeLLMCmd(), newFakeWireCmd(&repeats))
 	return root
 }
