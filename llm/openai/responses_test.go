@@ -337,6 +337,8 @@ func TestResponsesStreamFailures(t *testing.T) {
 		{"error event", "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"Something broke.\",\"param\":null,\"sequence_number\":1}\n\n", retry.ReasonErrorEvent},
 		{"failed", "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":" + failed + "}\n\n", retry.ReasonErrorEvent},
 		{"cut", strings.SplitAfter(sseEvents(full), "\n\n")[3], retry.ReasonStreamCut},
+		{"event after the end", sseEvents(full) + "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":1,\"delta\":\"more\"}\n\n", retry.ReasonMalformed},
+		{"bad output_index", "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":-1,\"delta\":\"x\"}\n\n", retry.ReasonMalformed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
