@@ -40,8 +40,8 @@ resumable).
 A run on --model fake plays the scenario it was started on, which it
 recorded: without --scenario the worker plays that one, and it refuses runs
 started on another scenario than its own (or on several), naming the
---scenario FILE they need. It prints one line on stdout for each instance it
-carried to an end: its id, type, state, turns and cost.`,
+--scenario FILE they need. Unless -q, it prints one line on stdout for each
+instance it carried to an end: its id, type, state, turns and cost.`,
 		Example: `  deputy worker
   deputy worker --until-idle -q
   deputy worker --db postgres://deputy@db/deputy --max-runs 16`,
@@ -51,7 +51,11 @@ carried to an end: its id, type, state, turns and cost.`,
 			drain := cmp.Or(drain, durable.DefaultDrain)
 			ctx, hurry, release := stopSignals(cmd.Context(), stderr, drain, quiet)
 			defer release()
-			ends := &endLines{w: cmd.OutOrStdout(), pending: map[string]bool{}, printed: map[string]bool{}}
+			out := cmd.OutOrStdout()
+			if quiet {
+				out = io.Discard
+			}
+			ends := &endLines{w: out, pending: map[string]bool{}, printed: map[string]bool{}}
 			in.onEvent = ends.event
 			if !quiet {
 				prog := progress(stderr)
@@ -88,7 +92,7 @@ carried to an end: its id, type, state, turns and cost.`,
 	f.StringVar(&in.config, "config", "", "deputy.yaml (default: WORKSPACE/deputy.yaml, then ~/.deputy/deputy.yaml)")
 	f.BoolVar(&untilIdle, "until-idle", false, "exit once no instance is active (for scripts and tests)")
 	f.DurationVar(&poll, "poll", 100*time.Millisecond, "with --until-idle, how often to look")
-	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr, no lines of ended instances on stdout")
 	f.IntVar(&in.maxRuns, "max-runs", durable.DefaultMaxRuns, "runs this worker carries at once (on Postgres also the most it takes from the queue at once)")
 	f.IntVar(&in.fleetRuns, "fleet-max-runs", 0, "on Postgres, the most queued runs all the workers carry at once (give every worker the same); 0: only each worker's --max-runs")
 	f.StringVar(&in.executorID, "executor-id", "", executorFlagHelp)
