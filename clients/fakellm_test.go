@@ -173,6 +173,9 @@ func baseEnv(t *testing.T, f *fakeLLM) []string {
 		"ANTHROPIC_API_KEY=" + fakeKey,
 		"OPENAI_BASE_URL=" + f.URL + "/v1",
 		"OPENAI_API_KEY=" + fakeKey,
+		// The Agents SDK's own switch for its trace export, which posts to
+		// OpenAI's tracing endpoint whatever the base URL.
+		"OPENAI_AGENTS_DISABLE_TRACING=1",
 	}
 }
 

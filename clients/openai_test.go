@@ -173,6 +173,23 @@ func openaiChecks() []check {
 			}
 			trips{path: "/v1/chat/completions", requests: 2}.expect(t, f)
 		}},
+		{"openai-agents/run", func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "weather.yaml")
+			r := decodeReport[struct {
+				Calls       []any  `json:"calls"`
+				PlainText   string `json:"plain_text"`
+				StreamText  string `json:"stream_text"`
+				StreamFinal string `json:"stream_final"`
+			}](t, m.script(t, f, "openai-agents.mjs"))
+			if len(r.Calls) != 2 {
+				t.Errorf("the agent ran get_weather %d times (%v), want once per run, 2", len(r.Calls), r.Calls)
+			}
+			wantQuoted(t, "the plain run's final output", r.PlainText)
+			// The text stream holds every turn's text, the tool turn's too.
+			wantQuoted(t, "the streamed run's text stream", r.StreamText)
+			wantQuoted(t, "the streamed run's final output", r.StreamFinal)
+			trips{path: "/v1/responses", requests: 4, streamed: 2}.expect(t, f)
+		}},
 		{"openai/models.list", func(t *testing.T, m *matrix) {
 			f := startFake(t, m.deputy, "weather.yaml")
 			r := decodeReport[modelsReport](t, m.script(t, f, "openai-models.mjs"))
