@@ -25,6 +25,7 @@ func cliChecks() []check {
 	return []check{
 		{"claude-code/print", claudeCode},
 		{"codex/exec", codex},
+		{"codex/apply_patch", codexPatch},
 	}
 }
 
@@ -76,11 +77,41 @@ stream_max_retries = 0
 `
 }
 
-// codex runs `codex exec` in its default read-only sandbox on a fresh
-// CODEX_HOME holding codexConfig.
+// codex runs `codex exec` in its default read-only sandbox: it reads the
+// file with exec_command.
 func codex(t *testing.T, m *matrix) {
 	f := startFake(t, m.deputy, "codex.yaml")
 	dir := workspace(t)
+	out := runCodex(t, m, f, dir, "Print the code word in notes.txt.")
+	if !strings.Contains(out, "The file says: "+codeWord) {
+		t.Errorf("codex exec printed %q, want the scenario's answer quoting %s", excerpt(out, 2000), codeWord)
+	}
+	trips{path: "/v1/responses", requests: 2, streamed: 2, carries: codeWord}.expect(t, f)
+	wantToolOutput(t, f, "/v1/responses", "function_call_output", codeWord)
+}
+
+// codexPatch runs `codex exec --sandbox workspace-write`: it writes a file
+// with apply_patch, a custom (freeform) tool whose call carries the patch
+// as text.
+func codexPatch(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "codex-patch.yaml")
+	dir := t.TempDir()
+	out := runCodex(t, m, f, dir, "Create hello.txt holding the code word.", "--sandbox", "workspace-write")
+	b, err := os.ReadFile(filepath.Join(dir, "hello.txt"))
+	if err != nil || strings.TrimSpace(string(b)) != codeWord {
+		t.Errorf("hello.txt after codex exec: %q, %v; want the patch's %s\nstdout: %s", b, err, codeWord, excerpt(out, 2000))
+	}
+	if !strings.Contains(out, "Patched: ") {
+		t.Errorf("codex exec printed %q, want the scenario's report of the patch", excerpt(out, 2000))
+	}
+	trips{path: "/v1/responses", requests: 2, streamed: 2, carries: "hello.txt"}.expect(t, f)
+	wantToolOutput(t, f, "/v1/responses", "custom_tool_call_output", "hello.txt")
+}
+
+// runCodex runs `codex exec [flags] TASK` in dir on a fresh CODEX_HOME
+// holding codexConfig and returns what it printed on stdout (its answer).
+func runCodex(t *testing.T, m *matrix, f *fakeLLM, dir, task string, flags ...string) string {
+	t.Helper()
 	home := codexHomeDir(t)
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o755); err != nil {
@@ -89,19 +120,14 @@ func codex(t *testing.T, m *matrix) {
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(f)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(m.modules, ".bin", "codex")
+	args := append([]string{m.node, filepath.Join(m.modules, ".bin", "codex"), "exec", "--strict-config", "--skip-git-repo-check"}, flags...)
 	c := client{name: "codex exec", dir: dir, env: []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + home,
 		"CODEX_HOME=" + codexHome,
 		"DEPUTY_FAKE_KEY=" + fakeKey,
-	}, args: []string{m.node, bin, "exec", "--strict-config", "--skip-git-repo-check", "Print the code word in notes.txt."}}
-	out := c.run(t)
-	if !strings.Contains(out, "The file says: "+codeWord) {
-		t.Errorf("codex exec printed %q, want the scenario's answer quoting %s", excerpt(out, 2000), codeWord)
-	}
-	trips{path: "/v1/responses", requests: 2, streamed: 2, carries: codeWord}.expect(t, f)
-	wantToolOutput(t, f, "/v1/responses", "function_call_output", codeWord)
+	}, args: append(args, task)}
+	return c.run(t)
 }
 
 // codexHomeDir is a private HOME for codex outside the temporary directory:
