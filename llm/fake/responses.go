@@ -13,7 +13,7 @@ import (
 // JSON or, with stream: true, as typed SSE events (responses_stream.go).
 func (s *Server) openaiResponses(ex *exchange) {
 	store := s.responseStore()
-	d, werr := decodeResponses(ex.entry.Body, store.lookup)
+	d, werr := decodeResponses(ex.entry.Body, store)
 	if werr != nil {
 		ex.fail(werr)
 		return

@@ -102,14 +102,18 @@ type respEcho struct {
 	user              json.RawMessage
 }
 
-// respLookup finds a stored response's input and output items for
-// previous_response_id.
-type respLookup func(id string) (input, output []json.RawMessage, ok bool)
+// respHistory is what a request may draw on from stored responses: a
+// response's input and output items (previous_response_id) and single
+// items by id (item_reference). *respStore is one.
+type respHistory interface {
+	lookup(id string) (input, output []json.RawMessage, ok bool)
+	item(id string) (json.RawMessage, bool)
+}
 
 // decodeResponses decodes and validates a body as the Responses API does.
 // The steps check in one fixed order, so a body with several faults is
 // always refused for the same one.
-func decodeResponses(body []byte, lookup respLookup) (*respDecoded, *wireError) {
+func decodeResponses(body []byte, hist respHistory) (*respDecoded, *wireError) {
 	var w respWireRequest
 	if p := decodeStrict(body, &w); p != nil {
 		return nil, respDecodeError(p, "")
@@ -128,13 +132,16 @@ func decodeResponses(body []byte, lookup respLookup) (*respDecoded, *wireError) 
 	}
 	var prior int
 	if w.PreviousResponseID != nil {
-		in, out, ok := lookup(*w.PreviousResponseID)
+		in, out, ok := hist.lookup(*w.PreviousResponseID)
 		if !ok {
 			return nil, &wireError{status: 400, kind: errInvalid, oaiParam: "previous_response_id", oaiCode: "previous_response_not_found",
 				msg: fmt.Sprintf("Previous response with id '%s' not found.", *w.PreviousResponseID), oaiMsg: fmt.Sprintf("Previous response with id '%s' not found.", *w.PreviousResponseID)}
 		}
 		prior = len(in) + len(out)
 		items = append(slices.Concat(in, out), items...)
+	}
+	if items, werr = respResolveRefs(items, prior, hist); werr != nil {
+		return nil, werr
 	}
 	pb := newPrefixBuilder(*w.Model, len(w.Tools)+2*len(items)+1)
 	if req.Tools, werr = respTools(w.Tools, pb, d); werr != nil {

@@ -109,12 +109,61 @@ func respItem(raw json.RawMessage, path string) (llm.Role, string, []llm.Block, 
 	case "reasoning":
 		b, werr := respReasoningItem(raw, path)
 		return llm.Assistant, head.Type, b, werr
-	case "custom_tool_call", "item_reference":
+	case "custom_tool_call":
 		return llm.Assistant, head.Type, []llm.Block{llm.Opaque(head.Type, raw)}, nil
 	case "custom_tool_call_output":
 		return llm.User, head.Type, []llm.Block{llm.Opaque(head.Type, raw)}, nil
 	}
 	return "", "", nil, oaiInvalid(path+".type", "invalid_value", "Invalid value: '%s'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning', 'custom_tool_call', 'custom_tool_call_output', and 'item_reference'.", head.Type)
+}
+
+// respResolveRefs replaces each item_reference ({type, id}, the type
+// optional: openai-go omits it) among the request's own items with the
+// stored item it names, as the API reads it; an id no stored response
+// holds is refused.
+func respResolveRefs(items []json.RawMessage, prior int, hist respHistory) ([]json.RawMessage, *wireError) {
+	var out []json.RawMessage
+	for i := prior; i < len(items); i++ {
+		var ref struct {
+			Type string  `json:"type"`
+			ID   *string `json:"id"`
+		}
+		if json.Unmarshal(items[i], &ref) != nil || !respIsRef(items[i], ref.Type) {
+			continue
+		}
+		path := fmt.Sprintf("input[%d]", i-prior)
+		if werr := respStrict(items[i], &ref, path); werr != nil {
+			return nil, werr
+		}
+		if ref.ID == nil {
+			return nil, oaiInvalid(path+".id", "missing_required_parameter", "Missing required parameter: '%s.id'.", path)
+		}
+		raw, ok := hist.item(*ref.ID)
+		if !ok {
+			return nil, oaiInvalid("input", "", "Item with id '%s' not found.", *ref.ID)
+		}
+		if out == nil {
+			out = slices.Clone(items)
+		}
+		out[i] = raw
+	}
+	if out == nil {
+		return items, nil
+	}
+	return out, nil
+}
+
+// respIsRef reports whether an item is an item_reference: typed so, or
+// an untyped item with an id and no role (a message always has one).
+func respIsRef(raw json.RawMessage, typ string) bool {
+	if typ != "" {
+		return typ == "item_reference"
+	}
+	var head struct {
+		Role *string         `json:"role"`
+		ID   json.RawMessage `json:"id"`
+	}
+	return json.Unmarshal(raw, &head) == nil && head.Role == nil && !isNull(head.ID)
 }
 
 // respWireMessage is a message item: EasyInputMessage, an input message

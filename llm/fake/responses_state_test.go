@@ -63,6 +63,23 @@ func TestResponsesSDKPreviousResponseContinues(t *testing.T) {
 		t.Errorf("chain of %d messages: %+v", n, seen[2])
 	}
 
+	// An item_reference to the stored call stands for the call itself.
+	ref := responses.ResponseInputParam{
+		responses.ResponseInputItemParamOfMessage("weather?", responses.EasyInputMessageRoleUser),
+		{OfItemReference: &responses.ResponseInputItemItemReferenceParam{ID: call.ID}}, out,
+	}
+	if _, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-test", Input: responses.ResponseNewParamsInputUnion{OfInputItemList: ref}}); err != nil {
+		t.Fatalf("item_reference: %v", err)
+	}
+	if msgs := seen[3]; len(msgs) != 3 || msgs[1].Content[0].Type != llm.TypeToolUse || msgs[1].Content[0].ID != call.CallID {
+		t.Errorf("item_reference resolved to %+v", msgs)
+	}
+	ref[1].OfItemReference.ID = "fc_nope"
+	var refErr *openai.Error
+	if _, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-test", Input: responses.ResponseNewParamsInputUnion{OfInputItemList: ref}}); !errors.As(err, &refErr) || refErr.StatusCode != 400 || refErr.Param != "input" {
+		t.Errorf("unknown item_reference: %v", err)
+	}
+
 	got, err := c.Responses.Get(ctx, first.ID, responses.ResponseGetParams{})
 	if err != nil || got.ID != first.ID || got.Output[0].AsFunctionCall().CallID != call.CallID {
 		t.Fatalf("GET: %v %+v", err, got)
@@ -99,7 +116,7 @@ func TestResponsesStoreFalseKeepsNothing(t *testing.T) {
 
 func TestResponsesStoreIsBounded(t *testing.T) {
 	t.Parallel()
-	st := &respStore{byID: map[string]*storedResponse{}}
+	st := newRespStore()
 	for i := range maxStoredResponses + 10 {
 		st.put(string(rune('a'+i%26))+strings.Repeat("x", i), nil, nil, []byte("{}"))
 	}

@@ -3,6 +3,7 @@ package fake
 import (
 	"encoding/json"
 	"runtime"
+	"slices"
 	"sync"
 	"weak"
 )
@@ -17,6 +18,11 @@ const (
 	maxStoredBytes     = 64 << 20
 )
 
+type itemRef struct {
+	response string
+	raw      json.RawMessage
+}
+
 // storedResponse is one stored response: its whole input (a continued
 // response's input and output first), its output items, and the response
 // object as GET answers it.
@@ -24,11 +30,16 @@ type storedResponse struct {
 	input, output []json.RawMessage
 	body          []byte
 	size          int
+	itemIDs       []string // the ids this response indexed in items
 }
 
 type respStore struct {
-	mu    sync.Mutex
-	byID  map[string]*storedResponse
+	mu   sync.Mutex
+	byID map[string]*storedResponse
+	// items indexes the items that carry an id (every output item, and
+	// input items a client gave one) by it, for item_reference: an id
+	// names the response that stored it last.
+	items map[string]itemRef
 	order []string // oldest first; may name deleted ids
 	bytes int
 }
@@ -44,11 +55,15 @@ func (s *Server) responseStore() *respStore {
 	if st, ok := respStores.Load(key); ok {
 		return st.(*respStore)
 	}
-	st, loaded := respStores.LoadOrStore(key, &respStore{byID: map[string]*storedResponse{}})
+	st, loaded := respStores.LoadOrStore(key, newRespStore())
 	if !loaded {
 		runtime.AddCleanup(s, func(k weak.Pointer[Server]) { respStores.Delete(k) }, key)
 	}
 	return st.(*respStore)
+}
+
+func newRespStore() *respStore {
+	return &respStore{byID: map[string]*storedResponse{}, items: map[string]itemRef{}}
 }
 
 // put stores a response, evicting the oldest past the bounds.
@@ -65,14 +80,42 @@ func (st *respStore) put(id string, input, output []json.RawMessage, body []byte
 	st.byID[id] = r
 	st.order = append(st.order, id)
 	st.bytes += r.size
+	for _, it := range slices.Concat(input, output) {
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(it, &head) == nil && head.ID != "" {
+			st.items[head.ID] = itemRef{response: id, raw: it}
+			r.itemIDs = append(r.itemIDs, head.ID)
+		}
+	}
 	for len(st.byID) > maxStoredResponses || (st.bytes > maxStoredBytes && len(st.byID) > 1) {
 		old := st.order[0]
 		st.order = st.order[1:]
-		if o, ok := st.byID[old]; ok {
-			st.bytes -= o.size
-			delete(st.byID, old)
+		if _, ok := st.byID[old]; ok {
+			st.dropLocked(old)
 		}
 	}
+}
+
+// dropLocked forgets a stored response and the items it indexed.
+func (st *respStore) dropLocked(id string) {
+	r := st.byID[id]
+	st.bytes -= r.size
+	delete(st.byID, id)
+	for _, k := range r.itemIDs {
+		if st.items[k].response == id {
+			delete(st.items, k)
+		}
+	}
+}
+
+// item returns a stored item by its id.
+func (st *respStore) item(id string) (json.RawMessage, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	ref, ok := st.items[id]
+	return ref.raw, ok
 }
 
 // lookup returns a stored response's input and output items.
@@ -101,12 +144,10 @@ func (st *respStore) get(id string) ([]byte, bool) {
 func (st *respStore) remove(id string) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	r, ok := st.byID[id]
-	if !ok {
+	if _, ok := st.byID[id]; !ok {
 		return false
 	}
-	st.bytes -= r.size
-	delete(st.byID, id)
+	st.dropLocked(id)
 	// order keeps deleted ids until eviction reaches them; once they
 	// outnumber the live ones it is rebuilt, so deletes cannot grow it.
 	if len(st.order) > 2*len(st.byID)+64 {
