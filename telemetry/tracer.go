@@ -388,13 +388,18 @@ func (t *Tracer) start(ctx context.Context, name string, kind trace.SpanStartOpt
 }
 
 // setModel takes a provider:model spec apart: the provider names
-// gen_ai.provider.name, the rest gen_ai.request.model.
+// gen_ai.provider.name, the rest gen_ai.request.model. openai-responses is
+// OpenAI on its other wire: the conventions name the provider, not the API
+// (deputy.model_spec keeps the whole spec).
 func (in *inst) setModel(spec string) {
 	if spec == "" {
 		return
 	}
 	in.spec = spec
 	if p, m, ok := strings.Cut(spec, ":"); ok {
+		if p == "openai-responses" {
+			p = "openai"
+		}
 		in.provider, in.model = p, m
 	} else {
 		in.provider, in.model = spec, spec // "fake": deputy's scripted model
