@@ -24,27 +24,17 @@ func workspace(t *testing.T) string {
 func cliChecks() []check {
 	return []check{
 		{"claude-code/print", claudeCode},
+		{"claude-code/subagent", claudeCodeSubagent},
 		{"codex/exec", codex},
 		{"codex/apply_patch", codexPatch},
 	}
 }
 
-// claudeCode runs `claude -p` with its defaults: only the fake's address and
-// key, a private HOME, and CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (its
-// documented switch for autoupdater, error reporting, telemetry and the
-// bug command together), so nothing but model requests leaves it.
+// claudeCode has Claude Code read the file with its own Read tool.
 func claudeCode(t *testing.T, m *matrix) {
 	f := startFake(t, m.deputy, "claude-code.yaml")
 	dir := workspace(t)
-	task := "Read the file " + filepath.Join(dir, "notes.txt") + " and tell me its code word."
-	c := client{name: "claude -p", dir: dir, args: []string{filepath.Join(m.modules, ".bin", "claude"), "-p", task}, env: []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + t.TempDir(),
-		"ANTHROPIC_BASE_URL=" + f.URL,
-		"ANTHROPIC_API_KEY=" + fakeKey,
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-	}}
-	out := c.run(t)
+	out := runClaude(t, m, f, dir, "Read the file "+filepath.Join(dir, "notes.txt")+" and tell me its code word.")
 	if !strings.Contains(out, "The file says: "+codeWord) {
 		t.Errorf("claude -p printed %q, want the scenario's answer quoting %s", excerpt(out, 2000), codeWord)
 	}
@@ -52,6 +42,37 @@ func claudeCode(t *testing.T, m *matrix) {
 	// (streamed, as it always does), none of them refused and retried.
 	trips{path: "/v1/messages", requests: 2, streamed: 2, carries: codeWord}.expect(t, f)
 	wantToolOutput(t, f, "/v1/messages", "tool_result", codeWord)
+}
+
+// claudeCodeSubagent has Claude Code delegate the reading to a subagent of
+// its own (its Agent tool): four requests, the subagent's two between the
+// main agent's.
+func claudeCodeSubagent(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "claude-code-subagent.yaml")
+	dir := workspace(t)
+	out := runClaude(t, m, f, dir, "Use a subagent to read the file "+filepath.Join(dir, "notes.txt")+" and tell me its code word.")
+	if !strings.Contains(out, "The subagent found: "+codeWord) {
+		t.Errorf("claude -p printed %q, want the scenario's answer from the subagent's report", excerpt(out, 2000))
+	}
+	trips{path: "/v1/messages", requests: 4, streamed: 4, carries: codeWord}.expect(t, f)
+	wantToolOutput(t, f, "/v1/messages", "tool_result", "Code word: "+codeWord)
+}
+
+// runClaude runs `claude -p TASK` in dir with Claude Code's defaults: only
+// the fake's address and key, a private HOME, and
+// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (its documented switch for
+// autoupdater, error reporting, telemetry and the bug command together), so
+// nothing but model requests leaves it. It returns what claude printed.
+func runClaude(t *testing.T, m *matrix, f *fakeLLM, dir, task string) string {
+	t.Helper()
+	c := client{name: "claude -p", dir: dir, args: []string{filepath.Join(m.modules, ".bin", "claude"), "-p", task}, env: []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + t.TempDir(),
+		"ANTHROPIC_BASE_URL=" + f.URL,
+		"ANTHROPIC_API_KEY=" + fakeKey,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}}
+	return c.run(t)
 }
 
 // codexConfig is codex's config.toml: a model provider at the fake speaking
