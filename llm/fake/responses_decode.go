@@ -48,7 +48,7 @@ type respWireRequest struct {
 	Truncation     json.RawMessage `json:"truncation"`
 	User           json.RawMessage `json:"user"`
 
-	Background         json.RawMessage `json:"background"`
+	Background         *bool           `json:"background"`
 	MaxToolCalls       json.RawMessage `json:"max_tool_calls"`
 	PromptCacheKey     json.RawMessage `json:"prompt_cache_key"`
 	PromptCacheOptions json.RawMessage `json:"prompt_cache_options"`
@@ -90,6 +90,7 @@ type respEcho struct {
 	tools             []json.RawMessage
 	toolChoice        json.RawMessage
 	parallel          bool
+	background        bool
 	temperature, topP float64
 	maxOutput         *int64
 	previous          *string
@@ -228,6 +229,9 @@ func quoteList(vs []string) string {
 func respEchoOf(w *respWireRequest, d *respDecoded) {
 	e := &d.echo
 	e.instructions, e.maxOutput, e.previous = w.Instructions, w.MaxOutputTokens, w.PreviousResponseID
+	// background: true is answered at once, already completed, which a
+	// client polling GET until the status is final accepts.
+	e.background = w.Background != nil && *w.Background
 	e.parallel = w.ParallelToolCalls == nil || *w.ParallelToolCalls
 	e.temperature, e.topP = 1, 1
 	if w.Temperature != nil {

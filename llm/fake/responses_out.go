@@ -238,7 +238,7 @@ type respRun struct {
 func (r *respRun) object(status string, completedAt int64) *respObject {
 	e := &r.d.echo
 	o := &respObject{
-		ID: r.id, Object: "response", CreatedAt: r.created, Status: status,
+		ID: r.id, Object: "response", CreatedAt: r.created, Status: status, Background: e.background,
 		Instructions: e.instructions, MaxOutputTokens: e.maxOutput, Model: r.d.req.Model,
 		Output: []json.RawMessage{}, ParallelToolCalls: e.parallel, PreviousResponseID: e.previous,
 		PromptCacheRetention: e.promptCacheRetain,

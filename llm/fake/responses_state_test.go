@@ -297,4 +297,18 @@ func TestResponsesSDKReportsCachedTokens(t *testing.T) {
 	if cached[0] != 0 || cached[1] == 0 || cached[1]%128 != 0 {
 		t.Errorf("cached tokens %v", cached)
 	}
+	// A continuation's prompt starts with the stored one, so it reads it.
+	first, err := c.Responses.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := respParams("and then?")
+	next.Instructions, next.PreviousResponseID = params.Instructions, param.NewOpt(first.ID)
+	res, err := c.Responses.New(context.Background(), next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := res.Usage; u.InputTokensDetails.CachedTokens < cached[1] || u.InputTokens <= first.Usage.InputTokens {
+		t.Errorf("continuation usage %s after %s", u.RawJSON(), first.Usage.RawJSON())
+	}
 }
