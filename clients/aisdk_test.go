@@ -1,6 +1,9 @@
 package clients
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // aiSDKReport is what checks/ai-sdk.mjs prints.
 type aiSDKReport struct {
@@ -34,9 +37,33 @@ func aiSDKChecks() []check {
 			trips{path: path, requests: 4, streamed: 2}.expect(t, f)
 		}
 	}
+	// object runs Output.object after the tool turn: scenarios/forecast.yaml
+	// answers in the schema, quoting the tool result.
+	object := func(provider, path string) func(t *testing.T, m *matrix) {
+		return func(t *testing.T, m *matrix) {
+			f := startFake(t, m.deputy, "forecast.yaml")
+			r := decodeReport[struct {
+				Calls  []any    `json:"calls"`
+				Parsed forecast `json:"parsed"`
+				Steps  int      `json:"steps"`
+			}](t, m.script(t, f, "ai-sdk-object.mjs", provider))
+			if len(r.Calls) != 1 || r.Steps != 2 {
+				t.Errorf("%d tool calls in %d steps, want 1 in 2", len(r.Calls), r.Steps)
+			}
+			r.Parsed.want(t, "Output.object")
+			for _, q := range (trips{path: path, requests: 2}).expect(t, f) {
+				if !strings.Contains(string(q.Request), `"json_schema"`) {
+					t.Errorf("the request did not carry the schema as json_schema: %v", q)
+				}
+			}
+		}
+	}
 	return []check{
 		{"ai-sdk/@ai-sdk/anthropic", wire("anthropic", "/v1/messages")},
 		{"ai-sdk/@ai-sdk/openai (responses)", wire("openai", "/v1/responses")},
 		{"ai-sdk/@ai-sdk/openai (chat)", wire("openai-chat", "/v1/chat/completions")},
+		{"ai-sdk/@ai-sdk/anthropic Output.object", object("anthropic", "/v1/messages")},
+		{"ai-sdk/@ai-sdk/openai (responses) Output.object", object("openai", "/v1/responses")},
+		{"ai-sdk/@ai-sdk/openai (chat) Output.object", object("openai-chat", "/v1/chat/completions")},
 	}
 }
