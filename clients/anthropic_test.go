@@ -32,101 +32,117 @@ type anthropicUsage struct {
 
 func anthropicChecks() []check {
 	return []check{
-		{"anthropic-sdk/messages.create", func(t *testing.T, m *matrix) {
-			f := startFake(t, m.deputy, "weather.yaml")
-			r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-create.mjs"))
-			wantAnthropicTrip(t, r)
-			r.Unknown.want(t, "an unknown top-level field", "bogus_field: Extra inputs are not permitted", "", "")
-			trips{path: "/v1/messages", requests: 3, refused: 1}.expect(t, f)
-		}},
-		{"anthropic-sdk/messages.stream+finalMessage", func(t *testing.T, m *matrix) {
-			f := startFake(t, m.deputy, "weather.yaml")
-			r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-stream.mjs"))
-			wantAnthropicTrip(t, r)
-			if r.InputJSON["city"] != "Paris" {
-				t.Errorf("the streamed input_json_delta fragments joined to %v, want {city: Paris}", r.InputJSON)
-			}
-			trips{path: "/v1/messages", requests: 2, streamed: 2}.expect(t, f)
-		}},
-		{"anthropic-sdk/messages.countTokens", func(t *testing.T, m *matrix) {
-			f := startFake(t, m.deputy, "weather.yaml")
-			r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-count-tokens.mjs"))
-			wantQuoted(t, "the answer after counting", r.FinalText)
-			// The fake counts both with deputy's one rule, so the count of
-			// a request and the input it is billed for agree exactly.
-			if r.Counted <= 0 || r.Counted != r.Billed {
-				t.Errorf("countTokens said %d input tokens, create billed %d for the same request", r.Counted, r.Billed)
-			}
-			trips{path: "/v1/messages", requests: 2}.expect(t, f)
-			trips{path: "/v1/messages/count_tokens", requests: 1}.expect(t, f)
-		}},
-		{"anthropic-sdk/messages.parse", func(t *testing.T, m *matrix) {
-			f := startFake(t, m.deputy, "forecast.yaml")
-			r := decodeReport[struct {
-				Parsed    forecast `json:"parsed"`
-				FinalStop string   `json:"final_stop"`
-			}](t, m.script(t, f, "anthropic-parse.mjs"))
-			r.Parsed.want(t, "messages.parse()")
-			reqs := trips{path: "/v1/messages", requests: 2}.expect(t, f)
-			for _, q := range reqs {
-				if !strings.Contains(string(q.Request), `"json_schema"`) {
-					t.Errorf("the request did not carry output_config.format's json_schema: %v", q)
-				}
-			}
-		}},
-		{"anthropic-sdk/models.list", func(t *testing.T, m *matrix) {
-			f := startFake(t, m.deputy, "weather.yaml")
-			r := decodeReport[modelsReport](t, m.script(t, f, "anthropic-models.mjs"))
-			r.want(t, f, "type", "model", "/v1/messages")
-		}},
-		{"anthropic-sdk/thinking", func(t *testing.T, m *matrix) {
-			f := startFake(t, m.deputy, "thinking.yaml")
-			r := decodeReport[struct {
-				Thinking         string `json:"thinking"`
-				StreamedThinking string `json:"streamed_thinking"`
-				Signature        string `json:"signature"`
-				FinalText        string `json:"final_text"`
-				Refused          *struct {
-					Status  int    `json:"status"`
-					Type    string `json:"type"`
-					Message string `json:"message"`
-				} `json:"refused"`
-			}](t, m.script(t, f, "anthropic-thinking.mjs"))
-			if r.Thinking == "" || r.StreamedThinking != r.Thinking || r.Signature == "" {
-				t.Errorf("thinking %q, streamed as %q, signature %q: want the scenario's, whole, signed", r.Thinking, r.StreamedThinking, r.Signature)
-			}
-			wantQuoted(t, "the answer after the thinking turn", r.FinalText)
-			if q := r.Refused; q == nil || q.Status != 400 || q.Type != "invalid_request_error" {
-				t.Errorf("an edited thinking block sent back was answered %+v, want a 400 invalid_request_error", q)
-			}
-			trips{path: "/v1/messages", requests: 3, streamed: 1}.expect(t, f)
-		}},
-		{"anthropic-sdk/prompt-caching", func(t *testing.T, m *matrix) {
-			f := startFake(t, m.deputy, "weather.yaml")
-			r := decodeReport[struct {
-				First     anthropicUsage `json:"first_usage"`
-				Second    anthropicUsage `json:"second_usage"`
-				FinalText string         `json:"final_text"`
-			}](t, m.script(t, f, "anthropic-cache.mjs"))
-			wantQuoted(t, "the answer", r.FinalText)
-			// The breakpoint's prefix (tools, system) is written by the
-			// first request and read, whole, by the second.
-			if w := r.First.CacheWrite; w <= 0 || r.Second.CacheRead != w || r.First.CacheRead != 0 {
-				t.Errorf("first usage %+v, second %+v: want the first to write the prefix and the second to read it all", r.First, r.Second)
-			}
-			trips{path: "/v1/messages", requests: 2}.expect(t, f)
-		}},
-		{"anthropic-sdk/beta.messages.toolRunner", func(t *testing.T, m *matrix) {
-			f := startFake(t, m.deputy, "weather.yaml")
-			r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-tool-runner.mjs"))
-			if len(r.Calls) != 2 {
-				t.Errorf("the runner ran get_weather %d times (%v), want once per run, 2", len(r.Calls), r.Calls)
-			}
-			wantQuoted(t, "the plain run's answer", r.PlainText)
-			wantQuoted(t, "the streamed run's answer", r.StreamText)
-			trips{path: "/v1/messages", requests: 4, streamed: 2}.expect(t, f)
-		}},
+		{"anthropic-sdk/messages.create", anthropicCreate},
+		{"anthropic-sdk/messages.stream+finalMessage", anthropicStream},
+		{"anthropic-sdk/messages.countTokens", anthropicCountTokens},
+		{"anthropic-sdk/messages.parse", anthropicParse},
+		{"anthropic-sdk/models.list", anthropicModels},
+		{"anthropic-sdk/thinking", anthropicThinking},
+		{"anthropic-sdk/prompt-caching", anthropicCaching},
+		{"anthropic-sdk/beta.messages.toolRunner", anthropicToolRunner},
 	}
+}
+
+func anthropicCreate(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "weather.yaml")
+	r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-create.mjs"))
+	wantAnthropicTrip(t, r)
+	r.Unknown.want(t, "an unknown top-level field", "bogus_field: Extra inputs are not permitted", "", "")
+	trips{path: "/v1/messages", requests: 3, refused: 1}.expect(t, f)
+}
+
+func anthropicStream(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "weather.yaml")
+	r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-stream.mjs"))
+	wantAnthropicTrip(t, r)
+	if r.InputJSON["city"] != "Paris" {
+		t.Errorf("the streamed input_json_delta fragments joined to %v, want {city: Paris}", r.InputJSON)
+	}
+	trips{path: "/v1/messages", requests: 2, streamed: 2}.expect(t, f)
+}
+
+func anthropicCountTokens(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "weather.yaml")
+	r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-count-tokens.mjs"))
+	wantQuoted(t, "the answer after counting", r.FinalText)
+	// The fake counts both with deputy's one rule, so the count of
+	// a request and the input it is billed for agree exactly.
+	if r.Counted <= 0 || r.Counted != r.Billed {
+		t.Errorf("countTokens said %d input tokens, create billed %d for the same request", r.Counted, r.Billed)
+	}
+	trips{path: "/v1/messages", requests: 2}.expect(t, f)
+	trips{path: "/v1/messages/count_tokens", requests: 1}.expect(t, f)
+}
+
+func anthropicParse(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "forecast.yaml")
+	r := decodeReport[struct {
+		Parsed    forecast `json:"parsed"`
+		FinalStop string   `json:"final_stop"`
+	}](t, m.script(t, f, "anthropic-parse.mjs"))
+	r.Parsed.want(t, "messages.parse()")
+	reqs := trips{path: "/v1/messages", requests: 2}.expect(t, f)
+	for _, q := range reqs {
+		if !strings.Contains(string(q.Request), `"json_schema"`) {
+			t.Errorf("the request did not carry output_config.format's json_schema: %v", q)
+		}
+	}
+}
+
+func anthropicModels(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "weather.yaml")
+	r := decodeReport[modelsReport](t, m.script(t, f, "anthropic-models.mjs"))
+	r.want(t, f, "type", "model", "/v1/messages")
+}
+
+func anthropicThinking(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "thinking.yaml")
+	r := decodeReport[struct {
+		Thinking         string `json:"thinking"`
+		StreamedThinking string `json:"streamed_thinking"`
+		Signature        string `json:"signature"`
+		FinalText        string `json:"final_text"`
+		Refused          *struct {
+			Status  int    `json:"status"`
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"refused"`
+	}](t, m.script(t, f, "anthropic-thinking.mjs"))
+	if r.Thinking == "" || r.StreamedThinking != r.Thinking || r.Signature == "" {
+		t.Errorf("thinking %q, streamed as %q, signature %q: want the scenario's, whole, signed", r.Thinking, r.StreamedThinking, r.Signature)
+	}
+	wantQuoted(t, "the answer after the thinking turn", r.FinalText)
+	if q := r.Refused; q == nil || q.Status != 400 || q.Type != "invalid_request_error" {
+		t.Errorf("an edited thinking block sent back was answered %+v, want a 400 invalid_request_error", q)
+	}
+	trips{path: "/v1/messages", requests: 3, streamed: 1}.expect(t, f)
+}
+
+func anthropicCaching(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "weather.yaml")
+	r := decodeReport[struct {
+		First     anthropicUsage `json:"first_usage"`
+		Second    anthropicUsage `json:"second_usage"`
+		FinalText string         `json:"final_text"`
+	}](t, m.script(t, f, "anthropic-cache.mjs"))
+	wantQuoted(t, "the answer", r.FinalText)
+	// The breakpoint's prefix (tools, system) is written by the
+	// first request and read, whole, by the second.
+	if w := r.First.CacheWrite; w <= 0 || r.Second.CacheRead != w || r.First.CacheRead != 0 {
+		t.Errorf("first usage %+v, second %+v: want the first to write the prefix and the second to read it all", r.First, r.Second)
+	}
+	trips{path: "/v1/messages", requests: 2}.expect(t, f)
+}
+
+func anthropicToolRunner(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "weather.yaml")
+	r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-tool-runner.mjs"))
+	if len(r.Calls) != 2 {
+		t.Errorf("the runner ran get_weather %d times (%v), want once per run, 2", len(r.Calls), r.Calls)
+	}
+	wantQuoted(t, "the plain run's answer", r.PlainText)
+	wantQuoted(t, "the streamed run's answer", r.StreamText)
+	trips{path: "/v1/messages", requests: 4, streamed: 2}.expect(t, f)
 }
 
 func wantAnthropicTrip(t *testing.T, r anthropicReport) {
