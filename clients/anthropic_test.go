@@ -40,6 +40,7 @@ func anthropicChecks() []check {
 		{"anthropic-sdk/thinking", anthropicThinking},
 		{"anthropic-sdk/prompt-caching", anthropicCaching},
 		{"anthropic-sdk/beta.messages.toolRunner", anthropicToolRunner},
+		{"anthropic-sdk/faults", anthropicFaults},
 	}
 }
 
@@ -48,7 +49,7 @@ func anthropicCreate(t *testing.T, m *matrix) {
 	r := decodeReport[anthropicReport](t, m.script(t, f, "anthropic-create.mjs"))
 	wantAnthropicTrip(t, r)
 	r.Unknown.want(t, "an unknown top-level field", "bogus_field: Extra inputs are not permitted", "", "")
-	trips{path: "/v1/messages", requests: 3, refused: 1}.expect(t, f)
+	trips{path: "/v1/messages", requests: 3, failed: []int{400}}.expect(t, f)
 }
 
 func anthropicStream(t *testing.T, m *matrix) {
@@ -157,4 +158,28 @@ func wantAnthropicTrip(t *testing.T, r anthropicReport) {
 	if r.Usage.Output <= 0 {
 		t.Errorf("final usage %+v: no output_tokens", r.Usage)
 	}
+}
+
+// faultReport is what checks/anthropic-faults.mjs and openai-faults.mjs print.
+type faultReport struct {
+	FinalText   string `json:"final_text"`
+	StreamError *struct {
+		Name    string `json:"name"`
+		Status  *int   `json:"status"`
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"stream_error"`
+}
+
+// anthropicFaults: requests 1 and 2 (the first turn) fail with 529 and 429,
+// which the SDK retries; the 5th, streamed, ends in an error event.
+func anthropicFaults(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "weather.yaml",
+		"--fault", "1=overloaded", "--fault", "2=rate_limit,retry_after=50ms", "--fault", "5=error_event,after_bytes=120")
+	r := decodeReport[faultReport](t, m.script(t, f, "anthropic-faults.mjs"))
+	wantQuoted(t, "the answer after the retried first turn", r.FinalText)
+	if e := r.StreamError; e == nil || e.Type != "overloaded_error" {
+		t.Errorf("the stream ended by an error event failed as %+v, want an APIError of type overloaded_error", e)
+	}
+	trips{path: "/v1/messages", requests: 5, streamed: 1, failed: []int{529, 429}}.expect(t, f)
 }

@@ -45,15 +45,16 @@ type fakeLLM struct {
 	stderr bytes.Buffer
 }
 
-// startFake runs `deputy fakellm` with scenarios/NAME and waits for its
-// "listening on" line; the process is stopped with SIGTERM at cleanup and
-// must exit cleanly.
-func startFake(t *testing.T, bin, scenario string) *fakeLLM {
+// startFake runs `deputy fakellm` with scenarios/NAME (and flags) and waits
+// for its "listening on" line; the process is stopped with SIGTERM at
+// cleanup and must exit cleanly.
+func startFake(t *testing.T, bin, scenario string, flags ...string) *fakeLLM {
 	t.Helper()
 	f := &fakeLLM{}
 	logFile := filepath.Join(t.TempDir(), "requests.jsonl")
-	cmd := exec.Command(bin, "fakellm", "--addr", "127.0.0.1:0", "--api-key", fakeKey,
-		"--scenario", filepath.Join("scenarios", scenario), "--log", logFile)
+	args := append([]string{"fakellm", "--addr", "127.0.0.1:0", "--api-key", fakeKey,
+		"--scenario", filepath.Join("scenarios", scenario), "--log", logFile}, flags...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = &f.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

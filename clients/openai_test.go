@@ -84,6 +84,7 @@ func openaiChecks() []check {
 		{"openai/prompt-caching", openaiCaching},
 		{"openai-agents/run", openaiAgents},
 		{"openai/models.list", openaiModels},
+		{"openai/faults", openaiFaults},
 	}
 }
 
@@ -108,7 +109,7 @@ func openaiChat(t *testing.T, m *matrix) {
 		t.Errorf("include_usage: the last chunk's usage is %v", r.Stream.Usage)
 	}
 	r.UnknownField.want(t, "an unknown parameter", "Unrecognized request argument supplied: bogus_field", "", "")
-	trips{path: "/v1/chat/completions", requests: 5, streamed: 2, refused: 1}.expect(t, f)
+	trips{path: "/v1/chat/completions", requests: 5, streamed: 2, failed: []int{400}}.expect(t, f)
 }
 
 func openaiRunTools(t *testing.T, m *matrix) {
@@ -164,7 +165,7 @@ func openaiResponses(t *testing.T, m *matrix) {
 	r.UnknownPrevious.want(t, "an unknown previous_response_id",
 		"Previous response with id 'resp_doesnotexist0000' not found.", "previous_response_id", "previous_response_not_found")
 	r.UnknownField.want(t, "an unknown parameter", "Unknown parameter: 'bogus_field'.", "bogus_field", "unknown_parameter")
-	trips{path: "/v1/responses", requests: 6, streamed: 2, refused: 2}.expect(t, f)
+	trips{path: "/v1/responses", requests: 6, streamed: 2, failed: []int{400, 400}}.expect(t, f)
 }
 
 func openaiCaching(t *testing.T, m *matrix) {
@@ -210,4 +211,17 @@ func openaiModels(t *testing.T, m *matrix) {
 	f := startFake(t, m.deputy, "weather.yaml")
 	r := decodeReport[modelsReport](t, m.script(t, f, "openai-models.mjs"))
 	r.want(t, f, "object", "model", "/v1/chat/completions")
+}
+
+// openaiFaults: requests 1 and 2 (the first turn) fail with 429 and 500,
+// which the SDK retries; the 4th, streamed, is cut after 200 bytes.
+func openaiFaults(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "weather.yaml",
+		"--fault", "1=rate_limit,retry_after=50ms", "--fault", "2=server_error", "--fault", "4=cut_stream,after_bytes=200")
+	r := decodeReport[faultReport](t, m.script(t, f, "openai-faults.mjs"))
+	wantQuoted(t, "the answer after the retried first turn and the cut stream", r.FinalText)
+	if r.StreamError == nil {
+		t.Error("the stream cut after 200 bytes did not fail")
+	}
+	trips{path: "/v1/chat/completions", requests: 5, streamed: 1, failed: []int{429, 500}}.expect(t, f)
 }

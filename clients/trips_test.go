@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -17,13 +18,14 @@ const (
 // trips is what a check expects the fake to have received on one path:
 // exactly this many requests (an SDK's silent retry of a rejected request
 // shows as one more), this many of them streamed, every one answered 200
-// but the refused ones (the check's deliberate bad requests, answered 400),
-// and at least one carrying the tool's result (carries; mark by default).
+// but the failed ones (the check's deliberate bad requests and injected
+// faults: the statuses in failed, in order), and at least one carrying the
+// tool's result (carries; mark by default).
 type trips struct {
 	method, path string
 	requests     int
 	streamed     int
-	refused      int
+	failed       []int
 	carries      string
 }
 
@@ -37,18 +39,15 @@ func (w trips) expect(t *testing.T, f *fakeLLM) []logged {
 		w.carries = mark
 	}
 	var got []logged
-	streamed, marked, refused := 0, 0, 0
+	streamed, marked := 0, 0
+	var failed []int
 	for _, r := range f.requests(t) {
 		if r.Method != w.method || r.Path != w.path {
 			continue
 		}
 		got = append(got, r)
-		switch r.Status {
-		case 200:
-		case 400:
-			refused++
-		default:
-			t.Errorf("the fake answered %d to %v", r.Status, r)
+		if r.Status != 200 {
+			failed = append(failed, r.Status)
 		}
 		if r.Stream {
 			streamed++
@@ -57,9 +56,9 @@ func (w trips) expect(t *testing.T, f *fakeLLM) []logged {
 			marked++
 		}
 	}
-	if len(got) != w.requests || streamed != w.streamed || refused != w.refused {
-		t.Errorf("%s %s: the fake got %d requests (%d streamed, %d refused), want %d (%d streamed, %d refused):\n%s",
-			w.method, w.path, len(got), streamed, refused, w.requests, w.streamed, w.refused, listLogged(got))
+	if len(got) != w.requests || streamed != w.streamed || !slices.Equal(failed, w.failed) {
+		t.Errorf("%s %s: the fake got %d requests (%d streamed, failed %v), want %d (%d streamed, failed %v):\n%s",
+			w.method, w.path, len(got), streamed, failed, w.requests, w.streamed, w.failed, listLogged(got))
 	}
 	if w.method == "POST" && marked == 0 {
 		t.Errorf("%s %s: no request carried the tool's result (%s):\n%s", w.method, w.path, w.carries, listLogged(got))
