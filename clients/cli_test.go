@@ -41,7 +41,7 @@ func claudeCode(t *testing.T, m *matrix) {
 	// Claude Code 2.1.332 makes exactly these two requests for the task
 	// (streamed, as it always does), none of them refused and retried.
 	trips{path: "/v1/messages", requests: 2, streamed: 2, carries: codeWord}.expect(t, f)
-	wantToolOutput(t, f, "/v1/messages", "tool_result", codeWord)
+	wantBlock(t, f, "/v1/messages", "tool_result", codeWord)
 }
 
 // claudeCodeSubagent has Claude Code delegate the reading to a subagent of
@@ -55,7 +55,7 @@ func claudeCodeSubagent(t *testing.T, m *matrix) {
 		t.Errorf("claude -p printed %q, want the scenario's answer from the subagent's report", excerpt(out, 2000))
 	}
 	trips{path: "/v1/messages", requests: 4, streamed: 4, carries: codeWord}.expect(t, f)
-	wantToolOutput(t, f, "/v1/messages", "tool_result", "Code word: "+codeWord)
+	wantBlock(t, f, "/v1/messages", "tool_result", "Code word: "+codeWord)
 }
 
 // runClaude runs `claude -p TASK` in dir with Claude Code's defaults: only
@@ -108,7 +108,10 @@ func codex(t *testing.T, m *matrix) {
 		t.Errorf("codex exec printed %q, want the scenario's answer quoting %s", excerpt(out, 2000), codeWord)
 	}
 	trips{path: "/v1/responses", requests: 2, streamed: 2, carries: codeWord}.expect(t, f)
-	wantToolOutput(t, f, "/v1/responses", "function_call_output", codeWord)
+	wantBlock(t, f, "/v1/responses", "function_call_output", codeWord)
+	// The first turn's reasoning went back whole (the fake refuses an
+	// altered encrypted_content).
+	wantBlock(t, f, "/v1/responses", "reasoning", `"encrypted_content"`)
 }
 
 // codexPatch runs `codex exec --sandbox workspace-write`: it writes a file
@@ -126,7 +129,7 @@ func codexPatch(t *testing.T, m *matrix) {
 		t.Errorf("codex exec printed %q, want the scenario's report of the patch", excerpt(out, 2000))
 	}
 	trips{path: "/v1/responses", requests: 2, streamed: 2, carries: "hello.txt"}.expect(t, f)
-	wantToolOutput(t, f, "/v1/responses", "custom_tool_call_output", "hello.txt")
+	wantBlock(t, f, "/v1/responses", "custom_tool_call_output", "hello.txt")
 }
 
 // runCodex runs `codex exec [flags] TASK` in dir on a fresh CODEX_HOME
@@ -174,10 +177,11 @@ func codexHomeDir(t *testing.T) string {
 	return home
 }
 
-// wantToolOutput fails unless some request the fake got on path holds a
-// block of type kind (tool_result, function_call_output) with text in it:
-// the client ran its tool and sent the output back.
-func wantToolOutput(t *testing.T, f *fakeLLM, path, kind, text string) {
+// wantBlock fails unless some request the fake got on path holds a block
+// or item of type kind (tool_result, function_call_output, reasoning) with
+// text in it: the client ran its tool and sent the output back, or sent an
+// item back.
+func wantBlock(t *testing.T, f *fakeLLM, path, kind, text string) {
 	t.Helper()
 	var seen []logged
 	for _, r := range f.requests(t) {
