@@ -38,6 +38,7 @@ func anthropicChecks() []check {
 		{"anthropic-sdk/messages.parse", anthropicParse},
 		{"anthropic-sdk/models.list", anthropicModels},
 		{"anthropic-sdk/thinking", anthropicThinking},
+		{"anthropic-sdk/thinking display omitted", anthropicThinkingOmitted},
 		{"anthropic-sdk/prompt-caching", anthropicCaching},
 		{"anthropic-sdk/beta.messages.toolRunner", anthropicToolRunner},
 		{"anthropic-sdk/faults", anthropicFaults},
@@ -96,27 +97,39 @@ func anthropicModels(t *testing.T, m *matrix) {
 	r.want(t, f, "type", "model", "/v1/messages")
 }
 
+// anthropicThinking: extended thinking round-trips its signed block, and an
+// edited block is refused.
 func anthropicThinking(t *testing.T, m *matrix) {
 	f := startFake(t, m.deputy, "thinking.yaml")
-	r := decodeReport[struct {
-		Thinking         string `json:"thinking"`
-		StreamedThinking string `json:"streamed_thinking"`
-		Signature        string `json:"signature"`
-		FinalText        string `json:"final_text"`
-		Refused          *struct {
-			Status  int    `json:"status"`
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		} `json:"refused"`
-	}](t, m.script(t, f, "anthropic-thinking.mjs"))
+	r := decodeReport[thinkingReport](t, m.script(t, f, "anthropic-thinking.mjs", "enabled"))
 	if r.Thinking == "" || r.StreamedThinking != r.Thinking || r.Signature == "" {
 		t.Errorf("thinking %q, streamed as %q, signature %q: want the scenario's, whole, signed", r.Thinking, r.StreamedThinking, r.Signature)
 	}
 	wantQuoted(t, "the answer after the thinking turn", r.FinalText)
-	if q := r.Refused; q == nil || q.Status != 400 || q.Type != "invalid_request_error" {
-		t.Errorf("an edited thinking block sent back was answered %+v, want a 400 invalid_request_error", q)
+	r.Edited.want(t, "an edited thinking block sent back", "messages.1.content.0: Invalid `signature` in `thinking` block", "", "")
+	trips{path: "/v1/messages", requests: 3, streamed: 1, failed: []int{400}}.expect(t, f)
+}
+
+// anthropicThinkingOmitted: with display "omitted" (Claude Code's setting)
+// the block comes back with its text redacted and its signature, and goes
+// back so.
+func anthropicThinkingOmitted(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "thinking.yaml")
+	r := decodeReport[thinkingReport](t, m.script(t, f, "anthropic-thinking.mjs", "omitted"))
+	if r.Thinking != "" || r.StreamedThinking != "" || r.Signature == "" {
+		t.Errorf("thinking %q, streamed as %q, signature %q: want the text omitted, the signature sent", r.Thinking, r.StreamedThinking, r.Signature)
 	}
-	trips{path: "/v1/messages", requests: 3, streamed: 1}.expect(t, f)
+	wantQuoted(t, "the answer after the thinking turn", r.FinalText)
+	trips{path: "/v1/messages", requests: 2, streamed: 1}.expect(t, f)
+}
+
+// thinkingReport is what checks/anthropic-thinking.mjs prints.
+type thinkingReport struct {
+	Thinking         string   `json:"thinking"`
+	StreamedThinking string   `json:"streamed_thinking"`
+	Signature        string   `json:"signature"`
+	FinalText        string   `json:"final_text"`
+	Edited           *refused `json:"edited"`
 }
 
 func anthropicCaching(t *testing.T, m *matrix) {

@@ -1,13 +1,21 @@
-// @anthropic-ai/sdk with extended thinking and a tool, streamed: the
-// thinking block (with its signature) goes back unchanged beside the
-// tool_result, as the Messages API requires for a tool turn.
+// @anthropic-ai/sdk with thinking and a tool, streamed: the thinking block
+// (with its signature) goes back unchanged beside the tool_result, as the
+// Messages API requires for a tool turn. argv[2]: "enabled" (extended
+// thinking with a budget; then an edited block must be refused) or
+// "omitted" (adaptive thinking with display: "omitted", as Claude Code asks:
+// the text is redacted, the signature alone carries it).
 import Anthropic from '@anthropic-ai/sdk';
-import { TASK, anthropicModel, anthropicTool, must, report, textOf, weather } from './lib.mjs';
+import { TASK, anthropicModel, anthropicTool, must, refusal, report, textOf, weather } from './lib.mjs';
+
+const configs = {
+  enabled: { type: 'enabled', budget_tokens: 2048 },
+  omitted: { type: 'adaptive', display: 'omitted' },
+};
+const mode = process.argv[2];
+must(configs[mode], 'a mode argument: ' + Object.keys(configs).join(', '), mode);
 
 const client = new Anthropic();
-const params = {
-  model: anthropicModel, max_tokens: 4096, tools: [anthropicTool], thinking: { type: 'enabled', budget_tokens: 2048 },
-};
+const params = { model: anthropicModel, max_tokens: 4096, tools: [anthropicTool], thinking: configs[mode] };
 const messages = [{ role: 'user', content: TASK }];
 
 let thinkingDeltas = '';
@@ -26,20 +34,17 @@ const second = await client.messages.create({ ...params, messages });
 
 // The same turn with the thinking text changed: the API refuses a thinking
 // block that is not the one it signed.
-const tampered = structuredClone(messages);
-tampered[1].content = tampered[1].content.map((b) => (b.type === 'thinking' ? { ...b, thinking: b.thinking + ' (edited)' } : b));
-let refused = null;
-try {
-  await client.messages.create({ ...params, messages: tampered });
-} catch (e) {
-  must(e instanceof Anthropic.APIError, 'an APIError', String(e));
-  refused = { status: e.status, type: e.error?.error?.type, message: e.error?.error?.message };
+let edited = null;
+if (mode === 'enabled') {
+  const tampered = structuredClone(messages);
+  tampered[1].content = tampered[1].content.map((b) => (b.type === 'thinking' ? { ...b, thinking: b.thinking + ' (edited)' } : b));
+  edited = await refusal(() => client.messages.create({ ...params, messages: tampered }));
 }
 report({
-  refused,
   thinking: thinking[0].thinking,
   streamed_thinking: thinkingDeltas,
   signature: thinking[0].signature,
   final_text: textOf(second.content),
   final_stop: second.stop_reason,
+  edited,
 });
