@@ -51,11 +51,7 @@ instance it carried to an end: its id, type, state, turns and cost.`,
 			drain := cmp.Or(drain, durable.DefaultDrain)
 			ctx, hurry, release := stopSignals(cmd.Context(), stderr, drain, quiet)
 			defer release()
-			out := cmd.OutOrStdout()
-			if quiet {
-				out = io.Discard
-			}
-			ends := &endLines{w: out, pending: map[string]bool{}, printed: map[string]bool{}}
+			ends := newEndLines(cmd.OutOrStdout(), quiet)
 			in.onEvent = ends.event
 			if !quiet {
 				prog := progress(stderr)
@@ -159,6 +155,14 @@ type endLines struct {
 	mu      sync.Mutex
 	pending map[string]bool
 	printed map[string]bool
+}
+
+// newEndLines prints to w, or nowhere when quiet.
+func newEndLines(w io.Writer, quiet bool) *endLines {
+	if quiet {
+		w = io.Discard
+	}
+	return &endLines{w: w, pending: map[string]bool{}, printed: map[string]bool{}}
 }
 
 // event notes the instances whose runs here ended.

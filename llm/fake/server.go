@@ -296,10 +296,15 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	arrived := s.clock.Now()
 	var ex *exchange
 	defer func() { s.ended(ex, w, arrived) }()
-	newExchange := func(p Provider) *exchange {
+	s.route(w, r, path, func(p Provider) *exchange {
 		ex = &exchange{s: s, w: w, r: r, entry: LoggedRequest{Provider: p, Method: r.Method, Path: r.URL.Path, Header: redact(r.Header), Time: arrived}}
 		return ex
-	}
+	})
+}
+
+// route answers a request on the wire its path belongs to; newExchange
+// starts its exchange once the wire is known.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, path string, newExchange func(Provider) *exchange) {
 	switch {
 	case path == "/v1/models" || strings.HasPrefix(path, "/v1/models/"):
 		ex := newExchange(modelsWire(r.Header))
@@ -337,7 +342,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		newExchange(p).fail(apiErr(http.StatusNotFound, "Not found"))
 		return
 	}
-	newExchange(p)
+	ex := newExchange(p)
 	if r.Method != http.MethodPost {
 		ex.w.Header().Set("Allow", http.MethodPost)
 		ex.fail(apiErr(http.StatusMethodNotAllowed, "Method Not Allowed"))
