@@ -68,10 +68,10 @@ func startFake(t *testing.T, bin, scenario string, flags ...string) *fakeLLM {
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("deputy fakellm (%s) did not exit cleanly: %v\n%s", scenario, err, f.stderr.String())
 		}
-		// A failed check shows every exchange whole (--log), the
-		// answers too, which its own message only excerpts.
+		// A failed check shows what the fake answered to each request
+		// (--log), which its own message does not.
 		if b, err := os.ReadFile(logFile); t.Failed() && err == nil {
-			t.Logf("the fake's log (--log):\n%s", excerpt(string(b), 20000))
+			t.Logf("the fake's log (--log), its answers:\n%s", answers(b))
 		}
 	})
 	lines := make(chan string, 1)
@@ -96,6 +96,27 @@ func startFake(t *testing.T, bin, scenario string, flags ...string) *fakeLLM {
 		t.Fatalf("deputy fakellm --scenario %s printed no address within 30s\n%s", scenario, f.stderr.String())
 	}
 	return f
+}
+
+// answers sums up a --log file: per exchange its request cut short, then its
+// answer: the body, or each streamed event's name and data cut short.
+func answers(jsonl []byte) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(string(jsonl)), "\n") {
+		var l logged
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			fmt.Fprintf(&b, "  (unreadable line: %v)\n", err)
+			continue
+		}
+		fmt.Fprintf(&b, "  %v\n", l)
+		if len(l.Events) == 0 {
+			fmt.Fprintf(&b, "    → %s\n", excerpt(string(l.Response), 1500))
+		}
+		for _, ev := range l.Events {
+			fmt.Fprintf(&b, "    → %s %s\n", ev.Event, excerpt(string(ev.Data), 200))
+		}
+	}
+	return b.String()
 }
 
 // logged is one exchange of GET /_deputy/requests, the fields the checks
