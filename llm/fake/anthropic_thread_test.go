@@ -121,3 +121,40 @@ func TestAnthropicThreadRejections(t *testing.T) {
 	}
 	expect(post(cont(id, "m", user)), http.StatusBadRequest, "invalid_request_error", "thread_already_continued")
 }
+
+// TestAnthropicThreadContinueInFlight refuses a second continue from a
+// response while the first is still being answered, and frees the
+// response if that first one fails.
+func TestAnthropicThreadContinueInFlight(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	block := respondFunc(func(r *llm.Request, _ RequestInfo) Reply {
+		last := r.Messages[len(r.Messages)-1]
+		if last.Content[0].Text == "wait" {
+			close(entered)
+			<-release
+			return Reply{Fault: &Fault{Kind: FaultServerError}}
+		}
+		return Reply{Content: []llm.Block{llm.Text("ok")}}
+	})
+	_, url := srvStart(t, Options{Responder: block})
+	r := srvPost(t, url, "/v1/messages", `{"model":"m","max_tokens":50,"thread":{"type":"create"},"messages":[{"role":"user","content":"hi"}]}`)
+	id, _ := srvJSON(t, r.body)["id"].(string)
+	cont := func(text string) string {
+		return `{"model":"m","max_tokens":50,"thread":{"type":"continue","previous_message_id":"` + id + `"},"messages":[{"role":"user","content":"` + text + `"}]}`
+	}
+	first := make(chan srvResp, 1)
+	go func() { first <- srvPost(t, url, "/v1/messages", cont("wait")) }()
+	<-entered
+	r = srvPost(t, url, "/v1/messages", cont("now"))
+	if code := srvDig(srvJSON(t, r.body), "error", "details", "error_code"); r.status != http.StatusBadRequest || code != "thread_continue_in_flight" {
+		t.Errorf("second continue: %d %s", r.status, r.body)
+	}
+	close(release)
+	if r := <-first; r.status != http.StatusInternalServerError {
+		t.Fatalf("first continue: %d %s", r.status, r.body)
+	}
+	if r := srvPost(t, url, "/v1/messages", cont("again")); r.status != http.StatusOK {
+		t.Errorf("after the failed continue: %d %s", r.status, r.body)
+	}
+}

@@ -8,8 +8,12 @@ import "github.com/deputy-run/deputy/llm"
 //
 //   - A tool definition costs 4 + EstimateTokens(name) +
 //     EstimateTokens(description) + EstimateTokens(input schema JSON).
-//   - A system prompt text (one Anthropic system block, or one OpenAI
-//     system/developer message) costs EstimateTokens(text).
+//   - A system prompt text (one Anthropic system block, one text block of
+//     a role "system" message inside messages, or one OpenAI
+//     system/developer message) costs EstimateTokens(text); a system
+//     message's tool_addition or tool_removal block costs EstimateTokens of
+//     its tool's JSON. System messages have no framing cost, since their
+//     texts join llm.Request.System, which llm.EstimateRequest counts so.
 //   - Every other message costs 4, plus llm.EstimateBlock for each content
 //     block (4 + EstimateTokens of the block's text, tool name and input
 //     bytes, or raw JSON for an opaque block).
