@@ -94,7 +94,8 @@ func TestRootFileToolsHideSecrets(t *testing.T) {
 			t.Errorf("read_file %s: %q", p, out)
 		}
 	}
-	if out, isErr := callSet(t, set, "grep", `{"pattern":"SECRET"}`); isErr || out != ".deputy/agents/a.md:4: SECRET definition\n" {
+	// A workspace-wide grep skips .deputy/ as it skips .git/; named, it is searched.
+	if out, isErr := callSet(t, set, "grep", `{"pattern":"SECRET","path":".deputy"}`); isErr || out != ".deputy/agents/a.md:4: SECRET definition\n" {
 		t.Errorf("grep: %q", out)
 	}
 	if out, isErr := callSet(t, set, "write_file", `{"path":".deputy/agents/b.md","content":"---\nname: b\n---\n"}`); isErr {

@@ -47,6 +47,7 @@ func TestBuiltinKnowsTheNamedModels(t *testing.T) {
 		{"anthropic:claude-sonnet-4-5", 3, 0.30},
 		{"claude-sonnet-4-5-20250929", 3, 0.30},
 		{"openai:gpt-5-mini", 0.25, 0.025},
+		{"openai-responses:gpt-5-mini", 0.25, 0.025}, // OpenAI's other wire, the same prices
 		{"anthropic:claude-haiku-4-5", 1, 0.10},
 		{"openai:gpt-5.6", 4, 0.40}, // the alias OpenAI routes to Sol
 	} {

@@ -7,6 +7,9 @@ import "strings"
 // first colon separates: "ollama:qwen3:8b" is qwen3:8b on ollama.
 func splitName(name string) (provider, model string) {
 	if p, m, ok := strings.Cut(name, ":"); ok {
+		if p == "openai-responses" {
+			p = "openai" // OpenAI's other wire: the same models at the same prices
+		}
 		return p, m
 	}
 	return "", name

@@ -158,7 +158,7 @@ func TestToolsHideDeputysSecrets(t *testing.T) {
 	if out, isErr := call(set, "grep", `{"pattern":"SECRET"}`); isErr || !strings.HasPrefix(out, "no matches") {
 		t.Errorf("grep: %q", out)
 	}
-	if out, isErr := call(set, "glob", `{"pattern":"**"}`); isErr || out != ".deputy/\n.deputy/agents/\n.deputy/agents/a.md\n" {
+	if out, isErr := call(set, "glob", `{"pattern":".deputy/**"}`); isErr || out != ".deputy/agents/\n.deputy/agents/a.md\n" {
 		t.Errorf("glob: %q", out)
 	}
 	if out, isErr := call(set, "read_file", `{"path":".deputy/agents/a.md"}`); isErr {
