@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // exampleCommands are the deputy command lines in ex: each line's command
@@ -143,4 +145,23 @@ func parses(args []string) error {
 		return err
 	}
 	return c.ValidateArgs(c.Flags().Args())
+}
+
+// internalWords are what a user's help must not say: issue numbers, the
+// engine's and the library's own names.
+var internalWords = regexp.MustCompile(`(?i)\bissue \d+|#\d+\b|\bDBOS\b|\bdurable\b|\bOptions\.|\bView\(|\bstoretest\b|\bcobra\b`)
+
+// Help speaks to users: no command's texts or flags name an issue or
+// deputy's insides.
+func TestHelpSpeaksToUsers(t *testing.T) {
+	t.Parallel()
+	walkCommands(newRoot(os.Stdout, os.Stderr), func(c *cobra.Command) {
+		texts := []string{c.Short, c.Long, c.Example}
+		c.Flags().VisitAll(func(f *pflag.Flag) { texts = append(texts, f.Usage) })
+		for _, s := range texts {
+			if m := internalWords.FindString(s); m != "" {
+				t.Errorf("%s: its help says %q: %q", c.CommandPath(), m, s)
+			}
+		}
+	})
 }
