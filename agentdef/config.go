@@ -192,7 +192,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		return nil, errors.Join(errs...)
 	}
 	for _, kv := range top {
-		switch key := kv.Key.String(); key {
+		switch key := yamlpos.Key(kv); key {
 		case "tiers":
 			parseTiers(kv.Value, c, bad)
 		case "prices":
@@ -229,7 +229,7 @@ func parseTiers(n ast.Node, c *Config, bad badFunc) {
 	}
 	c.Tiers = map[string]string{}
 	for _, t := range pairs {
-		tier := t.Key.String()
+		tier := yamlpos.Key(t)
 		v, ok := stringNode(t.Value)
 		switch {
 		case tier != TierHaiku && tier != TierSonnet && tier != TierOpus:
@@ -257,7 +257,7 @@ func parsePrices(n ast.Node, c *Config, bad badFunc) {
 	}
 	c.Prices = cost.Table{}
 	for _, m := range pairs {
-		model := strings.TrimSpace(m.Key.String())
+		model := strings.TrimSpace(yamlpos.Key(m))
 		if model == "" {
 			bad(m, "prices: empty model name")
 			continue
@@ -273,7 +273,7 @@ func parsePrices(n ast.Node, c *Config, bad badFunc) {
 		}
 		var p cost.Price
 		for _, fv := range fields {
-			name := fv.Key.String()
+			name := yamlpos.Key(fv)
 			x, err := numberNode(fv.Value)
 			if err == nil && (x < 0 || math.IsInf(x, 0) || math.IsNaN(x)) {
 				err = fmt.Errorf("%v is not a price", x)
@@ -310,7 +310,7 @@ func section(n ast.Node, name, fields string, bad badFunc, field func(key string
 		return
 	}
 	for _, kv := range pairs {
-		if key := kv.Key.String(); !field(key, kv) {
+		if key := yamlpos.Key(kv); !field(key, kv) {
 			bad(kv, "%s: unknown field %q (%s)", name, key, fields)
 		}
 	}

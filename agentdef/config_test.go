@@ -298,3 +298,23 @@ func TestParseConfigOpenAIResponses(t *testing.T) {
 		}
 	}
 }
+
+// A model name with a colon must be quoted in YAML; the quotes are the
+// syntax's, not the name's.
+func TestParseConfigQuotedPriceKeys(t *testing.T) {
+	t.Parallel()
+	src := "prices:\n  \"openai:gpt-9\": {input: 1, output: 2}\n  'anthropic:claude-x': {input: 3, output: 4}\ntiers:\n  \"haiku\": openai:gpt-9\n"
+	c, err := ParseConfig("deputy.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := c.Prices["openai:gpt-9"]; !ok || p.Input != 1 || p.Output != 2 {
+		t.Errorf("openai:gpt-9: %+v %v (prices %v)", p, ok, c.Prices)
+	}
+	if p, ok := c.Prices["anthropic:claude-x"]; !ok || p.Input != 3 {
+		t.Errorf("anthropic:claude-x: %+v %v (prices %v)", p, ok, c.Prices)
+	}
+	if c.Tiers["haiku"] != "openai:gpt-9" {
+		t.Errorf("tiers %v", c.Tiers)
+	}
+}

@@ -90,6 +90,19 @@ func Pairs(n ast.Node) (pairs []*ast.MappingValueNode, ok bool) {
 	return nil, false
 }
 
+// Key is an entry's key as the user meant it: a quoted key's text without
+// its quotes ("openai:gpt-5" needs them, a colon being YAML's), where the
+// node's String() keeps them.
+func Key(kv *ast.MappingValueNode) string {
+	if kv == nil || kv.Key == nil {
+		return ""
+	}
+	if tk := kv.Key.GetToken(); tk != nil && (tk.Type == token.DoubleQuoteType || tk.Type == token.SingleQuoteType) {
+		return tk.Value
+	}
+	return kv.Key.String()
+}
+
 // Walk calls fn on n and every node under it. Unlike goccy's own helpers
 // (FilterFile panics on them, as FuzzParseDefinition found) it passes over
 // the nil nodes some inputs leave in the tree.
