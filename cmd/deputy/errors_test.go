@@ -56,9 +56,9 @@ func TestErrLineSaysDeputyOnce(t *testing.T) {
 	t.Parallel()
 	lib := errors.New("deputy: workspace /x is not a directory")
 	for err, want := range map[error]string{
-		lib:                                   "deputy: workspace /x is not a directory",
-		fmt.Errorf("deputy: %w", lib):         "deputy: workspace /x is not a directory",
-		fmt.Errorf("stopped: %w", lib):        "deputy: stopped: workspace /x is not a directory",
+		lib:                                    "deputy: workspace /x is not a directory",
+		fmt.Errorf("deputy: %w", lib):          "deputy: workspace /x is not a directory",
+		fmt.Errorf("stopped: %w", lib):         "deputy: stopped: workspace /x is not a directory",
 		errors.New("no instance \"deputy:x\""): "deputy: no instance \"deputy:x\"",
 	} {
 		if got := errLine(err); got != want {
