@@ -27,6 +27,7 @@ func cliChecks() []check {
 		{"claude-code/subagent", claudeCodeSubagent},
 		{"codex/exec", codex},
 		{"codex/apply_patch", codexPatch},
+		{"codex/exec code mode", codexCodeMode},
 	}
 }
 
@@ -75,13 +76,13 @@ func runClaude(t *testing.T, m *matrix, f *fakeLLM, dir, task string) string {
 	return c.run(t)
 }
 
-// codexConfig is codex's config.toml: a model provider at the fake speaking
+// codexConfig is codex's config.toml: model on a provider at the fake speaking
 // the Responses API, its key read from DEPUTY_FAKE_KEY. Retries are off, so a
 // refused request fails the check instead of being retried out of sight;
 // analytics and the update check are off (checked with --strict-config,
 // which refuses keys this version does not know).
-func codexConfig(f *fakeLLM) string {
-	return `model = "gpt-5.5"
+func codexConfig(f *fakeLLM, model string) string {
+	return `model = "` + model + `"
 model_provider = "deputy"
 check_for_update_on_startup = false
 
@@ -103,7 +104,7 @@ stream_max_retries = 0
 func codex(t *testing.T, m *matrix) {
 	f := startFake(t, m.deputy, "codex.yaml")
 	dir := workspace(t)
-	out := runCodex(t, m, f, dir, "Print the code word in notes.txt.")
+	out := runCodex(t, m, f, codexClassic, dir, "Print the code word in notes.txt.")
 	if !strings.Contains(out, "The file says: "+codeWord) {
 		t.Errorf("codex exec printed %q, want the scenario's answer quoting %s", excerpt(out, 2000), codeWord)
 	}
@@ -120,7 +121,7 @@ func codex(t *testing.T, m *matrix) {
 func codexPatch(t *testing.T, m *matrix) {
 	f := startFake(t, m.deputy, "codex-patch.yaml")
 	dir := t.TempDir()
-	out := runCodex(t, m, f, dir, "Create hello.txt holding the code word.", "--sandbox", "workspace-write")
+	out := runCodex(t, m, f, codexClassic, dir, "Create hello.txt holding the code word.", "--sandbox", "workspace-write")
 	b, err := os.ReadFile(filepath.Join(dir, "hello.txt"))
 	if err != nil || strings.TrimSpace(string(b)) != codeWord {
 		t.Errorf("hello.txt after codex exec: %q, %v; want the patch's %s\nstdout: %s", b, err, codeWord, excerpt(out, 2000))
@@ -132,16 +133,35 @@ func codexPatch(t *testing.T, m *matrix) {
 	wantBlock(t, f, "/v1/responses", "custom_tool_call_output", "hello.txt")
 }
 
-// runCodex runs `codex exec [flags] TASK` in dir on a fresh CODEX_HOME
-// holding codexConfig and returns what it printed on stdout (its answer).
-func runCodex(t *testing.T, m *matrix, f *fakeLLM, dir, task string, flags ...string) string {
+// codexCodeMode runs codex on a current model (one the fake's /v1/models
+// lists), where it offers its tools in an additional_tools input item and
+// works through exec, a custom tool running JavaScript that calls the others.
+func codexCodeMode(t *testing.T, m *matrix) {
+	f := startFake(t, m.deputy, "codex-code-mode.yaml")
+	dir := workspace(t)
+	out := runCodex(t, m, f, "gpt-5.6-terra", dir, "Print the code word in notes.txt.")
+	if !strings.Contains(out, "The file says: "+codeWord) {
+		t.Errorf("codex exec printed %q, want the scenario's answer quoting %s", excerpt(out, 2000), codeWord)
+	}
+	trips{path: "/v1/responses", requests: 2, streamed: 2, carries: codeWord}.expect(t, f)
+	wantBlock(t, f, "/v1/responses", "custom_tool_call_output", codeWord)
+}
+
+// codexClassic is a model Codex 0.171.0 offers its tools to the classic way
+// (top-level function and custom tools, exec_command among them).
+const codexClassic = "gpt-5.5"
+
+// runCodex runs `codex exec [flags] TASK` on model in dir, on a fresh
+// CODEX_HOME holding codexConfig, and returns what it printed on stdout
+// (its answer).
+func runCodex(t *testing.T, m *matrix, f *fakeLLM, model, dir, task string, flags ...string) string {
 	t.Helper()
 	home := codexHomeDir(t)
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(f)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(codexConfig(f, model)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args := append([]string{m.node, filepath.Join(m.modules, ".bin", "codex"), "exec", "--strict-config", "--skip-git-repo-check"}, flags...)

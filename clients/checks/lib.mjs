@@ -24,8 +24,10 @@ export function weather(input) {
   return `${city}: 18C, sunny (${MARK})`;
 }
 
-export const anthropicModel = 'claude-sonnet-4-5';
-export const openaiModel = 'gpt-4.1';
+// Models the fake's GET /v1/models lists (the current ones), as a program
+// picking a real model would.
+export const anthropicModel = 'claude-sonnet-4-6';
+export const openaiModel = 'gpt-5.6-terra';
 
 // The Anthropic wire's tool definition and a text block's join.
 export const anthropicTool = {
