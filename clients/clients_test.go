@@ -20,9 +20,10 @@ type check struct {
 }
 
 // knownGaps are checks that fail because of a gap in the fake nobody has
-// fixed yet (check name → why, with the finding in /tmp/clients-findings.md
-// at the time and docs/clients.md marking it failing). Each is reported with
-// t.Skip and its reason, never dropped silently.
+// fixed yet: check name → what the fake does wrong. docs/clients.md marks
+// each failing (TestDocsTableMatchesTheMatrix holds the two together); each
+// is reported with t.Skip and its reason, never dropped silently. A fix in
+// the fake removes its entry, and the check runs again.
 var knownGaps = map[string]string{}
 
 func checks() []check {
@@ -48,8 +49,8 @@ func TestClients(t *testing.T) {
 	}
 }
 
-// script runs checks/NAME (with args) with the fake's address and key in its environment
-// and returns its stdout.
+// script runs checks/NAME (with args) with the fake's address and key in
+// its environment and returns its stdout.
 func (m *matrix) script(t *testing.T, f *fakeLLM, name string, args ...string) string {
 	t.Helper()
 	dir, err := filepath.Abs("checks")

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,7 +43,26 @@ func buildDeputy(t *testing.T, dir string) string {
 // fakeLLM is one `deputy fakellm` process on a free loopback port.
 type fakeLLM struct {
 	URL    string // http://127.0.0.1:PORT, no trailing slash
-	stderr bytes.Buffer
+	stderr lockedBuffer
+}
+
+// lockedBuffer is a process's stderr, read (for a failure message) while
+// the process may still write it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startFake runs `deputy fakellm` with scenarios/NAME (and flags) and waits
