@@ -50,8 +50,9 @@ type Runner struct {
 	// Skills are the skills that exist; a child sees only those its
 	// definition grants.
 	Skills map[string]*agentdef.Skill
-	// Config maps tiers to models and holds prices; nil means none, so
-	// every tier inherits the parent's model and costs are unknown.
+	// Config maps tiers to models and holds prices (laid over the
+	// built-in ones, see Prices); nil means none, so every tier inherits
+	// the parent's model and only the built-in prices apply.
 	Config *agentdef.Config
 	// Models opens the provider:model a tier or definition names. nil: a
 	// child that names a model fails to start with an error.
@@ -345,6 +346,9 @@ type tree struct {
 	maxPar   int
 	maxDepth int
 	budget   *treeBudget // nil: no tree budget
+	// prices are r.Prices(), made once per tree: every instance's end is
+	// charged by them, and making them lays deputy.yaml over the built-ins.
+	prices cost.Table
 	// own is deputy's tools (agentdef.RuntimeTools, the subagent_* ones
 	// only when managed), their schemas compiled once per tree: each
 	// instance is offered its share of them (pick).
@@ -416,8 +420,9 @@ func (r *Runner) newTree(t Task) (*tree, error) {
 	case tr.maxDepth < 0:
 		tr.maxDepth = 0
 	}
+	tr.prices = r.Prices()
 	if t.Budget.Tokens > 0 || t.Budget.USD > 0 {
-		tr.budget = &treeBudget{limit: t.Budget, prices: r.Prices(), tokens: t.Spent.Tokens, usd: t.Spent.USD}
+		tr.budget = &treeBudget{limit: t.Budget, prices: tr.prices, tokens: t.Spent.Tokens, usd: t.Spent.USD}
 	}
 	tr.managed = r.Manager != nil && r.Children != nil
 	own := []tool.Tool{&spawnTool{tree: tr}, fanOutTool{tree: tr}}
@@ -522,7 +527,7 @@ func (tr *tree) emit(n *node, e Event) {
 // end records how an instance's run ended: in state, terminal or waiting
 // (asking, paused), with report.
 func (tr *tree) end(n *node, res *loop.Result, state instance.State, report string, err error) {
-	c, ok := tr.r.Prices().Cost(n.inst.Model, res.Usage)
+	c, ok := tr.prices.Cost(n.inst.Model, res.Usage)
 	now := tr.clock.Now()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
