@@ -151,6 +151,11 @@ func (s controlCmd) run(cmd *cobra.Command, f controlFlags, args []string) error
 	}
 	verb := strings.Fields(s.use)[0]
 	if s.already != nil && s.already(in.State) {
+		if verb == "resume" {
+			if err := pauseComing(ctx, st, where, id); err != nil {
+				return err
+			}
+		}
 		return s.report(cmd, f, controlJSON{id, verb, string(in.State), "already"},
 			fmt.Sprintf("%s is %s already: nothing to do", id, in.State))
 	}
@@ -176,6 +181,22 @@ func (s controlCmd) run(cmd *cobra.Command, f controlFlags, args []string) error
 		return err
 	}
 	hintWorker(ctx, cmd.ErrOrStderr(), st, where, s.use, after)
+	return nil
+}
+
+// pauseComing refuses to call a running instance resumed when a pause of
+// it waits for its next turn: it is about to stop.
+func pauseComing(ctx context.Context, st *store.Store, where, id string) error {
+	mail, err := st.Pending(ctx, id)
+	if err != nil {
+		return readErr(where, err)
+	}
+	for _, m := range mail {
+		if m.Kind == durable.MailPause {
+			return usageErr("%s is running with a pause requested: it pauses at its next turn; resume it once it has "+
+				"(deputy resume %s)", id, id)
+		}
+	}
 	return nil
 }
 
