@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -403,4 +405,122 @@ func TestAnthropicSDKStreamFaults(t *testing.T) {
 			t.Fatal("a malformed JSON body decoded")
 		}
 	})
+}
+
+// TestAnthropicSDKBetaClaudeCodeOptions streams a request with what Claude
+// Code sets, built with the Go SDK's beta types: a system message with a
+// per-turn effort, adaptive thinking, context management, effort.
+func TestAnthropicSDKBetaClaudeCodeOptions(t *testing.T) {
+	t.Parallel()
+	s, url := srvStart(t, Options{Responder: replyWith(llm.Text("Bonjour."))})
+	c := anthClient(url)
+	params := anthropic.BetaMessageNewParams{
+		Model: "claude-opus-5-5", MaxTokens: 128000,
+		System: []anthropic.BetaTextBlockParam{{Text: "You are terse."}},
+		Messages: []anthropic.BetaMessageParam{
+			anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock("hello")),
+			anthropic.NewBetaSystemMessage(anthropic.BetaSystemMessageOutputConfigParam{Effort: anthropic.BetaSystemMessageOutputConfigEffortMedium},
+				anthropic.BetaSystemMessageParamContentUnion{OfText: &anthropic.BetaTextBlockParam{Text: "Answer in French."}}),
+		},
+		Thinking: anthropic.BetaThinkingConfigParamUnion{OfAdaptive: &anthropic.BetaThinkingConfigAdaptiveParam{Display: anthropic.BetaThinkingConfigAdaptiveDisplayOmitted}},
+		ContextManagement: anthropic.BetaContextManagementConfigParam{Edits: []anthropic.BetaContextManagementConfigEditUnionParam{
+			{OfClearThinking20251015: &anthropic.BetaClearThinking20251015EditParam{}},
+		}},
+		OutputConfig: anthropic.BetaOutputConfigParam{Effort: anthropic.BetaOutputConfigEffortMedium},
+		Betas:        []anthropic.AnthropicBeta{"context-management-2025-06-27", "per-turn-control-2026-07-01", "effort-2025-11-24"},
+	}
+	stream := c.Beta.Messages.NewStreaming(context.Background(), params)
+	var msg anthropic.BetaMessage
+	for stream.Next() {
+		if err := msg.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(msg.Content) != 1 || msg.Content[0].Text != "Bonjour." || msg.StopReason != anthropic.BetaStopReasonEndTurn {
+		t.Errorf("answer: %+v", msg.Content)
+	}
+	if !msg.JSON.ContextManagement.Valid() || msg.ContextManagement.AppliedEdits == nil {
+		t.Errorf("no context_management in the answer")
+	}
+	if got := s.Requests()[0].Request.System; got != "You are terse.\nAnswer in French." {
+		t.Errorf("System: %q", got)
+	}
+	n, err := c.Beta.Messages.CountTokens(context.Background(), anthropic.BetaMessageCountTokensParams{
+		Model: params.Model, Messages: params.Messages, Thinking: params.Thinking,
+		ContextManagement: params.ContextManagement, OutputConfig: params.OutputConfig,
+		System: anthropic.BetaMessageCountTokensParamsSystemUnion{OfBetaTextBlockArray: params.System},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.InputTokens != msg.Usage.InputTokens {
+		t.Errorf("count_tokens %d, the answer's input %d", n.InputTokens, msg.Usage.InputTokens)
+	}
+}
+
+// TestAnthropicSDKThreadStreaming continues a thread whose turns stream:
+// the answer is kept once its stream has ended.
+func TestAnthropicSDKThreadStreaming(t *testing.T) {
+	t.Parallel()
+	count := respondFunc(func(r *llm.Request, _ RequestInfo) Reply {
+		return Reply{Content: []llm.Block{llm.Text("turn with " + strconv.Itoa(len(r.Messages)) + " messages")}}
+	})
+	s, url := srvStart(t, Options{Responder: count})
+	c := anthClient(url)
+	thread := c.Beta.Messages.NewThread(anthropic.BetaMessageThreadCreateParams{Model: "claude-test", MaxTokens: 1024})
+	send := func(text string) string {
+		t.Helper()
+		st := thread.SendStreaming(context.Background(), anthropic.BetaMessageThreadSendParams{
+			Messages: []anthropic.BetaMessageParam{anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock(text))},
+		})
+		defer st.Close()
+		var msg anthropic.BetaMessage
+		for st.Next() {
+			if err := msg.Accumulate(st.Current()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Err(); err != nil || len(msg.Content) != 1 {
+			t.Fatalf("turn %q: %v %s", text, err, msg.RawJSON())
+		}
+		return msg.Content[0].Text
+	}
+	if got := send("one"); got != "turn with 1 messages" {
+		t.Errorf("turn 1: %q", got)
+	}
+	if got := send("two"); got != "turn with 3 messages" {
+		t.Errorf("turn 2: %q", got)
+	}
+	var second struct {
+		Thread   threadParam       `json:"thread"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(s.Requests()[1].Body, &second); err != nil {
+		t.Fatal(err)
+	}
+	if second.Thread.Type != "continue" || len(second.Messages) != 1 {
+		t.Errorf("turn 2 was not a continue with its message alone: %s", s.Requests()[1].Body)
+	}
+}
+
+// TestAnthropicThreadKeepsNoCutAnswer keeps nothing of an answer whose
+// stream a fault cut: the API holds the whole reply or none of it, so a
+// continue from it is a thread_not_found.
+func TestAnthropicThreadKeepsNoCutAnswer(t *testing.T) {
+	t.Parallel()
+	cut := Reply{Content: []llm.Block{llm.Text("an answer long enough to be cut after its start")}, Fault: &Fault{Kind: FaultErrorEvent, AfterBytes: 600}}
+	_, url := srvStart(t, Options{Responder: respondFunc(func(*llm.Request, RequestInfo) Reply { return cut })})
+	r := srvPost(t, url, "/v1/messages", `{"model":"m","max_tokens":50,"stream":true,"thread":{"type":"create"},"messages":[{"role":"user","content":"hi"}]}`)
+	_, rest, ok := strings.Cut(string(r.body), `"id":"`)
+	id, _, _ := strings.Cut(rest, `"`)
+	if !ok || !strings.HasPrefix(id, "msg_") || !strings.Contains(string(r.body), "event: error") {
+		t.Fatalf("stream: %s", r.body)
+	}
+	r = srvPost(t, url, "/v1/messages", `{"model":"m","max_tokens":50,"thread":{"type":"continue","previous_message_id":"`+id+`"},"messages":[{"role":"user","content":"more"}]}`)
+	if code := srvDig(srvJSON(t, r.body), "error", "details", "error_code"); r.status != http.StatusNotFound || code != "thread_not_found" {
+		t.Errorf("continue from a cut answer: %d %s", r.status, r.body)
+	}
 }
