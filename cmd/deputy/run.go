@@ -124,9 +124,10 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		return err
 	}
 	drain := cmp.Or(o.drain, durable.DefaultDrain)
-	ctx, hurry, release := stopSignals(ctx, stderr, drain, o.quiet)
-	defer release()
 	prog := &runProgress{w: stderr, style: o.style}
+	// What the signals say goes above the status line, as progress does.
+	ctx, hurry, release := stopSignals(ctx, lineWriter{prog}, drain, o.quiet)
+	defer release()
 	opts, err := o.options(spec, stderr, prog)
 	if err != nil {
 		return err

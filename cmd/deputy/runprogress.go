@@ -131,3 +131,14 @@ func (s style) state(st instance.State) string {
 	}
 	return s.paint(sgrBold, string(st))
 }
+
+// lineWriter writes whole lines through a run's progress (above its
+// status line on a terminal): for messages printed with fmt.Fprintf.
+type lineWriter struct{ p *runProgress }
+
+func (w lineWriter) Write(b []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		w.p.say(line)
+	}
+	return len(b), nil
+}
