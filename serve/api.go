@@ -1,8 +1,10 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -192,7 +194,13 @@ func (s *Server) getTree(w http.ResponseWriter, r *http.Request) {
 		}
 		nodes[in.ID] = &node{Record: v, Children: []*node{}}
 	}
-	for _, in := range all { // oldest first, so children stay in spawn order
+	// Spawn order: created time, then id. The store lists by creation,
+	// but children spawned in one turn share a timestamp to the
+	// microsecond, and the order must not depend on the database's.
+	slices.SortStableFunc(all, func(a, b *instance.Record) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	for _, in := range all {
 		if p := nodes[in.Parent]; p != nil {
 			p.Children = append(p.Children, nodes[in.ID])
 		}

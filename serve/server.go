@@ -146,6 +146,7 @@ func (s *Server) routes() {
 	api("GET /api/instances/{id}/tree", s.getTree)
 	api("GET /api/instances/{id}/transcript", s.getTranscript)
 	api("GET /api/instances/{id}/relay", s.getRelay)
+	api("GET /api/instances/{id}/attempts", s.getAttempts)
 	api("POST /api/instances/{id}/pause", s.control(s.rt.Pause))
 	api("POST /api/instances/{id}/resume", s.control(s.rt.Resume))
 	api("POST /api/instances/{id}/cancel", s.control(s.rt.Cancel))

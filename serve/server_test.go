@@ -63,6 +63,20 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	e := serveEnv(t, rt)
+	e.db = db
+	return e
+}
+
+// serveEnv serves rt's API (with MCP) over a test server; rt is the
+// caller's to close, after the server (cleanups run last first).
+func serveEnv(t *testing.T, rt *deputy.Runtime) *env {
+	t.Helper()
 	c := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	srv, err := serve.New(serve.Options{Runtime: rt, Token: token, Clock: c,
 		MCP: mcpserver.Handler(rt, mcpserver.Options{})})
@@ -73,11 +87,8 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() {
 		srv.Close()
 		hs.Close()
-		if err := rt.Close(); err != nil {
-			t.Error(err)
-		}
 	})
-	return &env{t: t, rt: rt, srv: srv, http: hs, clock: c, db: db}
+	return &env{t: t, rt: rt, srv: srv, http: hs, clock: c}
 }
 
 // do sends a request with the token (unless headers say otherwise) and

@@ -29,6 +29,8 @@ func TestServesAssets(t *testing.T) {
 	for path, ctype := range map[string]string{
 		"/":            "text/html; charset=utf-8",
 		"/app.js":      "text/javascript; charset=utf-8",
+		"/theme.js":    "text/javascript; charset=utf-8",
+		"/timeline.js": "text/javascript; charset=utf-8",
 		"/app.css":     "text/css; charset=utf-8",
 		"/favicon.svg": "image/svg+xml",
 	} {
@@ -63,8 +65,16 @@ func TestServesAssets(t *testing.T) {
 			t.Errorf("%s: HEAD: %d with %d bytes", path, res.StatusCode, len(b))
 		}
 	}
-	if !strings.Contains(string(mustRead(t, "static/index.html")), `<script src="app.js" defer></script>`) {
-		t.Error("the page does not load app.js")
+	page := string(mustRead(t, "static/index.html"))
+	for _, tag := range []string{`<script src="app.js" defer></script>`, `<script src="timeline.js" defer></script>`} {
+		if !strings.Contains(page, tag) {
+			t.Errorf("the page does not load %s", tag)
+		}
+	}
+	// The theme is applied before the style sheet, so a dark page never
+	// flashes light: not deferred, and ahead of app.css.
+	if i, j := strings.Index(page, `<script src="theme.js"></script>`), strings.Index(page, `href="app.css"`); i < 0 || i > j {
+		t.Error("the page does not load theme.js (undeferred) before app.css")
 	}
 }
 
@@ -133,10 +143,27 @@ func TestAssetsSelfContained(t *testing.T) {
 		t.Error("the token field has a name: a form submitted without the script would send it")
 	}
 	js := string(mustRead(t, "static/app.js"))
-	for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
-		"new Function", "localStorage", "sessionStorage", "setAttribute('style'", "token=", "?token"} {
-		if strings.Contains(js, bad) {
-			t.Errorf("app.js uses %q", bad)
+	for _, name := range []string{"app.js", "timeline.js", "theme.js"} {
+		src := string(mustRead(t, "static/"+name))
+		for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
+			"new Function", "localStorage", "sessionStorage", "setAttribute('style'", "token=", "?token"} {
+			if name == "theme.js" && bad == "localStorage" {
+				continue // checked below: the theme's one key
+			}
+			if strings.Contains(src, bad) {
+				t.Errorf("%s uses %q", name, bad)
+			}
+		}
+	}
+	// theme.js keeps one thing in storage, the theme's name, under its key.
+	theme := string(mustRead(t, "static/theme.js"))
+	if uses := regexp.MustCompile(`localStorage\.(\w+)\(([^,)]*)`).FindAllStringSubmatch(theme, -1); len(uses) != 2 {
+		t.Errorf("theme.js uses localStorage %d times, want getItem and setItem of its key: %q", len(uses), uses)
+	} else {
+		for _, u := range uses {
+			if (u[1] != "getItem" && u[1] != "setItem") || u[2] != "KEY" {
+				t.Errorf("theme.js: localStorage.%s(%s", u[1], u[2])
+			}
 		}
 	}
 	// Every id the script looks up exists in the page: a renamed element

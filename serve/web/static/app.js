@@ -37,7 +37,11 @@
     priced: false,
     treeSeq: 0,
     signedIn: false,
+    moves: new Map(), // instance -> [{t, to}]: its state moves, for the timeline
+    failedRoots: new Map(), // root id -> how many instances of its tree failed or timed out
+    types: new Set(), // the types the type filter offers
   };
+  const FAILED = new Set(['failed', 'timed_out']);
 
   const $ = (id) => document.getElementById(id);
 
@@ -122,6 +126,14 @@
     const m = Math.floor(s / 60);
     if (m < 60) return m + 'm ' + String(s % 60).padStart(2, '0') + 's';
     return Math.floor(m / 60) + 'h ' + String(m % 60).padStart(2, '0') + 'm';
+  }
+
+  // fmtSpan is fmtDuration for the short stretches of a timeline.
+  function fmtSpan(ms) {
+    if (!(ms >= 0)) return '';
+    if (ms < 1000) return Math.round(ms) + ' ms';
+    if (ms < 10000) return (ms / 1000).toFixed(1) + 's';
+    return fmtDuration(ms);
   }
 
   function fmtTime(iso) {
@@ -320,7 +332,9 @@
   function openListStream(after, refused) {
     if (S.listES) S.listES.close();
     const es = stream('/api/events', after, (e) => {
-      if (!e.parent && (e.kind === 'state' || e.kind === 'progress')) loadRunsSoon();
+      // A root's move, or any instance failing (its root gets the flag).
+      const failed = e.kind === 'state' && e.data && FAILED.has(e.data.to);
+      if ((!e.parent && (e.kind === 'state' || e.kind === 'progress')) || failed) loadRunsSoon();
     }, (last, n) => { if (S.listES === es && S.signedIn) openListStream(last, n); }, refused);
     S.listES = es;
     setLive();
@@ -357,6 +371,12 @@
       S.marks.push({ t, state: d.to });
       chartChanged = true;
     }
+    if (e.kind === 'state' && d.to) {
+      const ms = S.moves.get(e.instance) || [];
+      ms.push({ t, to: d.to });
+      S.moves.set(e.instance, ms);
+      drawTimelineSoon();
+    }
     if (chartChanged) drawChartSoon();
     loadTreeSoon();
     if (S.node && e.instance === S.node && (e.kind !== 'tool_call')) refreshPanelSoon();
@@ -364,30 +384,60 @@
 
   // ---- runs ------------------------------------------------------------------
 
+  // loadRuns reads the roots the state and type filters select (the
+  // server filters those), and which trees hold a failure: a run is flagged
+  // when any instance of it failed or timed out, its children's included.
   async function loadRuns() {
-    const f = $('runs-filter').value;
-    const q = '/api/instances?roots=true&limit=200' + (f ? '&state=' + enc(f) : '');
-    const res = await api('GET', q);
-    const sig = JSON.stringify(res) + S.root;
+    const p = new URLSearchParams({ roots: 'true', limit: '200' });
+    if ($('runs-filter').value) p.set('state', $('runs-filter').value);
+    if ($('runs-type').value) p.set('type', $('runs-type').value);
+    const [res, bad] = await Promise.all([api('GET', '/api/instances?' + p),
+      api('GET', '/api/instances?state=failed,timed_out&limit=1000')]);
+    const failedRoots = new Map();
+    for (const f of (bad && bad.instances) || []) {
+      const root = f.root || f.id;
+      failedRoots.set(root, (failedRoots.get(root) || 0) + 1);
+    }
+    const sig = JSON.stringify(res) + JSON.stringify([...failedRoots]) + S.root;
     if (sig === S.runsSig) return;
     S.runsSig = sig;
     S.runs = (res && res.instances) || [];
+    S.failedRoots = failedRoots;
+    for (const r of S.runs) addType(r.type);
     renderRuns();
     if (!S.root && S.runs.length) selectRun(S.runs[0].id);
   }
   const loadRunsSoon = throttle(loadRuns, 700);
 
+  // matches says whether run r has the search text in its task, type or id.
+  function matches(r, q) {
+    return !q || [r.task, r.type, r.id].some((v) => (v || '').toLowerCase().includes(q));
+  }
+
   function renderRuns() {
     const ul = clear($('runs'));
-    $('runs-empty').hidden = S.runs.length > 0;
-    for (const r of S.runs) {
+    const q = $('runs-search').value.trim().toLowerCase();
+    const shown = S.runs.filter((r) => matches(r, q));
+    const filtered = !!(q || $('runs-filter').value || $('runs-type').value);
+    $('runs-empty').hidden = S.runs.length > 0 || filtered;
+    $('runs-none').hidden = shown.length > 0 || !filtered;
+    for (const r of shown) {
       const li = el('li', 'run-item' + (r.id === S.root ? ' selected' : ''));
       li.dataset.id = r.id;
       li.dataset.state = r.state;
       const b = el('button', 'run-button');
       b.type = 'button';
       const top = el('div', 'run-line');
-      top.append(badge(r.state), el('span', 'run-ago', ago(r.created_at)));
+      top.append(badge(r.state));
+      const nf = S.failedRoots.get(r.id) || 0;
+      if (nf) {
+        li.dataset.failed = String(nf);
+        li.classList.add('has-failure');
+        const flag = el('span', 'run-flag', `⚠ ${nf} failed`);
+        flag.title = `${nf} instance(s) of this run failed or timed out`;
+        top.append(flag);
+      }
+      top.append(el('span', 'run-ago', ago(r.created_at)));
       const task = el('div', 'run-task', firstLine(r.task, 90) || '(no task)');
       task.title = r.task || '';
       const meta = el('div', 'run-meta-line');
@@ -399,9 +449,64 @@
     }
   }
 
+  // ---- the address: the selected run and the list's filters ------------------
+
+  function readHash() {
+    const p = new URLSearchParams(location.hash.replace(/^#/, ''));
+    return { run: p.get('run') || '', q: p.get('q') || '', state: p.get('state') || '', type: p.get('type') || '' };
+  }
+
+  // writeHash keeps the address in step with the page, without a history
+  // entry per keystroke.
+  function writeHash() {
+    const p = new URLSearchParams();
+    if (S.root) p.set('run', S.root);
+    const q = $('runs-search').value.trim();
+    if (q) p.set('q', q);
+    if ($('runs-filter').value) p.set('state', $('runs-filter').value);
+    if ($('runs-type').value) p.set('type', $('runs-type').value);
+    const h = p.toString();
+    history.replaceState(null, '', h ? '#' + h : location.pathname + location.search);
+  }
+
+  // applyHash sets the filters from the address and returns what it says.
+  function applyHash() {
+    const h = readHash();
+    $('runs-search').value = h.q;
+    setSelect($('runs-filter'), h.state, h.state.replace(/,/g, ', '));
+    addType(h.type);
+    setSelect($('runs-type'), h.type, h.type);
+    return h;
+  }
+
+  // setSelect selects value, adding it when no option has it (an address
+  // written by hand, a type not seen yet).
+  function setSelect(sel, value, label) {
+    if (value && ![...sel.options].some((o) => o.value === value)) {
+      const o = el('option', '', label);
+      o.value = value;
+      sel.append(o);
+    }
+    sel.value = value;
+  }
+
+  function addType(type) {
+    if (!type || S.types.has(type)) return;
+    S.types.add(type);
+    const o = el('option', '', type);
+    o.value = type;
+    $('runs-type').append(o);
+  }
+
+  async function loadTypes() {
+    const res = await api('GET', '/api/definitions');
+    for (const d of (res && res.definitions) || []) addType(d.name);
+  }
+
   function selectRun(id) {
     if (S.root === id) return;
     S.root = id;
+    S.moves = new Map();
     S.tree = null;
     S.treeSig = '';
     S.byId = new Map();
@@ -412,12 +517,13 @@
     S.priced = false;
     S.answerFor = null;
     disarm($('ctl-cancel'));
-    history.replaceState(null, '', '#run=' + id);
+    writeHash();
     for (const li of $('runs').children) li.classList.toggle('selected', li.dataset.id === id);
     $('run-empty').hidden = true;
     $('run-view').hidden = false;
     clear($('tree'));
     clear($('totals'));
+    clear($('timeline'));
     closePanel();
     drawChart();
     // From the first event: the history draws the chart, then live ones.
@@ -491,6 +597,7 @@
     renderOutcome();
     renderTree();
     drawChart();
+    drawTimeline();
   }
 
   function renderTotals() {
@@ -506,6 +613,8 @@
       ['cost', fmtCost(t.cost), t.unpriced ? `${t.unpriced} instance(s) unpriced` : ''],
     ];
     if (u.cache_read_tokens) items.splice(5, 0, ['cache read', fmtTokens(u.cache_read_tokens), usageTitle(u)]);
+    const failed = [...S.byId.values()].filter((n) => FAILED.has(n.state)).length;
+    if (failed) items.splice(1, 0, ['failed', fmtInt(failed), 'instances of this run that failed or timed out']);
     for (const [label, value, title] of items) {
       const d = el('div', 'total');
       d.dataset.total = label;
@@ -570,7 +679,15 @@
     task.title = n.task || '';
     head.append(type, task);
     const text = el('span', 'node-text');
-    text.append(head, id);
+    text.append(head);
+    if (FAILED.has(n.state)) {
+      // A failure is flagged where it happened, with its error's first line.
+      li.classList.add('node-failed');
+      const why = el('span', 'node-error', '⚠ ' + (firstLine(n.error, 140) || (n.stop_reason || n.state).replace(/_/g, ' ')));
+      why.title = n.error || '';
+      text.append(why);
+    }
+    text.append(id);
     name.append(dot, text);
 
     const cost = el('span', 'num', fmtCost(n.cost));
@@ -739,6 +856,24 @@
     $('chart').parentElement.querySelector('.key-cost').textContent = S.priced ? 'cost (USD)' : 'cost: unpriced';
   }
 
+  // ---- the timeline -------------------------------------------------------------
+
+  const drawTimelineSoon = throttle(drawTimeline, 250);
+
+  function drawTimeline() {
+    const box = $('timeline');
+    if (!S.tree || box.offsetParent === null) return; // hidden: drawn when shown
+    const now = Date.now();
+    const rows = [];
+    (function walk(n) {
+      const sp = window.DeputyTimeline.spans(n, S.moves.get(n.id) || [], now);
+      rows.push({ id: n.id, depth: n.depth || 0, label: `${n.parent ? n.type || 'subagent' : 'root'} ${shortId(n.id)}`,
+        segs: sp.segs, end: sp.end });
+      for (const c of n.children || []) walk(c); // the server's spawn order
+    })(S.tree);
+    window.DeputyTimeline.draw(box, rows, fmtSpan);
+  }
+
   function niceMax(v) {
     if (!(v > 0)) return 1;
     const p = Math.pow(10, Math.floor(Math.log10(v)));
@@ -792,6 +927,7 @@
     let content;
     if (tab === 'transcript') content = await transcriptView(id);
     else if (tab === 'relay') content = await relayView(id);
+    else if (tab === 'calls') content = await callsView(id);
     else content = detailsView(id);
     if (id !== S.node || tab !== S.tab) return;
     const body = clear($('panel-body'));
@@ -827,6 +963,64 @@
     wrap.append(pager);
     if (!msgs.length) wrap.append(el('p', 'empty', 'No messages yet.'));
     msgs.forEach((m, i) => wrap.append(messageView(m, off + i + 1)));
+    const n = S.byId.get(id);
+    // The failure is the transcript's last word: shown after its last
+    // message, where the page scrolls to.
+    if (n && FAILED.has(n.state) && off + msgs.length >= res.total) wrap.append(failureView(n));
+    return wrap;
+  }
+
+  function failureView(n) {
+    const box = el('div', 'transcript-error');
+    box.setAttribute('role', 'alert');
+    let title = n.state === 'timed_out' ? 'Timed out' : 'Failed';
+    if (n.stop_reason) title += ` (${n.stop_reason.replace(/_/g, ' ')})`;
+    box.append(el('b', '', title), clipped('blk-out', n.error || '(no error was recorded)'));
+    return box;
+  }
+
+  // callsView lists each model call of the instance (a turn's call) with
+  // every attempt it took: status, error, latency, and the wait before the
+  // retry that followed.
+  async function callsView(id) {
+    const res = await api('GET', `/api/instances/${enc(id)}/attempts`);
+    const wrap = el('div', 'calls');
+    const all = (res && res.attempts) || [];
+    if (!all.length) {
+      wrap.append(el('p', 'empty', 'No model calls recorded yet. The built-in scripted model (--model fake) ' +
+        'makes no HTTP calls, so its instances record none.'));
+      return wrap;
+    }
+    const turns = new Map();
+    for (const a of all) {
+      if (!turns.has(a.turn)) turns.set(a.turn, []);
+      turns.get(a.turn).push(a);
+    }
+    for (const [turn, as] of turns) {
+      const last = as[as.length - 1];
+      const ok = !last.error && (!last.status || last.status < 400);
+      const box = el('div', 'call' + (ok ? '' : ' call-failed'));
+      box.dataset.turn = turn;
+      const head = el('div', 'call-head');
+      head.append(el('b', '', `turn ${turn}`), el('span', 'muted', `${as.length} attempt${as.length === 1 ? '' : 's'}`),
+        el('span', ok ? 'call-ok' : 'call-bad', ok ? 'ok' : 'failed'), el('span', 'mono muted', last.model || ''));
+      const table = el('table', 'attempts');
+      const hr = el('tr');
+      for (const h of ['#', 'status', 'error', 'latency', 'retry wait']) hr.append(el('th', '', h));
+      table.append(hr);
+      for (const a of as) {
+        const tr = el('tr', 'attempt' + (a.error ? ' attempt-error' : ''));
+        tr.dataset.n = a.n;
+        const err = [a.reason, a.error].filter(Boolean).join(': ') + (a.discarded ? ' (discarded)' : '');
+        const cell = el('td', 'attempt-err', err || '—');
+        cell.title = err;
+        tr.append(el('td', 'num', a.n), el('td', 'num', a.status || '—'), cell, el('td', 'num', fmtSpan(a.latency_ms)),
+          el('td', 'num', a.retry ? fmtSpan(a.wait_ms) : '—'));
+        table.append(tr);
+      }
+      box.append(head, table);
+      wrap.append(box);
+    }
     return wrap;
   }
 
@@ -995,15 +1189,20 @@
     $('signin').hidden = true;
     $('app').hidden = false;
     openListStream(null);
-    const m = /^#run=([\w-]+)$/.exec(location.hash);
-    if (m) selectRun(m[1]);
+    const h = applyHash();
+    if (h.run) selectRun(h.run);
     loadRuns().catch(report);
+    loadTypes().catch(report);
   }
 
   function wire() {
     $('signin-form').addEventListener('submit', signIn);
     $('signout').addEventListener('click', signOut);
-    $('runs-filter').addEventListener('change', () => loadRuns().catch(report));
+    for (const id of ['runs-filter', 'runs-type']) {
+      $(id).addEventListener('change', () => { writeHash(); loadRuns().catch(report); });
+    }
+    // The text is matched here, on the list already read: no request per key.
+    $('runs-search').addEventListener('input', () => { writeHash(); renderRuns(); });
     for (const id of ['ctl-pause', 'ctl-resume', 'ctl-cancel']) $(id).addEventListener('click', control);
     $('answer-form').addEventListener('submit', answer);
     $('answer').addEventListener('keydown', (ev) => {
@@ -1027,16 +1226,20 @@
     });
     // The chart follows its box's width: the window, the side panel.
     new ResizeObserver(() => {
-      if (Math.floor($('chart').clientWidth) !== S.chartWidth) drawChartSoon();
+      if (Math.floor($('chart').clientWidth) !== S.chartWidth) { drawChartSoon(); drawTimelineSoon(); }
     }).observe($('chart'));
+    // An address typed or pasted: its run and its filters.
     window.addEventListener('hashchange', () => {
-      const m = /^#run=([\w-]+)$/.exec(location.hash);
-      if (m && S.signedIn) selectRun(m[1]);
+      if (!S.signedIn) return;
+      const h = applyHash();
+      if (h.run) selectRun(h.run);
+      renderRuns();
+      loadRuns().catch(report);
     });
     // Relative times and a running run's duration move on.
     setInterval(() => {
       if (!S.signedIn) return;
-      if (S.tree && !TERMINAL.has(S.tree.state)) { renderRunClock(); drawChartSoon(); }
+      if (S.tree && !TERMINAL.has(S.tree.state)) { renderRunClock(); drawChartSoon(); drawTimelineSoon(); }
       for (const li of $('runs').children) {
         const r = S.runs.find((x) => x.id === li.dataset.id);
         const meta = li.querySelector('.run-ago');
