@@ -180,22 +180,26 @@ func (l *endLines) event(e agent.Event) {
 // sweep prints the pending instances the store shows ended: id, type,
 // state, turns and cost. One whose run stopped without ending (it asks,
 // it is paused, the worker drained) is dropped; its next run's end brings
-// it back.
+// it back. The store is read without the lock, which the runs' events
+// take.
 func (l *endLines) sweep(ctx context.Context, rt *deputylib.Runtime) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	ids := make([]string, 0, len(l.pending))
 	for id := range l.pending {
+		ids = append(ids, id)
+	}
+	l.mu.Unlock()
+	for _, id := range ids {
 		in, err := rt.Get(ctx, id)
-		if err != nil {
+		if err != nil || in.State == store.Running || in.State == store.Created {
 			continue // asked again at the next sweep
 		}
-		switch {
-		case in.State.Terminal():
+		l.mu.Lock()
+		if in.State.Terminal() {
 			fmt.Fprintf(l.w, "%s %s %s turns=%d cost=%s\n", in.ID, in.Type, in.State, in.Turns, costCell(in.Cost))
 			l.printed[id] = true
-		case in.State == store.Running || in.State == store.Created:
-			continue
 		}
 		delete(l.pending, id)
+		l.mu.Unlock()
 	}
 }
