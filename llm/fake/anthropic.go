@@ -129,6 +129,8 @@ type anthDecoded struct {
 	// contextManagement is set when the request asked for context edits,
 	// which the response then reports (applied_edits).
 	contextManagement bool
+	// thinkingOmitted is set when thinking's display is "omitted".
+	thinkingOmitted bool
 	// thread is the request's message-thread turn, or nil.
 	thread *threadTurn
 }
@@ -178,6 +180,7 @@ func anthDecodeBody(w *anthWireRequest, d *anthDecoded) *wireError {
 	if werr = anthOptions(w, d.maxTokens, req); werr != nil {
 		return werr
 	}
+	d.thinkingOmitted = anthThinkingOmitted(w.Thinking)
 	if d.schema, werr = anthOutput(w); werr != nil {
 		return werr
 	}

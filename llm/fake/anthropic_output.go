@@ -275,3 +275,26 @@ func applySchema(g *generation, schema json.RawMessage) error {
 	g.output = llm.EstimateOutput(g.content)
 	return nil
 }
+
+// anthThinkingOmitted reports whether a (validated) thinking config asks
+// for display "omitted": "thinking content is redacted but a signature is
+// returned for multi-turn continuity" (BetaThinkingConfigAdaptiveParam).
+func anthThinkingOmitted(raw json.RawMessage) bool {
+	var t anthThinkingConfig
+	return !isNull(raw) && json.Unmarshal(raw, &t) == nil && t.Display != nil && *t.Display == "omitted"
+}
+
+// omitThinking empties the text of the answer's thinking blocks, keeping
+// their signatures. Output tokens stay those of the whole thinking, which
+// is still billed.
+func omitThinking(g *generation) {
+	for i := range g.content {
+		b := &g.content[i]
+		var th anthThinkingOut
+		if b.Type != "thinking" || json.Unmarshal(b.Raw, &th) != nil {
+			continue
+		}
+		th.Thinking = ""
+		b.Raw = mustJSON(th)
+	}
+}

@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -125,5 +126,28 @@ func TestAnthropicCountTokensTakesTheSameFields(t *testing.T) {
 	want := float64(llm.EstimateTokens("You are terse.") + 4 + 4 + llm.EstimateTokens("hello there") + llm.EstimateTokens("answer in French"))
 	if n != srvDig(srvJSON(t, answer.body), "usage", "input_tokens") || n != want {
 		t.Errorf("count_tokens says %v, the answer's usage %v, the rule %v", n, srvDig(srvJSON(t, answer.body), "usage", "input_tokens"), want)
+	}
+}
+
+// TestAnthropicThinkingDisplayOmitted sends thinking blocks without their
+// text but with their signature when display is "omitted", whole and
+// streamed, and still bills the thinking.
+func TestAnthropicThinkingDisplayOmitted(t *testing.T) {
+	t.Parallel()
+	think := llm.Opaque("thinking", json.RawMessage(`{"type":"thinking","thinking":"first I consider the question","signature":"sig-1"}`))
+	_, url := srvStart(t, Options{Responder: replyWith(think, llm.Text("Done."))})
+	for _, stream := range []bool{false, true} {
+		body := `{"model":"m","max_tokens":500,"stream":` + strconv.FormatBool(stream) + `,"thinking":{"type":"adaptive","display":"omitted"},"messages":[{"role":"user","content":"hi"}]}`
+		r := srvPost(t, url, "/v1/messages", body)
+		if r.status != 200 || strings.Contains(string(r.body), "first I consider") || !strings.Contains(string(r.body), "sig-1") {
+			t.Errorf("stream %v: %s", stream, r.body)
+		}
+		if stream {
+			continue
+		}
+		out := srvDig(srvJSON(t, r.body), "usage", "output_tokens")
+		if want := float64(llm.EstimateOutput([]llm.Block{think, llm.Text("Done.")})); out != want {
+			t.Errorf("output tokens %v, want the whole thinking's %v", out, want)
+		}
 	}
 }

@@ -40,6 +40,9 @@ func (s *Server) anthropicAnswer(ex *exchange, d *anthDecoded) (anthMessageOut, 
 	if !ok {
 		return anthMessageOut{}, nil, false
 	}
+	if d.thinkingOmitted {
+		omitThinking(g)
+	}
 	if d.schema != nil {
 		if err := applySchema(g, d.schema); err != nil {
 			ex.fail(internalErr(err))
