@@ -53,3 +53,21 @@ func TestPauseOfARunningInstanceIsARequest(t *testing.T) {
 		t.Fatalf("resume once paused: exit %d\n%q\n%s", code, out, errOut)
 	}
 }
+
+// A model with no known price: the cost table says "unpriced", never a
+// bare "?", and gives the deputy.yaml line that prices it, once.
+func TestUnpricedModelSaysHowToPriceIt(t *testing.T) {
+	t.Parallel()
+	url, stop := startFakeLLM(t, "--scenario", "demo")
+	defer stop()
+	ws := t.TempDir()
+	out, errOut, code := deputy(t, ws, []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=any"},
+		"run", "--model", "anthropic:fake", "--workspace", ws, "tell me")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	hint := "  anthropic:fake: {input: 0, output: 0, cache_write: 0, cache_read: 0}"
+	if strings.Contains(errOut, " ?  ") || strings.Count(errOut, hint) != 1 || strings.Count(errOut, "unpriced") < 5 {
+		t.Errorf("cost table:\n%s", errOut)
+	}
+}
