@@ -78,6 +78,12 @@ type respDecoded struct {
 	summary string
 	// schema is text.format's JSON schema when the format is json_schema.
 	schema json.RawMessage
+	// custom names the custom (free-form input) tools: a call to one is a
+	// custom_tool_call item, its input the call's text.
+	custom map[string]bool
+	// namespace names the namespace a tool was offered in, if any; its
+	// calls carry it.
+	namespace map[string]string
 	// items is the whole input (a continued response's input and output
 	// first), normalized to item objects, as a stored response keeps it.
 	items []json.RawMessage
@@ -145,7 +151,8 @@ func decodeResponses(body []byte, hist respHistory) (*respDecoded, *wireError) {
 		return nil, werr
 	}
 	pb := newPrefixBuilder(*w.Model, len(w.Tools)+2*len(items)+1)
-	if req.Tools, werr = respTools(w.Tools, pb, d); werr != nil {
+	d.echo.tools = []json.RawMessage{}
+	if werr := respTools(w.Tools, "tools", "", pb, d, req); werr != nil {
 		return nil, werr
 	}
 	if w.Instructions != nil && *w.Instructions != "" {
@@ -155,7 +162,10 @@ func decodeResponses(body []byte, hist respHistory) (*respDecoded, *wireError) {
 		pb.str(*w.Instructions)
 		pb.end(systemTokens(*w.Instructions), 0)
 	}
-	if werr := respItems(items, prior, req, pb); werr != nil {
+	if werr := respItems(items, prior, req, pb, d); werr != nil {
+		return nil, werr
+	}
+	if werr := respCheckReasoning(items, prior, hist); werr != nil {
 		return nil, werr
 	}
 	d.req, d.elems, d.items = req, pb.elems, items
@@ -452,46 +462,6 @@ type respWireFunction struct {
 	DeferLoading   json.RawMessage `json:"defer_loading"`
 	AllowedCallers json.RawMessage `json:"allowed_callers"`
 	OutputSchema   json.RawMessage `json:"output_schema"`
-}
-
-// respTools maps the tool definitions, each one prefix element, and keeps
-// each as the response echoes it.
-func respTools(tools []json.RawMessage, pb *prefixBuilder, d *respDecoded) ([]llm.ToolSpec, *wireError) {
-	var specs []llm.ToolSpec
-	d.echo.tools = []json.RawMessage{}
-	for i, raw := range tools {
-		path := fmt.Sprintf("tools[%d]", i)
-		var head struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(raw, &head) != nil {
-			return nil, oaiInvalid(path, "invalid_type", "Invalid type for '%s': expected an object.", path)
-		}
-		switch {
-		case head.Type == "function" || head.Type == "custom":
-			spec, echo, werr := respFunction(raw, path, head.Type)
-			if werr != nil {
-				return nil, werr
-			}
-			pb.begin()
-			if head.Type == "custom" {
-				pb.str("custom") // never shares a prefix with a function of its name
-			}
-			pb.str(spec.Name)
-			pb.str(spec.Description)
-			pb.raw(spec.InputSchema)
-			pb.end(toolTokens(&spec), 0)
-			specs = append(specs, spec)
-			d.echo.tools = append(d.echo.tools, echo)
-		case slices.Contains(respHostedTools, head.Type):
-			d.echo.tools = append(d.echo.tools, raw)
-		case head.Type == "":
-			return nil, oaiInvalid(path+".type", "missing_required_parameter", "Missing required parameter: '%s.type'.", path)
-		default:
-			return nil, oaiInvalid(path+".type", "invalid_value", "Invalid value: '%s'. Supported values are: 'function', 'custom', and the hosted tool types.", head.Type)
-		}
-	}
-	return specs, nil
 }
 
 // respFunction decodes one function (or custom) tool and renders it as the

@@ -51,13 +51,19 @@ func respUserItem(text string) json.RawMessage {
 // an item that maps to the role of the one before merging into it. The
 // first prior items come from previous_response_id and were checked when
 // they were stored; paths in errors count the request's own items.
-func respItems(items []json.RawMessage, prior int, req *llm.Request, pb *prefixBuilder) *wireError {
+func respItems(items []json.RawMessage, prior int, req *llm.Request, pb *prefixBuilder, d *respDecoded) *wireError {
 	var system []string
 	if req.System != "" {
 		system = append(system, req.System)
 	}
 	for i, raw := range items {
 		path := fmt.Sprintf("input[%d]", i-prior)
+		if respItemType(raw) == "additional_tools" {
+			if werr := respAdditionalTools(raw, path, pb, d, req); werr != nil {
+				return werr
+			}
+			continue
+		}
 		role, wireRole, blocks, werr := respItem(raw, path)
 		if werr != nil {
 			return werr
@@ -84,6 +90,15 @@ func respItems(items []json.RawMessage, prior int, req *llm.Request, pb *prefixB
 	return respPairing(items)
 }
 
+// respItemType is an item's type, "" when it has none.
+func respItemType(raw json.RawMessage) string {
+	var head struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &head)
+	return head.Type
+}
+
 // respItem maps one item to a deputy role ("" for system and developer
 // messages), the role or type it had on the wire, and blocks.
 func respItem(raw json.RawMessage, path string) (llm.Role, string, []llm.Block, *wireError) {
@@ -100,21 +115,17 @@ func respItem(raw json.RawMessage, path string) (llm.Role, string, []llm.Block, 
 			return "", "", nil, oaiInvalid(path+".type", "missing_required_parameter", "Missing required parameter: '%s.type'.", path)
 		}
 		return respMessage(raw, path, head.Role)
-	case "function_call":
-		b, werr := respFunctionCall(raw, path)
+	case "function_call", "custom_tool_call":
+		b, werr := respFunctionCall(raw, path, head.Type)
 		return llm.Assistant, head.Type, b, werr
-	case "function_call_output":
+	case "function_call_output", "custom_tool_call_output":
 		b, werr := respFunctionOutput(raw, path)
 		return llm.User, head.Type, b, werr
 	case "reasoning":
 		b, werr := respReasoningItem(raw, path)
 		return llm.Assistant, head.Type, b, werr
-	case "custom_tool_call":
-		return llm.Assistant, head.Type, []llm.Block{llm.Opaque(head.Type, raw)}, nil
-	case "custom_tool_call_output":
-		return llm.User, head.Type, []llm.Block{llm.Opaque(head.Type, raw)}, nil
 	}
-	return "", "", nil, oaiInvalid(path+".type", "invalid_value", "Invalid value: '%s'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning', 'custom_tool_call', 'custom_tool_call_output', and 'item_reference'.", head.Type)
+	return "", "", nil, oaiInvalid(path+".type", "invalid_value", "Invalid value: '%s'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning', 'custom_tool_call', 'custom_tool_call_output', 'additional_tools', and 'item_reference'.", head.Type)
 }
 
 // respResolveRefs replaces each item_reference ({type, id}, the type
@@ -140,7 +151,7 @@ func respResolveRefs(items []json.RawMessage, prior int, hist respHistory) ([]js
 		}
 		raw, ok := hist.item(*ref.ID)
 		if !ok {
-			return nil, oaiInvalid("input", "", "Item with id '%s' not found.", *ref.ID)
+			return nil, respItemNotFound(*ref.ID)
 		}
 		if out == nil {
 			out = slices.Clone(items)
@@ -151,6 +162,34 @@ func respResolveRefs(items []json.RawMessage, prior int, hist respHistory) ([]js
 		return items, nil
 	}
 	return out, nil
+}
+
+// respItemNotFound is the API's answer to an item id it holds no item
+// for (anomalyco/opencode#7724, #8987 quote it).
+func respItemNotFound(id string) *wireError {
+	return oaiInvalid("input", "", "Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", id)
+}
+
+// respCheckReasoning refuses a reasoning item of the request's own that
+// carries no encrypted_content and names no stored item: without either
+// the API has nothing to restore the reasoning from (the case of a
+// client that sends reasoning back under store: false without including
+// reasoning.encrypted_content).
+func respCheckReasoning(items []json.RawMessage, prior int, hist respHistory) *wireError {
+	for _, raw := range items[prior:] {
+		var r struct {
+			Type             string          `json:"type"`
+			ID               string          `json:"id"`
+			EncryptedContent json.RawMessage `json:"encrypted_content"`
+		}
+		if json.Unmarshal(raw, &r) != nil || r.Type != "reasoning" || !isNull(r.EncryptedContent) || r.ID == "" {
+			continue
+		}
+		if _, ok := hist.item(r.ID); !ok {
+			return respItemNotFound(r.ID)
+		}
+	}
+	return nil
 }
 
 // respIsRef reports whether an item is an item_reference: typed so, or
@@ -299,13 +338,15 @@ func respPartFields(p *respWirePart) string {
 	return ""
 }
 
-// respWireCall is a function_call item sent back.
+// respWireCall is a function_call item sent back, or a custom_tool_call
+// (its input where a function call has arguments).
 type respWireCall struct {
 	Type      string          `json:"type"`
 	ID        json.RawMessage `json:"id"`
 	CallID    *string         `json:"call_id"`
 	Name      *string         `json:"name"`
 	Arguments *string         `json:"arguments"`
+	Input     *string         `json:"input"`
 	Status    json.RawMessage `json:"status"`
 	Namespace json.RawMessage `json:"namespace"`
 	Caller    json.RawMessage `json:"caller"`
@@ -313,16 +354,26 @@ type respWireCall struct {
 }
 
 // respFunctionCall maps a function_call item to a tool_use block whose
-// input is the arguments string's bytes.
-func respFunctionCall(raw json.RawMessage, path string) ([]llm.Block, *wireError) {
+// input is the arguments string's bytes, and a custom_tool_call to one
+// whose input is its input text (free-form, so mostly not JSON: the
+// block's InvalidInput, as a scenario's raw_input makes it).
+func respFunctionCall(raw json.RawMessage, path, typ string) ([]llm.Block, *wireError) {
 	var c respWireCall
 	if werr := respStrict(raw, &c, path); werr != nil {
 		return nil, werr
 	}
+	argsName, args, other, otherName := "arguments", c.Arguments, c.Input, "input"
+	if typ == "custom_tool_call" {
+		argsName, args, other, otherName = "input", c.Input, c.Arguments, "arguments"
+	}
+	if other != nil {
+		return nil, oaiInvalid(path+"."+otherName, "unknown_parameter", "Unknown parameter: '%s.%s'.", path, otherName)
+	}
+	c.Arguments = args
 	for _, f := range []struct {
 		name string
 		v    *string
-	}{{"call_id", c.CallID}, {"name", c.Name}, {"arguments", c.Arguments}} {
+	}{{"call_id", c.CallID}, {"name", c.Name}, {argsName, c.Arguments}} {
 		if f.v == nil {
 			return nil, oaiInvalid(path+"."+f.name, "missing_required_parameter", "Missing required parameter: '%s.%s'.", path, f.name)
 		}
@@ -409,9 +460,9 @@ func respPairing(items []json.RawMessage) *wireError {
 		}
 		_ = json.Unmarshal(raw, &it)
 		switch it.Type {
-		case "function_call":
+		case "function_call", "custom_tool_call":
 			calls = append(calls, it.CallID)
-		case "function_call_output":
+		case "function_call_output", "custom_tool_call_output":
 			if !slices.Contains(calls, it.CallID) {
 				return oaiInvalid("input", "", "No tool call found for function call output with call_id %s.", it.CallID)
 			}

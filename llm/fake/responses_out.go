@@ -107,6 +107,15 @@ type (
 		Arguments string `json:"arguments"`
 		CallID    string `json:"call_id"`
 		Name      string `json:"name"`
+		Namespace string `json:"namespace,omitempty"`
+	}
+	respCustomCallOut struct {
+		ID        string `json:"id"`
+		Type      string `json:"type"`
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace,omitempty"`
+		Input     string `json:"input"`
 	}
 	respReasoningOut struct {
 		ID               string            `json:"id"`
@@ -124,7 +133,7 @@ type (
 // text blocks, one part each), a function call, a reasoning item, or an
 // item passed through whole.
 type respOutItem struct {
-	kind  string // "message", "function_call", "reasoning" or "raw"
+	kind  string // "message", "function_call", "custom_tool_call", "reasoning" or "raw"
 	id    string
 	texts []string
 	// block is the generation's block a function call, reasoning or raw
@@ -136,6 +145,7 @@ type respOutItem struct {
 	encrypted *string
 	raw       json.RawMessage
 	status    string
+	namespace string // a call's tool's namespace, if it has one
 }
 
 // respOutItems groups the generation's blocks into output items. Thinking
@@ -156,6 +166,10 @@ func (s *Server) respOutItems(g *generation, d *respDecoded) []*respOutItem {
 			it = &respOutItem{kind: "message", id: s.newID("msg_", 48), texts: []string{b.Text}}
 		case llm.TypeToolUse:
 			it = &respOutItem{kind: "function_call", id: s.newID("fc_", 48), block: b}
+			if d.custom[b.Name] {
+				it.kind, it.id = "custom_tool_call", s.newID("ctc_", 48)
+			}
+			it.namespace = d.namespace[b.Name]
 		case "thinking":
 			text, ok := thinkingText(b.Raw)
 			if !ok {
@@ -200,9 +214,15 @@ func (it *respOutItem) json(done bool) json.RawMessage {
 		}
 		return mustJSON(m)
 	case "function_call":
-		c := respCallOut{ID: it.id, Type: "function_call", Status: status, CallID: it.block.ID, Name: it.block.Name}
+		c := respCallOut{ID: it.id, Type: "function_call", Status: status, CallID: it.block.ID, Name: it.block.Name, Namespace: it.namespace}
 		if done {
 			c.Arguments = it.block.Arguments()
+		}
+		return mustJSON(c)
+	case "custom_tool_call":
+		c := respCustomCallOut{ID: it.id, Type: "custom_tool_call", CallID: it.block.ID, Name: it.block.Name, Namespace: it.namespace}
+		if done {
+			c.Input = it.block.Arguments()
 		}
 		return mustJSON(c)
 	case "reasoning":

@@ -58,6 +58,8 @@ func TestResponsesRejects(t *testing.T) {
 			"The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options", "invalid_value"},
 		{"wrong type", `{"model":"m","input":"hi","max_output_tokens":"lots"}`,
 			"Invalid type for 'max_output_tokens': expected an integer.", "max_output_tokens", "invalid_type"},
+		{"reasoning neither stored nor encrypted", `{"model":"m","input":[{"type":"reasoning","id":"rs_1","summary":[]}]}`,
+			"Item with id 'rs_1' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", "input", ""},
 		{"forged encrypted content", `{"model":"m","input":[{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAAABforged"}]}`,
 			"The encrypted content for item rs_1 could not be verified.", "", "invalid_encrypted_content"},
 	} {
@@ -159,5 +161,34 @@ func TestResponsesAcceptsCodexShape(t *testing.T) {
 	if req.System != "You are Codex." || len(req.Tools) != 2 || req.Tools[1].Name != "apply_patch" || !req.ToolChoice.DisableParallel ||
 		len(req.Messages) != 3 || req.Messages[2].Content[0].ToolUseID != "call_1" {
 		t.Errorf("decoded: %+v", req)
+	}
+}
+
+// TestResponsesAdditionalToolsAndNamespaces: tools in an additional_tools
+// input item and in a namespace are offered like the request's own, and a
+// call to a namespaced tool names its namespace, as Codex CLI's code mode
+// reads it.
+func TestResponsesAdditionalToolsAndNamespaces(t *testing.T) {
+	t.Parallel()
+	srv, url := srvStart(t, Options{Responder: replyWith(llm.ToolCall("", "exec", []byte("console.log(1)")))})
+	body := `{"model":"m","tools":[{"type":"function","name":"top","parameters":{"type":"object"}}],"input":[
+{"type":"additional_tools","id":"at_1","role":"developer","tools":[{"type":"namespace","name":"functions","description":"","tools":[
+{"type":"custom","name":"exec","description":"Run JavaScript"},{"type":"function","name":"wait","parameters":{"type":"object"}}]}]},
+{"role":"user","content":"go"}]}`
+	r := srvPost(t, url, "/v1/responses", body)
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	v := srvJSON(t, r.body)
+	if srvDig(v, "output", 0, "type") != "custom_tool_call" || srvDig(v, "output", 0, "namespace") != "functions" || srvDig(v, "output", 0, "input") != "console.log(1)" {
+		t.Errorf("output %s", r.body)
+	}
+	req := srv.Requests()[0].Request
+	if len(req.Tools) != 3 || req.Tools[1].Name != "exec" || req.Tools[2].Name != "wait" || len(req.Messages) != 1 {
+		t.Errorf("decoded %+v", req)
+	}
+	bad := srvPost(t, url, "/v1/responses", `{"model":"m","input":[{"type":"additional_tools","tools":[{"type":"namespace","name":"n","tools":[{"type":"namespace","name":"m","tools":[]}]}]}]}`)
+	if e := srvJSON(t, bad.body); bad.status != 400 || srvDig(e, "error", "param") != "input[0].tools[0].tools[0].type" {
+		t.Errorf("a namespace in a namespace: %d %s", bad.status, bad.body)
 	}
 }

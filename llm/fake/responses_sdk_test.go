@@ -185,3 +185,54 @@ func TestResponsesSDKFunctionCallRoundTrip(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestResponsesSDKCustomToolCall: a call to a custom (free-form) tool is a
+// custom_tool_call item whose input is the call's text, streamed as
+// custom_tool_call_input events; sent back with its
+// custom_tool_call_output it reaches the Responder as a tool_use and its
+// tool_result.
+func TestResponsesSDKCustomToolCall(t *testing.T) {
+	t.Parallel()
+	patch := "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
+	srv, url := srvStart(t, Options{Responder: respondFunc(func(r *llm.Request, _ RequestInfo) Reply {
+		if len(r.Messages) == 1 {
+			return Reply{Content: []llm.Block{llm.ToolCall("", "apply_patch", []byte(patch))}}
+		}
+		return Reply{Content: []llm.Block{llm.Text("patched")}}
+	})})
+	c := oaiClient(url)
+	params := respParams("add a.txt")
+	params.Tools = []responses.ToolUnionParam{{OfCustom: &responses.CustomToolParam{Name: "apply_patch"}}}
+	for _, stream := range []bool{false, true} {
+		var res *responses.Response
+		var err error
+		var types []string
+		if stream {
+			var snap responses.ResponseAccumulatorSnapshot
+			types, res, snap = respCollect(t, c, params)
+			if snap.Output[0].Input != patch || !slices.Contains(types, "response.custom_tool_call_input.delta") || !slices.Contains(types, "response.custom_tool_call_input.done") {
+				t.Errorf("streamed custom call: %+v, events %v", snap.Output, types)
+			}
+		} else if res, err = c.Responses.New(context.Background(), params); err != nil {
+			t.Fatal(err)
+		}
+		call := res.Output[0].AsCustomToolCall()
+		if call.Type != "custom_tool_call" || call.Name != "apply_patch" || call.Input != patch || !strings.HasPrefix(call.ID, "ctc_") || !strings.HasPrefix(call.CallID, "call_") {
+			t.Fatalf("stream %v: %s", stream, res.Output[0].RawJSON())
+		}
+		back := responses.ResponseNewParams{Model: "gpt-test", Tools: params.Tools, Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
+			responses.ResponseInputItemParamOfMessage("add a.txt", responses.EasyInputMessageRoleUser),
+			{OfCustomToolCall: ptr(call.ToParam())},
+			{OfCustomToolCallOutput: &responses.ResponseCustomToolCallOutputParam{CallID: call.CallID, Output: responses.ResponseCustomToolCallOutputOutputUnionParam{OfString: param.NewOpt("Done!")}}},
+		}}}
+		second, err := c.Responses.New(context.Background(), back)
+		if err != nil || second.OutputText() != "patched" {
+			t.Fatalf("stream %v: %v %q", stream, err, second.OutputText())
+		}
+		logged := srv.Requests()
+		msgs := logged[len(logged)-1].Request.Messages
+		if use, res := msgs[1].Content[0], msgs[2].Content[0]; use.Type != llm.TypeToolUse || use.Arguments() != patch || res.ToolUseID != call.CallID || res.Text != "Done!" {
+			t.Errorf("stream %v: decoded %+v", stream, msgs)
+		}
+	}
+}

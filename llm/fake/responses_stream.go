@@ -60,6 +60,7 @@ type (
 		Name        string  `json:"name,omitempty"`
 		Delta       *string `json:"delta,omitempty"`
 		Arguments   *string `json:"arguments,omitempty"`
+		Input       *string `json:"input,omitempty"`
 	}
 	respSummaryPartEvent struct {
 		respHead
@@ -178,7 +179,7 @@ func (st *respStreamer) item(i int, it *respOutItem) error {
 	switch it.kind {
 	case "message":
 		err = st.message(i, it)
-	case "function_call":
+	case "function_call", "custom_tool_call":
 		err = st.arguments(i, it)
 	case "reasoning":
 		err = st.reasoning(i, it)
@@ -219,8 +220,14 @@ func (st *respStreamer) message(i int, it *respOutItem) error {
 	return nil
 }
 
-// arguments streams a function call's arguments in pieces cut anywhere.
+// arguments streams a function call's arguments, or a custom tool call's
+// input (response.custom_tool_call_input.delta and .done), in pieces cut
+// anywhere.
 func (st *respStreamer) arguments(i int, it *respOutItem) error {
+	deltaType, doneType := "response.function_call_arguments.delta", "response.function_call_arguments.done"
+	if it.kind == "custom_tool_call" {
+		deltaType, doneType = "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done"
+	}
 	args := it.block.Arguments()
 	p := newPacer(llm.EstimateOutput([]llm.Block{*it.block}), len(args))
 	for _, piece := range st.run.g.jsonPieces(args) {
@@ -228,12 +235,17 @@ func (st *respStreamer) arguments(i int, it *respOutItem) error {
 			return err
 		}
 		st.piece = piece
-		st.argsEv = respArgsEvent{respHead: st.head("response.function_call_arguments.delta"), ItemID: it.id, OutputIndex: i, Delta: &st.piece}
+		st.argsEv = respArgsEvent{respHead: st.head(deltaType), ItemID: it.id, OutputIndex: i, Delta: &st.piece}
 		if err := st.emit(st.argsEv.Type, &st.argsEv, false); err != nil {
 			return err
 		}
 	}
-	done := respArgsEvent{respHead: st.head("response.function_call_arguments.done"), ItemID: it.id, OutputIndex: i, Name: it.block.Name, Arguments: &args}
+	done := respArgsEvent{respHead: st.head(doneType), ItemID: it.id, OutputIndex: i}
+	if it.kind == "custom_tool_call" {
+		done.Input = &args
+	} else {
+		done.Name, done.Arguments = it.block.Name, &args
+	}
 	return st.emit(done.Type, done, false)
 }
 
