@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,5 +61,34 @@ func TestWorkerFinishesAKilledRunOnItsScenario(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "steps.txt")); err != nil || string(b) != "step one\n" {
 		t.Fatalf("the bash call ran %q times over (%v): a finished call must not run again", b, err)
+	}
+}
+
+// A `deputy run --model fake --scenario FILE` stopped by SIGTERM while its
+// bash call runs drains (the call finishes, exit 6) and `deputy worker`,
+// told no scenario, finishes it on FILE's answers: its second turn's words
+// are FILE's, which the demo's are not.
+func TestWorkerFinishesASIGTERMedRunOnItsScenario(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	writeFiles(t, ws, map[string]string{"s.yaml": strings.Replace(drainScenario, `"result: `, `"finished on s.yaml: `, 1)})
+	p := startProc(t, ws, "run", "--model", "fake", "--scenario", "s.yaml", "--json", "--drain-timeout", "10m", "drain me")
+	signalWhileBashRuns(t, p, ws)
+	if code := p.wait(t); code != exitInterrupted {
+		t.Fatalf("exit %d, want %d (interrupted)\nstderr:\n%s", code, exitInterrupted, p.stderr)
+	}
+	var res runResult
+	if err := json.Unmarshal([]byte(p.stdout.String()), &res); err != nil || res.ID == "" {
+		t.Fatalf("--json: %v\n%s", err, p.stdout)
+	}
+	out, errOut, code := deputy(t, ws, nil, "worker", "--until-idle")
+	if code != 0 || !strings.HasPrefix(out, res.ID+" root completed turns=2 cost=") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("worker: exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+	if state, result, _ := showJSON(t, ws, res.ID); state != "completed" || !strings.HasPrefix(result, "finished on s.yaml: ") {
+		t.Fatalf("finished %s with %q: not on s.yaml's answers", state, result)
+	}
+	if got := readFile(t, filepath.Join(ws, "done.txt")); got != "done\n" {
+		t.Errorf("done.txt is %q after the worker: the call ran again", got)
 	}
 }
