@@ -128,6 +128,9 @@ func decodeResponses(body []byte, hist respHistory) (*respDecoded, *wireError) {
 	if w.Model == nil || *w.Model == "" {
 		return nil, oaiInvalid("model", "missing_required_parameter", "Missing required parameter: 'model'.")
 	}
+	if werr := respConversation(w.Conversation); werr != nil {
+		return nil, werr
+	}
 	d := &respDecoded{maxTokens: -1, retention: ttl5m, store: w.Store == nil || *w.Store}
 	req := &llm.Request{Model: *w.Model, Temperature: w.Temperature}
 	if werr := respOptions(&w, d, req); werr != nil {
@@ -170,6 +173,28 @@ func decodeResponses(body []byte, hist respHistory) (*respDecoded, *wireError) {
 	}
 	d.req, d.elems, d.items = req, pb.elems, items
 	return d, nil
+}
+
+// respConversation answers a conversation (an id, or {id}) as the API
+// answers one it does not hold: the fake has no Conversations API, so it
+// holds none, and continuing one without its items would silently drop
+// them.
+func respConversation(raw json.RawMessage) *wireError {
+	if isNull(raw) {
+		return nil
+	}
+	var id string
+	if json.Unmarshal(raw, &id) != nil {
+		var obj struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(raw, &obj) != nil {
+			return oaiInvalid("conversation", "invalid_type", "Invalid type for 'conversation': expected one of a string or an object.")
+		}
+		id = obj.ID
+	}
+	msg := fmt.Sprintf("Conversation with id '%s' not found.", id)
+	return &wireError{status: 404, kind: errNotFound, msg: msg, oaiMsg: msg, oaiParam: "conversation"}
 }
 
 // respOptions validates the settings around the prompt into d and req.

@@ -90,6 +90,20 @@ func TestResponsesRejects(t *testing.T) {
 	}
 }
 
+// TestResponsesConversationIsUnknown: the fake holds no conversations, so
+// naming one is answered as an unknown one is, never ignored.
+func TestResponsesConversationIsUnknown(t *testing.T) {
+	t.Parallel()
+	_, url := srvStart(t, Options{})
+	for _, conv := range []string{`"conv_1"`, `{"id":"conv_1"}`} {
+		r := srvPost(t, url, "/v1/responses", `{"model":"m","input":"hi","conversation":`+conv+`}`)
+		e := srvJSON(t, r.body)
+		if r.status != 404 || srvDig(e, "error", "message") != "Conversation with id 'conv_1' not found." || srvDig(e, "error", "param") != "conversation" {
+			t.Errorf("%s: %d %s", conv, r.status, r.body)
+		}
+	}
+}
+
 func TestResponsesByIDUnknownAndMethods(t *testing.T) {
 	t.Parallel()
 	_, url := srvStart(t, Options{})
