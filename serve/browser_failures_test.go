@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -187,6 +188,19 @@ func TestDashboardFailuresInBrowser(t *testing.T) {
 	if len(rows) != 2 || !strings.HasPrefix(rows[0], "1|529|") || !strings.Contains(rows[0], "overloaded") ||
 		!strings.HasSuffix(rows[0], "|"+wait) || !strings.HasPrefix(rows[1], "2|200|—|") {
 		t.Errorf("the root's attempts on the page: %q", rows)
+	}
+
+	// DEPUTY_SCREENSHOT_FAILED=path saves this view (dark, the failed run
+	// scrolled to its tree and timeline, the root's model calls) as a PNG.
+	if p := os.Getenv("DEPUTY_SCREENSHOT_FAILED"); p != "" {
+		_ = eval[bool](t, ctx, `(document.getElementById('timeline').scrollIntoView(false), true)`)
+		shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err == nil {
+			err = os.WriteFile(p, shot, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Search, kept in the address and across a reload.

@@ -248,7 +248,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// Collects violations of the page's Content-Security-Policy (injected
 	// by the browser, so the policy does not apply to it).
 	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-		Source: `window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));`,
+		Source: `window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));` +
+			contrastJS,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -319,6 +320,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil || in.State != deputy.Completed || !strings.Contains(in.Report, "Wait until Monday") {
 		t.Fatalf("the run as stored: %+v %v", in, err)
 	}
+	// The timeline: the root ran, asked, ran again and completed; each
+	// child ran and completed.
+	until(t, ctx, "the run's timeline", fmt.Sprintf(`(() => {
+		const rows = [...document.querySelectorAll('#timeline .tl-row')];
+		const root = rows.find((r) => r.dataset.id === %q);
+		const kids = rows.filter((r) => r !== root);
+		return rows.length === 3 && root && rows[0] === root &&
+			root.querySelectorAll('.tl-seg[data-state="running"]').length >= 2 &&
+			root.querySelector('.tl-seg[data-state="asking"]') && root.querySelector('.tl-end').dataset.state === 'completed' &&
+			kids.every((r) => r.querySelector('.tl-seg[data-state="running"]') && r.querySelector('.tl-end').dataset.state === 'completed');
+	})()`, root))
 	// The chart drew the run's model calls, and priced them.
 	until(t, ctx, "the chart", `document.querySelectorAll('#chart circle.dot-tokens').length >= 5 &&
 		document.querySelector('#chart path.line-cost') !== null`)
@@ -353,12 +365,22 @@ func TestDashboardInBrowser(t *testing.T) {
 	if s := eval[string](t, ctx, `document.getElementById('run-state').dataset.state`); s != "paused" {
 		t.Errorf("one click on cancel: state %s, want paused until the second click", s)
 	}
+	// Armed, under the pointer: readable (it was white on pale pink).
+	if c := eval[float64](t, ctx, `__contrast(document.getElementById('ctl-cancel'))`); c < 4.5 ||
+		!eval[bool](t, ctx, `document.getElementById('ctl-cancel').matches('[data-armed]:hover')`) {
+		t.Errorf("the armed cancel under the pointer: contrast %.2f:1, want ≥ 4.5", c)
+	}
 	step(t, ctx, "confirming the cancel", chromedp.Click(chromedp.ID("ctl-cancel")))
 	until(t, ctx, "cancelled", fmt.Sprintf(`document.getElementById('run-state').dataset.state === 'cancelled' &&
 		document.getElementById('ctl-cancel').disabled && document.querySelector(%q).dataset.state === 'cancelled'`, sel))
 	if in, err := rt.Get(context.Background(), second); err != nil || in.State != deputy.Cancelled {
 		t.Fatalf("the second run as stored: %+v %v", in, err)
 	}
+	until(t, ctx, "the second run's timeline: asked, paused, cancelled", `(() => {
+		const r = document.querySelectorAll('#timeline .tl-row');
+		return r.length === 1 && r[0].querySelector('.tl-seg[data-state="asking"]') &&
+			r[0].querySelector('.tl-seg[data-state="paused"]') && r[0].querySelector('.tl-end').dataset.state === 'cancelled';
+	})()`)
 
 	// Back to the finished run, its root's transcript open: the picture.
 	step(t, ctx, "the first run again", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#runs li[data-id=%q] button`, root))))

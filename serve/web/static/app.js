@@ -815,8 +815,8 @@
       }
     }
     s.append(svg('text', { x: pad.l, y: H - 6, class: 'axis' }, '0s'));
-    s.append(svg('text', { x: (pad.l + W - pad.r) / 2, y: H - 6, 'text-anchor': 'middle', class: 'axis' }, fmtDuration((t1 - t0) / 2)));
-    s.append(svg('text', { x: W - pad.r, y: H - 6, 'text-anchor': 'end', class: 'axis' }, fmtDuration(t1 - t0)));
+    s.append(svg('text', { x: (pad.l + W - pad.r) / 2, y: H - 6, 'text-anchor': 'middle', class: 'axis' }, fmtSpan((t1 - t0) / 2)));
+    s.append(svg('text', { x: W - pad.r, y: H - 6, 'text-anchor': 'end', class: 'axis' }, fmtSpan(t1 - t0)));
 
     // Tokens: a step line (the totals change at model calls) with an area.
     let d = `M ${x(t0)} ${yT(0)}`;

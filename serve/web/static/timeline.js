@@ -59,7 +59,7 @@ window.DeputyTimeline = (function () {
     if (!(t1 > t0)) t1 = t0 + 1000;
     const W = Math.max(320, Math.floor(box.clientWidth));
     const rowH = 22;
-    const pad = { l: 170, r: 16, t: 6, b: 22 };
+    const pad = { l: 200, r: 16, t: 6, b: 22 };
     const H = pad.t + rows.length * rowH + pad.b;
     const x = (t) => pad.l + ((t - t0) / (t1 - t0)) * (W - pad.l - pad.r);
     const s = svg('svg', { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img', class: 'timeline-svg' });
@@ -67,7 +67,12 @@ window.DeputyTimeline = (function () {
     rows.forEach((r, i) => {
       const y = pad.t + i * rowH;
       const g = svg('g', { class: 'tl-row', 'data-id': r.id });
-      g.append(svg('text', { x: 8 + r.depth * 12, y: y + 15, class: 'tl-label' }, r.label));
+      // The label keeps to its column: about 6.5 px a character at 11.5 px.
+      const room = Math.floor((pad.l - 14 - r.depth * 12) / 6.5);
+      const label = r.label.length > room ? r.label.slice(0, room - 1) + '…' : r.label;
+      const text = svg('text', { x: 8 + r.depth * 12, y: y + 15, class: 'tl-label' }, label);
+      text.append(svg('title', {}, r.label));
+      g.append(text);
       g.append(svg('line', { x1: pad.l, x2: W - pad.r, y1: y + rowH / 2, y2: y + rowH / 2, class: 'tl-track' }));
       for (const sg of r.segs) {
         const rect = svg('rect', { x: x(sg.from), y: y + 4, width: Math.max(1.5, x(sg.to) - x(sg.from)), height: rowH - 8,
