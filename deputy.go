@@ -419,7 +419,7 @@ func prepare(o Options) (*prepared, error) {
 	// one error before anything is recorded.
 	if spec := ms.ownSpec; spec != "" && o.Model == nil {
 		if _, _, err := ms.open(spec); err != nil {
-			return nil, fmt.Errorf("deputy: model %s: %w", spec, err)
+			return nil, fmt.Errorf("deputy: %w", err) // the error names the model already
 		}
 	}
 	p := &prepared{o: o, ws: ws, cfg: cmp.Or(o.Config, &Config{}), ms: ms,

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/llm"
 )
 
@@ -52,5 +53,48 @@ func TestTheKeyStaysWithItsProvider(t *testing.T) {
 	defer mu.Unlock()
 	if len(auth) != 1 || strings.Contains(auth[0], key) {
 		t.Errorf("ollama got Authorization %q", auth)
+	}
+}
+
+// openai-responses is OpenAI's other wire on the same account: it gets
+// Options.ModelSpec's openai key and endpoint, and deputy.yaml's
+// openai.responses moves an openai: model onto it.
+func TestResponsesWireSharesOpenAIsAccount(t *testing.T) {
+	t.Parallel()
+	const key = "sk-openai-secret-9"
+	var mu sync.Mutex
+	paths := map[string][]string{} // path → each request's Authorization
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths[r.URL.Path] = append(paths[r.URL.Path], r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.Error(w, `{"error":{"message":"no","type":"invalid_request_error"}}`, http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	ms, err := newModels(&Options{ModelSpec: "openai:gpt-a", Provider: ProviderOptions{APIKey: key, BaseURL: srv.URL + "/v1"},
+		Config: &Config{OpenAI: agentdef.OpenAIConfig{Responses: []string{"gpt-b"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &llm.Request{Messages: []llm.Message{llm.UserText("hi")}, MaxTokens: 10}
+	for _, spec := range []string{"openai:gpt-a", "openai-responses:gpt-c", "openai:gpt-b"} {
+		m, _, err := ms.open(spec)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		if _, err := m.Generate(context.Background(), req, nil); err == nil {
+			t.Fatalf("%s: the server refuses every call", spec)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	chat, resp := paths["/v1/chat/completions"], paths["/v1/responses"]
+	if len(paths) != 2 || len(chat) != 1 || len(resp) != 2 {
+		t.Errorf("gpt-a on Chat Completions, gpt-c and gpt-b on Responses: %v", paths)
+	}
+	for _, a := range append(chat, resp...) {
+		if a != "Bearer "+key {
+			t.Errorf("Authorization %q", a)
+		}
 	}
 }

@@ -97,6 +97,9 @@ type models struct {
 	// nonStreaming: nothing consumes deltas (Options.Stream is off), so
 	// providers make the plain call.
 	nonStreaming bool
+	// responses are the openai: models deputy.yaml puts on the Responses
+	// API (Config.OpenAI.Responses).
+	responses []string
 
 	mu     sync.Mutex // children open models concurrently
 	opened map[string]opened
@@ -113,7 +116,10 @@ func newModels(o *Options) (*models, error) {
 	ms := &models{own: o.Model, ownSpec: o.ModelSpec, noLatency: !o.FakeLatency, provider: o.Provider,
 		nonStreaming: !o.Stream, scripted: o.Scenario != nil, recorded: durable.Scenario{Name: "demo"}}
 	if p, _, err := provider.Parse(o.ModelSpec); err == nil && !IsFake(o.ModelSpec) {
-		ms.keyed = p
+		ms.keyed = account(p)
+	}
+	if o.Config != nil {
+		ms.responses = o.Config.OpenAI.Responses
 	}
 	if o.Model != nil && ms.ownSpec == "" {
 		ms.ownSpec = ProgramModel
@@ -177,7 +183,7 @@ func (ms *models) make(spec string) (llm.Model, string, error) {
 		}
 		return fake.NewModel(ms.script, opts...), spec, nil
 	case ms.scripted:
-		return nil, "", ErrScenarioNotFake
+		return nil, "", fmt.Errorf("model %s: %w", spec, ErrScenarioNotFake)
 	}
 	p, name, err := provider.Parse(spec)
 	if err != nil {
@@ -185,21 +191,33 @@ func (ms *models) make(spec string) (llm.Model, string, error) {
 	}
 	po := ms.provider
 	var base, key string
-	if p == ms.keyed {
+	acct := account(p)
+	if acct == ms.keyed {
 		base, key = po.BaseURL, po.APIKey
 	}
 	if ep, ok := po.Endpoints[p]; ok {
 		base, key = ep.BaseURL, ep.APIKey
+	} else if ep, ok := po.Endpoints[acct]; ok {
+		base, key = ep.BaseURL, ep.APIKey
 	}
-	if key == "" && po.Getenv == nil && p != ms.keyed && p != "ollama" {
+	if key == "" && po.Getenv == nil && acct != ms.keyed && p != "ollama" {
 		return nil, "", fmt.Errorf("model %s: no key for provider %s: ProviderOptions.APIKey is only for Options.ModelSpec's provider; give Endpoints[%q] or Getenv", spec, p, p)
 	}
 	m, err := provider.New(spec, provider.Options{HTTPClient: po.HTTPClient, Retry: po.Retry, BaseURL: base, APIKey: key,
-		NonStreaming: ms.nonStreaming, Getenv: po.Getenv})
+		NonStreaming: ms.nonStreaming, Getenv: po.Getenv, Responses: ms.responses})
 	if err != nil {
 		return nil, "", err
 	}
 	return m, name, nil
+}
+
+// account is the provider whose endpoint and key a spec's provider uses:
+// openai-responses is OpenAI's other wire, on the same account.
+func account(p string) string {
+	if p == "openai-responses" {
+		return "openai"
+	}
+	return p
 }
 
 // runnerModels is the opener in agent.Runner's shape, for children.
