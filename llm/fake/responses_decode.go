@@ -81,6 +81,9 @@ type respDecoded struct {
 	// custom names the custom (free-form input) tools: a call to one is a
 	// custom_tool_call item, its input the call's text.
 	custom map[string]bool
+	// jsonObject is set for text.format json_object: the answer is a JSON
+	// object, and the prompt must say "json".
+	jsonObject bool
 	// namespace names the namespace a tool was offered in, if any; its
 	// calls carry it.
 	namespace map[string]string
@@ -171,8 +174,28 @@ func decodeResponses(body []byte, hist respHistory) (*respDecoded, *wireError) {
 	if werr := respCheckReasoning(items, prior, hist); werr != nil {
 		return nil, werr
 	}
+	if w.Input == nil && w.PreviousResponseID == nil && isNull(w.Prompt) {
+		return nil, oaiInvalid("input", "missing_required_parameter", "Missing required parameter: 'input'.")
+	}
+	if d.jsonObject && !respSaysJSON(req) {
+		return nil, oaiInvalid("input", "", "Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.")
+	}
 	d.req, d.elems, d.items = req, pb.elems, items
 	return d, nil
+}
+
+// respSaysJSON reports whether the instructions or a message say "json"
+// in any case, which json_object mode requires of the prompt.
+func respSaysJSON(req *llm.Request) bool {
+	if strings.Contains(strings.ToLower(req.System), "json") {
+		return true
+	}
+	for _, m := range req.Messages {
+		if strings.Contains(strings.ToLower(m.Text()), "json") {
+			return true
+		}
+	}
+	return false
 }
 
 // respConversation answers a conversation (an id, or {id}) as the API
@@ -353,7 +376,9 @@ func respText(raw json.RawMessage, d *respDecoded) *wireError {
 		return nil
 	}
 	switch t.Format.Type {
-	case "text", "json_object":
+	case "text":
+	case "json_object":
+		d.schema, d.jsonObject = json.RawMessage(`{"type":"object"}`), true
 	case "json_schema":
 		if t.Format.Name == nil {
 			return oaiInvalid("text.format.name", "missing_required_parameter", "Missing required parameter: 'text.format.name'.")

@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -60,6 +61,10 @@ func TestResponsesRejects(t *testing.T) {
 			"Invalid type for 'max_output_tokens': expected an integer.", "max_output_tokens", "invalid_type"},
 		{"reasoning neither stored nor encrypted", `{"model":"m","input":[{"type":"reasoning","id":"rs_1","summary":[]}]}`,
 			"Item with id 'rs_1' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", "input", ""},
+		{"no input", `{"model":"m"}`,
+			"Missing required parameter: 'input'.", "input", "missing_required_parameter"},
+		{"json_object without saying json", `{"model":"m","input":"hi","text":{"format":{"type":"json_object"}}}`,
+			"Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.", "input", ""},
 		{"forged encrypted content", `{"model":"m","input":[{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAAABforged"}]}`,
 			"The encrypted content for item rs_1 could not be verified.", "", "invalid_encrypted_content"},
 	} {
@@ -87,6 +92,18 @@ func TestResponsesRejects(t *testing.T) {
 				t.Errorf("a refused request was numbered: %+v", logged)
 			}
 		})
+	}
+}
+
+// TestResponsesJSONObject: json_object mode answers a JSON object.
+func TestResponsesJSONObject(t *testing.T) {
+	t.Parallel()
+	_, url := srvStart(t, Options{Responder: replyWith(llm.Text("not json at all"))})
+	r := srvPost(t, url, "/v1/responses", `{"model":"m","input":"answer in JSON","text":{"format":{"type":"json_object"}}}`)
+	text, _ := srvDig(srvJSON(t, r.body), "output", 0, "content", 0, "text").(string)
+	var obj map[string]any
+	if r.status != 200 || json.Unmarshal([]byte(text), &obj) != nil {
+		t.Errorf("%d: %s", r.status, r.body)
 	}
 }
 
