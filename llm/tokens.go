@@ -66,11 +66,12 @@ const (
 // scriptUnits is what one non-ASCII character costs, in twentieths of a
 // token, by script; a character in no range costs a token. The rates are
 // measured: tokens per character of real prose in each script
-// (llm/testdata/scripts, see its README) under OpenAI's cl100k_base and
-// Anthropic's published Claude tokenizer (@anthropic-ai/tokenizer 0.0.4),
-// taking about the larger of the two (o200k_base counts fewer): Han and
-// kana 1.09–1.19 tokens per character, Hangul 1.34–1.43, Devanagari
-// 1.18–1.28, Greek 1.01–1.34, Arabic 0.81–1.06, Cyrillic 0.54–0.58.
+// (llm/testdata/scripts, see its README) under OpenAI's cl100k_base
+// (js-tiktoken 1.0.21) and Anthropic's published Claude tokenizer
+// (@anthropic-ai/tokenizer 0.0.4), each rate within the two's range or a
+// little under it (o200k_base counts fewer still): Han and kana 1.14–1.32
+// tokens per character, Hangul 1.32–1.47, Devanagari 1.22–1.30, Greek
+// 1.00–1.31, Arabic 0.80–1.06, Cyrillic 0.53–0.58.
 // Accented Latin is rare in the samples; it keeps bytes/4's rate.
 var scriptUnits = []struct {
 	lo, hi rune // [lo, hi), multiples of 16
