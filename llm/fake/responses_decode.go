@@ -139,36 +139,12 @@ func decodeResponses(body []byte, hist respHistory) (*respDecoded, *wireError) {
 	if werr := respOptions(&w, d, req); werr != nil {
 		return nil, werr
 	}
-	items, werr := respInputItems(w.Input)
+	items, prior, werr := respAllItems(&w, hist)
 	if werr != nil {
 		return nil, werr
 	}
-	var prior int
-	if w.PreviousResponseID != nil {
-		in, out, ok := hist.lookup(*w.PreviousResponseID)
-		if !ok {
-			return nil, &wireError{status: 400, kind: errInvalid, oaiParam: "previous_response_id", oaiCode: "previous_response_not_found",
-				msg: fmt.Sprintf("Previous response with id '%s' not found.", *w.PreviousResponseID), oaiMsg: fmt.Sprintf("Previous response with id '%s' not found.", *w.PreviousResponseID)}
-		}
-		prior = len(in) + len(out)
-		items = append(slices.Concat(in, out), items...)
-	}
-	if items, werr = respResolveRefs(items, prior, hist); werr != nil {
-		return nil, werr
-	}
-	pb := newPrefixBuilder(*w.Model, len(w.Tools)+2*len(items)+1)
-	d.echo.tools = []json.RawMessage{}
-	if werr := respTools(w.Tools, "tools", "", pb, d, req); werr != nil {
-		return nil, werr
-	}
-	if w.Instructions != nil && *w.Instructions != "" {
-		req.System = *w.Instructions
-		pb.begin()
-		pb.str("instructions")
-		pb.str(*w.Instructions)
-		pb.end(systemTokens(*w.Instructions), 0)
-	}
-	if werr := respItems(items, prior, req, pb, d); werr != nil {
+	pb, werr := respPrompt(&w, items, prior, d, req)
+	if werr != nil {
 		return nil, werr
 	}
 	if werr := respCheckReasoning(items, prior, hist); werr != nil {
@@ -182,6 +158,44 @@ func decodeResponses(body []byte, hist respHistory) (*respDecoded, *wireError) {
 	}
 	d.req, d.elems, d.items = req, pb.elems, items
 	return d, nil
+}
+
+// respAllItems is the whole input: a continued response's input and
+// output (its first prior items), then the request's own, item
+// references resolved.
+func respAllItems(w *respWireRequest, hist respHistory) (items []json.RawMessage, prior int, werr *wireError) {
+	if items, werr = respInputItems(w.Input); werr != nil {
+		return nil, 0, werr
+	}
+	if id := w.PreviousResponseID; id != nil {
+		in, out, ok := hist.lookup(*id)
+		if !ok {
+			msg := fmt.Sprintf("Previous response with id '%s' not found.", *id)
+			return nil, 0, &wireError{status: 400, kind: errInvalid, oaiParam: "previous_response_id", oaiCode: "previous_response_not_found", msg: msg, oaiMsg: msg}
+		}
+		prior = len(in) + len(out)
+		items = append(slices.Concat(in, out), items...)
+	}
+	items, werr = respResolveRefs(items, prior, hist)
+	return items, prior, werr
+}
+
+// respPrompt maps the prompt in the order the cache sees it (tools,
+// instructions, input items) into req and the prefix.
+func respPrompt(w *respWireRequest, items []json.RawMessage, prior int, d *respDecoded, req *llm.Request) (*prefixBuilder, *wireError) {
+	pb := newPrefixBuilder(*w.Model, len(w.Tools)+2*len(items)+1)
+	d.echo.tools = []json.RawMessage{}
+	if werr := respTools(w.Tools, "tools", "", pb, d, req); werr != nil {
+		return nil, werr
+	}
+	if w.Instructions != nil && *w.Instructions != "" {
+		req.System = *w.Instructions
+		pb.begin()
+		pb.str("instructions")
+		pb.str(*w.Instructions)
+		pb.end(systemTokens(*w.Instructions), 0)
+	}
+	return pb, respItems(items, prior, req, pb, d)
 }
 
 // respSaysJSON reports whether the instructions or a message say "json"
