@@ -45,6 +45,20 @@ const contrastJS = `window.__contrast = (el) => {
 	return (a + 0.05) / (b + 0.05);
 };`
 
+// failedRig is a server with three runs made on the fake's Anthropic wire
+// (a survey whose child beta failed, a tally run as a researcher, a
+// summary that asks) and a browser signed in to it, the system's theme
+// dark.
+type failedRig struct {
+	t             *testing.T
+	ctx           context.Context
+	survey, tally *deputy.Instance
+	week          string
+	kids          []*deputy.Instance // the survey's, in spawn order
+	beta          *deputy.Instance
+	problems      func() []string // the page's script errors so far
+}
+
 // A run whose child failed, as a new user meets it in the browser against
 // a real server whose model is the fake on Anthropic's wire: the run is
 // flagged in the list (and runs without a failure are not), the child on
@@ -57,37 +71,21 @@ const contrastJS = `window.__contrast = (el) => {
 // cancel button is readable under the pointer in both themes.
 func TestDashboardFailuresInBrowser(t *testing.T) {
 	t.Parallel()
-	ctx := browserContext(t)
-	rt := wireRuntime(t, failingScenario)
-	bg, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	survey, err := rt.Run(bg, deputy.Task{Text: "Survey the release"})
-	if err != nil || survey.State != deputy.Completed {
-		t.Fatalf("the survey: %+v %v", survey, err)
+	r := newFailedRig(t)
+	r.failureShown()
+	r.attemptsShown()
+	r.screenshot()
+	r.searchAndFilters()
+	r.themesAndArmedCancel()
+	if p := r.problems(); len(p) > 0 {
+		t.Errorf("the page had errors:\n%s", strings.Join(p, "\n"))
 	}
-	tally, err := rt.Run(bg, deputy.Task{Text: "Tally the votes", Type: "researcher"})
-	if err != nil || tally.State != deputy.Completed {
-		t.Fatalf("the tally: %+v %v", tally, err)
-	}
-	weekID, err := rt.Start(bg, deputy.Task{Text: "Summarize the week"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if week, err := rt.Wait(bg, weekID); err != nil || week.State != deputy.Asking {
-		t.Fatalf("the summary: %+v %v", week, err)
-	}
-	kids, err := rt.Children(bg, survey.ID)
-	if err != nil || len(kids) != 2 {
-		t.Fatalf("children %v %v", kids, err)
-	}
-	slices.SortFunc(kids, func(a, b *deputy.Instance) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
-	beta := kids[slices.IndexFunc(kids, func(k *deputy.Instance) bool { return strings.Contains(k.Task, "Break") })]
-	if beta.State != deputy.Failed || beta.Error == "" {
-		t.Fatalf("the failing child: %+v", beta)
-	}
+}
 
+func newFailedRig(t *testing.T) *failedRig {
+	r := &failedRig{t: t, ctx: browserContext(t)}
+	rt := wireRuntime(t, failingScenario)
+	r.makeRuns(rt)
 	var tb [24]byte
 	_, _ = rand.Read(tb[:])
 	token := hex.EncodeToString(tb[:])
@@ -98,10 +96,10 @@ func TestDashboardFailuresInBrowser(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close)
-	t.Cleanup(func() { _ = chromedp.Cancel(ctx) })
+	t.Cleanup(func() { _ = chromedp.Cancel(r.ctx) })
 	var mu sync.Mutex
 	var problems []string
-	if err := chromedp.Listen(ctx, func(ev any) {
+	if err := chromedp.Listen(r.ctx, func(ev any) {
 		if ev, ok := ev.(*cdpruntime.EventExceptionThrown); ok {
 			mu.Lock()
 			problems = append(problems, ev.ExceptionDetails.Text+" "+exceptionDescription(ev.ExceptionDetails))
@@ -110,38 +108,81 @@ func TestDashboardFailuresInBrowser(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-
+	r.problems = func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(problems)
+	}
 	// The contrast measure is on every page the test loads (a reload
 	// included), injected by the browser.
-	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
+	if _, err := chromedp.Call(r.ctx, page.AddScriptToEvaluateOnNewDocument,
 		page.AddScriptToEvaluateOnNewDocumentParams{Source: contrastJS}); err != nil {
 		t.Fatal(err)
 	}
 	// The system says dark: the page is dark before anything is picked.
-	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+	if _, err := chromedp.Call(r.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
 		t.Fatal(err)
 	}
-	step(t, ctx, "signing in", chromedp.Navigate(ts.URL), chromedp.WaitVisible(chromedp.ID("token")),
+	step(t, r.ctx, "signing in", chromedp.Navigate(ts.URL), chromedp.WaitVisible(chromedp.ID("token")),
 		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("signin-button")),
 		chromedp.WaitVisible(chromedp.ID("runs-search")))
-	const bodyDark = `(() => { const c = getComputedStyle(document.body).backgroundColor.match(/\d+/g).map(Number);
-		return c[0] + c[1] + c[2] < 150; })()`
-	if !eval[bool](t, ctx, bodyDark) {
-		t.Errorf("prefers-color-scheme: dark, but the page is not: %s", eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`))
+	if !eval[bool](t, r.ctx, bodyDark) {
+		t.Errorf("prefers-color-scheme: dark, but the page is not: %s", eval[string](t, r.ctx, `getComputedStyle(document.body).backgroundColor`))
 	}
+	return r
+}
 
-	runSel := func(id string) string { return fmt.Sprintf(`#runs li[data-id=%q]`, id) }
-	// The list: the survey flagged (its child failed), the others not.
+// bodyDark says whether the page's background is dark.
+const bodyDark = `(() => { const c = getComputedStyle(document.body).backgroundColor.match(/\d+/g).map(Number);
+	return c[0] + c[1] + c[2] < 150; })()`
+
+func (r *failedRig) makeRuns(rt *deputy.Runtime) {
+	t := r.t
+	bg, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var err error
+	if r.survey, err = rt.Run(bg, deputy.Task{Text: "Survey the release"}); err != nil || r.survey.State != deputy.Completed {
+		t.Fatalf("the survey: %+v %v", r.survey, err)
+	}
+	if r.tally, err = rt.Run(bg, deputy.Task{Text: "Tally the votes", Type: "researcher"}); err != nil || r.tally.State != deputy.Completed {
+		t.Fatalf("the tally: %+v %v", r.tally, err)
+	}
+	if r.week, err = rt.Start(bg, deputy.Task{Text: "Summarize the week"}); err != nil {
+		t.Fatal(err)
+	}
+	if week, err := rt.Wait(bg, r.week); err != nil || week.State != deputy.Asking {
+		t.Fatalf("the summary: %+v %v", week, err)
+	}
+	if r.kids, err = rt.Children(bg, r.survey.ID); err != nil || len(r.kids) != 2 {
+		t.Fatalf("children %v %v", r.kids, err)
+	}
+	slices.SortFunc(r.kids, func(a, b *deputy.Instance) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	r.beta = r.kids[slices.IndexFunc(r.kids, func(k *deputy.Instance) bool { return strings.Contains(k.Task, "Break") })]
+	if r.beta.State != deputy.Failed || r.beta.Error == "" {
+		t.Fatalf("the failing child: %+v", r.beta)
+	}
+}
+
+func runSel(id string) string { return fmt.Sprintf(`#runs li[data-id=%q]`, id) }
+
+func nodeRow(id string) chromedp.Action[chromedp.Void] {
+	return chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tree li.node[data-id=%q] > .node-row`, id)))
+}
+
+// failureShown: the list flags the survey, the tree its failed child (and
+// the totals count it), children in spawn order, the timeline's rows end
+// as each instance did, and the child's transcript ends with its error.
+func (r *failedRig) failureShown() {
+	t, ctx, beta, kids := r.t, r.ctx, r.beta, r.kids
 	until(t, ctx, "the failed run flagged in the list", fmt.Sprintf(`(() => {
 		const s = document.querySelector(%q), a = document.querySelector(%q), b = document.querySelector(%q);
 		return s && a && b && s.dataset.state === 'completed' && s.dataset.failed === '1' &&
 			s.querySelector('.run-flag').textContent.includes('1 failed') && !a.dataset.failed && !b.dataset.failed;
-	})()`, runSel(survey.ID), runSel(tally.ID), runSel(weekID)))
-
-	// The tree: the failed child flagged with its error, children in spawn
-	// order, a failure in the totals.
-	step(t, ctx, "the survey", chromedp.Click(chromedp.CSS(runSel(survey.ID)+" button")))
+	})()`, runSel(r.survey.ID), runSel(r.tally.ID), runSel(r.week)))
+	step(t, ctx, "the survey", chromedp.Click(chromedp.CSS(runSel(r.survey.ID)+" button")))
 	until(t, ctx, "the failed child on the tree", fmt.Sprintf(`(() => {
 		const li = document.querySelector('#tree li.node[data-id=%q]');
 		const f = document.querySelector('[data-total="failed"] .total-value');
@@ -153,24 +194,24 @@ func TestDashboardFailuresInBrowser(t *testing.T) {
 	if !slices.Equal(order, []string{kids[0].ID, kids[1].ID}) {
 		t.Errorf("children on the page %q, want spawn order %s, %s", order, kids[0].ID, kids[1].ID)
 	}
-
-	// The timeline: a row per instance in tree order, each ran, each
-	// ended as it did.
 	until(t, ctx, "the timeline", fmt.Sprintf(`(() => {
 		const rows = [...document.querySelectorAll('#timeline .tl-row')];
 		const ids = rows.map((r) => r.dataset.id);
 		const ran = rows.every((r) => r.querySelector('.tl-seg[data-state="running"]'));
 		const end = (id) => { const r = rows.find((x) => x.dataset.id === id); const e = r && r.querySelector('.tl-end'); return e && e.dataset.state; };
 		return JSON.stringify(ids) === %q && ran && end(%q) === 'completed' && end(%q) === 'completed' && end(%q) === 'failed';
-	})()`, fmt.Sprintf(`[%q,%q,%q]`, survey.ID, kids[0].ID, kids[1].ID), survey.ID, kids[0].ID, beta.ID))
-
-	// The failed child's transcript ends with its error; its calls show
-	// both 500s, the first retried after the backoff.
-	step(t, ctx, "the failed child", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tree li.node[data-id=%q] > .node-row`, beta.ID))))
+	})()`, fmt.Sprintf(`[%q,%q,%q]`, r.survey.ID, kids[0].ID, kids[1].ID), r.survey.ID, kids[0].ID, beta.ID))
+	step(t, ctx, "the failed child", nodeRow(beta.ID))
 	until(t, ctx, "its error in its transcript", fmt.Sprintf(`(() => {
 		const e = document.querySelector('#panel-body .transcript-error');
 		return e && e.textContent.includes(%q) && e.textContent.includes('Failed');
 	})()`, beta.Error))
+}
+
+// attemptsShown: the failed child's calls show both 500s, the first
+// retried after the backoff; the root's its 529 and the retry's 200.
+func (r *failedRig) attemptsShown() {
+	t, ctx := r.t, r.ctx
 	const attemptsJS = `[...document.querySelectorAll('#panel-body .call[data-turn="1"] tr.attempt')].map((tr) =>
 		[...tr.children].map((td) => td.textContent).join('|'))`
 	step(t, ctx, "the model calls tab", chromedp.Click(chromedp.CSS(`.tab[data-tab="calls"]`)))
@@ -181,7 +222,7 @@ func TestDashboardFailuresInBrowser(t *testing.T) {
 		!strings.HasPrefix(rows[1], "2|500|") || !strings.HasSuffix(rows[1], "|—") || strings.Contains(rows[0], "|—|") {
 		t.Errorf("the failed child's attempts on the page: %q", rows)
 	}
-	step(t, ctx, "the root's calls", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tree li.node[data-id=%q] > .node-row`, survey.ID))))
+	step(t, ctx, "the root's calls", nodeRow(r.survey.ID))
 	until(t, ctx, "the root's attempts", `document.querySelectorAll('#panel-body .call').length === 2 &&
 		document.querySelectorAll('#panel-body .call[data-turn="1"] tr.attempt').length === 2`)
 	rows = eval[[]string](t, ctx, attemptsJS)
@@ -189,48 +230,60 @@ func TestDashboardFailuresInBrowser(t *testing.T) {
 		!strings.HasSuffix(rows[0], "|"+wait) || !strings.HasPrefix(rows[1], "2|200|—|") {
 		t.Errorf("the root's attempts on the page: %q", rows)
 	}
+}
 
-	// DEPUTY_SCREENSHOT_FAILED=path saves this view (dark, the failed run
-	// scrolled to its tree and timeline, the root's model calls) as a PNG.
-	if p := os.Getenv("DEPUTY_SCREENSHOT_FAILED"); p != "" {
-		_ = eval[bool](t, ctx, `(document.getElementById('timeline').scrollIntoView(false), true)`)
-		shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		if err == nil {
-			err = os.WriteFile(p, shot, 0o644)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+// screenshot: DEPUTY_SCREENSHOT_FAILED=path saves the view (dark, the
+// failed run scrolled to its tree and timeline, the root's model calls)
+// as a PNG.
+func (r *failedRig) screenshot() {
+	p := os.Getenv("DEPUTY_SCREENSHOT_FAILED")
+	if p == "" {
+		return
 	}
+	_ = eval[bool](r.t, r.ctx, `(document.getElementById('timeline').scrollIntoView(false), true)`)
+	shot, err := chromedp.Run(r.ctx, chromedp.CaptureScreenshot())
+	if err == nil {
+		err = os.WriteFile(p, shot, 0o644)
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+}
 
-	// Search, kept in the address and across a reload.
+// searchAndFilters: search, kept in the address and across a reload; by
+// id, type and state from the address; the state filter writes it.
+func (r *failedRig) searchAndFilters() {
+	t, ctx := r.t, r.ctx
 	visible := `[...document.querySelectorAll('#runs li')].map((li) => li.dataset.id).sort().join(',')`
 	only := func(ids ...string) string {
 		slices.Sort(ids)
 		return fmt.Sprintf(`(%s) === %q`, visible, strings.Join(ids, ","))
 	}
 	step(t, ctx, "searching", chromedp.SendKeys(chromedp.ID("runs-search"), "tally"))
-	until(t, ctx, "the search's one run", only(tally.ID)+` && location.hash.includes('q=tally')`)
+	until(t, ctx, "the search's one run", only(r.tally.ID)+` && location.hash.includes('q=tally')`)
 	step(t, ctx, "reloading", chromedp.Reload())
-	until(t, ctx, "the search after a reload", only(tally.ID)+` && document.getElementById('runs-search').value === 'tally'`)
-	// By id (its tail), and by type and state from the address.
-	go_ := func(hash string) { _ = eval[bool](t, ctx, fmt.Sprintf(`(location.hash = %q, true)`, hash)) }
-	go_("q=" + weekID[len(weekID)-6:])
-	until(t, ctx, "the run with that id", only(weekID))
-	go_("type=researcher")
-	until(t, ctx, "the researcher run", only(tally.ID)+` && document.getElementById('runs-type').value === 'researcher'`)
-	go_("state=asking")
-	until(t, ctx, "the asking run", only(weekID)+` && document.getElementById('runs-filter').value === 'asking' &&
+	until(t, ctx, "the search after a reload", only(r.tally.ID)+` && document.getElementById('runs-search').value === 'tally'`)
+	address := func(hash string) { _ = eval[bool](t, ctx, fmt.Sprintf(`(location.hash = %q, true)`, hash)) }
+	address("q=" + r.week[len(r.week)-6:])
+	until(t, ctx, "the run with that id", only(r.week))
+	address("type=researcher")
+	until(t, ctx, "the researcher run", only(r.tally.ID)+` && document.getElementById('runs-type').value === 'researcher'`)
+	address("state=asking")
+	until(t, ctx, "the asking run", only(r.week)+` && document.getElementById('runs-filter').value === 'asking' &&
 		document.getElementById('runs-type').value === ''`)
 	_ = eval[bool](t, ctx, `(() => { const s = document.getElementById('runs-filter');
 		s.value = 'completed'; s.dispatchEvent(new Event('change')); return true; })()`)
-	until(t, ctx, "the completed runs", only(survey.ID, tally.ID)+` && location.hash.includes('state=completed')`)
-	go_("")
-	until(t, ctx, "every run", only(survey.ID, tally.ID, weekID))
+	until(t, ctx, "the completed runs", only(r.survey.ID, r.tally.ID)+` && location.hash.includes('state=completed')`)
+	address("")
+	until(t, ctx, "every run", only(r.survey.ID, r.tally.ID, r.week))
+}
 
-	// The armed cancel under the pointer, in the dark theme (the system's)
-	// and the light one (picked with the toggle, then kept by a reload).
-	step(t, ctx, "the asking run", chromedp.Click(chromedp.CSS(runSel(weekID)+" button")))
+// themesAndArmedCancel: the armed cancel under the pointer, in the dark
+// theme (the system's) and the light one (picked with the toggle, then
+// kept by a reload); one click cancels nothing.
+func (r *failedRig) themesAndArmedCancel() {
+	t, ctx := r.t, r.ctx
+	step(t, ctx, "the asking run", chromedp.Click(chromedp.CSS(runSel(r.week)+" button")))
 	until(t, ctx, "its cancel button", `!document.getElementById('ctl-cancel').disabled &&
 		document.getElementById('run-state').dataset.state === 'asking'`)
 	armed := func(theme string) {
@@ -257,11 +310,5 @@ func TestDashboardFailuresInBrowser(t *testing.T) {
 	armed("light")
 	if s := eval[string](t, ctx, `document.getElementById('run-state').dataset.state`); s != "asking" {
 		t.Errorf("one click on cancel made the run %s", s)
-	}
-
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Errorf("the page had errors:\n%s", strings.Join(problems, "\n"))
 	}
 }
