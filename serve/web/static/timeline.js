@@ -20,8 +20,9 @@ window.DeputyTimeline = (function () {
 
   // spans turns one instance's record and state moves ([{t, to}], in
   // order) into stretches [{from, to, state}] and its end ({t, state} or
-  // null). It starts at its creation, waiting (queued, or for a slot of
-  // the tree's parallelism) until its first move to running.
+  // null). It starts at its creation, waiting (spawned or queued) until its
+  // first move to running. A wait for a parallelism slot comes after that
+  // move and has no event of its own, so it is drawn as running.
   function spans(n, moves, now) {
     const segs = [];
     let state = 'created';
