@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/deputy-run/deputy/clock"
@@ -58,13 +59,22 @@ func (s *Server) respKeep(run *respRun, body []byte) {
 	for i, it := range run.items {
 		out[i] = it.json(true)
 	}
-	s.responseStore().put(run.id, run.d.items, out, body)
+	in := make([]json.RawMessage, len(run.d.items))
+	for i, it := range run.d.items {
+		in[i] = s.respWithID(it)
+	}
+	s.responseStore().put(run.id, in, out, body)
 }
 
 // openaiResponseByID answers GET and DELETE /v1/responses/{id}: a stored
-// response, or 404 as the API answers an id it does not hold.
+// response, or 404 as the API answers an id it does not hold; and GET
+// /v1/responses/{id}/input_items.
 func (s *Server) openaiResponseByID(ex *exchange, id string) {
 	store := s.responseStore()
+	if rid, ok := strings.CutSuffix(id, "/input_items"); ok {
+		s.respInputItemsList(ex, rid)
+		return
+	}
 	notFound := &wireError{status: http.StatusNotFound, kind: errNotFound,
 		msg: fmt.Sprintf("Response with id '%s' not found.", id), oaiMsg: fmt.Sprintf("Response with id '%s' not found.", id)}
 	switch ex.r.Method {

@@ -96,6 +96,44 @@ func TestResponsesSDKPreviousResponseContinues(t *testing.T) {
 	}
 }
 
+// TestResponsesSDKListsInputItems: a stored response's input items, each
+// with an id (given one when the client sent none), newest first by
+// default, paged by the SDK's auto-pager.
+func TestResponsesSDKListsInputItems(t *testing.T) {
+	t.Parallel()
+	_, url := srvStart(t, Options{})
+	c := oaiClient(url)
+	ctx := context.Background()
+	var input responses.ResponseInputParam
+	for _, text := range []string{"one", "two", "three"} {
+		input = append(input, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser))
+	}
+	res, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: responses.ResponseNewParamsInputUnion{OfInputItemList: input}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	pager := c.Responses.InputItems.ListAutoPaging(ctx, res.ID, responses.InputItemListParams{Limit: param.NewOpt(int64(2))})
+	for pager.Next() {
+		it := pager.Current()
+		if !strings.HasPrefix(it.ID, "msg_") {
+			t.Errorf("item without an id: %s", it.RawJSON())
+		}
+		texts = append(texts, it.Content.OfInputItemContentList[0].Text)
+	}
+	if err := pager.Err(); err != nil || strings.Join(texts, " ") != "three two one" {
+		t.Fatalf("%v: %q", err, texts)
+	}
+	page, err := c.Responses.InputItems.List(ctx, res.ID, responses.InputItemListParams{Order: responses.InputItemListParamsOrderAsc})
+	if err != nil || len(page.Data) != 3 || page.Data[0].Content.OfInputItemContentList[0].Text != "one" || page.HasMore {
+		t.Fatalf("asc: %v %+v", err, page)
+	}
+	var apiErr *openai.Error
+	if _, err := c.Responses.InputItems.List(ctx, "resp_nope", responses.InputItemListParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Errorf("unknown response: %v", err)
+	}
+}
+
 // TestResponsesStoreFalseKeepsNothing: store: false answers but keeps
 // nothing to continue from or GET.
 func TestResponsesStoreFalseKeepsNothing(t *testing.T) {
