@@ -144,7 +144,7 @@ func respPage(items []json.RawMessage, after string, limit int) respItemList {
 			items = items[i+1:]
 		}
 	}
-	page := respItemList{Object: "list", Data: items[:min(limit, len(items))], HasMore: len(items) > limit}
+	page := respItemList{Object: "list", Data: append([]json.RawMessage{}, items[:min(limit, len(items))]...), HasMore: len(items) > limit}
 	if n := len(page.Data); n > 0 {
 		first, last := idOf(page.Data[0]), idOf(page.Data[n-1])
 		page.FirstID, page.LastID = &first, &last

@@ -223,3 +223,29 @@ func TestResponsesAdditionalToolsAndNamespaces(t *testing.T) {
 		t.Errorf("a namespace in a namespace: %d %s", bad.status, bad.body)
 	}
 }
+
+func TestResponsesInputItemsRefusesBadQueries(t *testing.T) {
+	t.Parallel()
+	_, url := srvStart(t, Options{})
+	id, _ := srvDig(srvJSON(t, srvPost(t, url, "/v1/responses", respPlainBody).body), "id").(string)
+	for q, param := range map[string]string{"limit=0": "limit", "limit=101": "limit", "limit=x": "limit", "order=up": "order"} {
+		res, err := http.Get(url + "/v1/responses/" + id + "/input_items?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if e := srvJSON(t, body); res.StatusCode != 400 || srvDig(e, "error", "param") != param {
+			t.Errorf("%s: %d %s", q, res.StatusCode, body)
+		}
+	}
+	res, err := http.Get(url + "/v1/responses/" + id + "/input_items?after=msg_nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if v := srvJSON(t, body); res.StatusCode != 200 || len(srvDig(v, "data").([]any)) != 0 || srvDig(v, "has_more") != false {
+		t.Errorf("after an unknown id: %s", body)
+	}
+}
