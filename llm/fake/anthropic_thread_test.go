@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -143,16 +144,36 @@ func TestAnthropicThreadContinueInFlight(t *testing.T) {
 	cont := func(text string) string {
 		return `{"model":"m","max_tokens":50,"thread":{"type":"continue","previous_message_id":"` + id + `"},"messages":[{"role":"user","content":"` + text + `"}]}`
 	}
-	first := make(chan srvResp, 1)
-	go func() { first <- srvPost(t, url, "/v1/messages", cont("wait")) }()
-	<-entered
+	// The first continue runs in a goroutine of its own, which must not
+	// call t.Fatal (FailNow ends only the goroutine it is called in): it
+	// sends what it got, error included, back to the test.
+	type answer struct {
+		srvResp
+		err error
+	}
+	first := make(chan answer, 1)
+	go func() {
+		res, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(cont("wait")))
+		if err != nil {
+			first <- answer{err: err}
+			return
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		first <- answer{srvResp{status: res.StatusCode, header: res.Header, body: b}, err}
+	}()
+	select {
+	case <-entered:
+	case a := <-first:
+		t.Fatalf("the first continue ended before its reply was held: %d %s %v", a.status, a.body, a.err)
+	}
 	r = srvPost(t, url, "/v1/messages", cont("now"))
 	if code := srvDig(srvJSON(t, r.body), "error", "details", "error_code"); r.status != http.StatusBadRequest || code != "thread_continue_in_flight" {
 		t.Errorf("second continue: %d %s", r.status, r.body)
 	}
 	close(release)
-	if r := <-first; r.status != http.StatusInternalServerError {
-		t.Fatalf("first continue: %d %s", r.status, r.body)
+	if a := <-first; a.err != nil || a.status != http.StatusInternalServerError {
+		t.Fatalf("first continue: %d %s %v", a.status, a.body, a.err)
 	}
 	if r := srvPost(t, url, "/v1/messages", cont("again")); r.status != http.StatusOK {
 		t.Errorf("after the failed continue: %d %s", r.status, r.body)
