@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
-	"weak"
 )
 
 // Message threads (the message-threads-2026-08-12 beta): `thread:
@@ -67,22 +65,11 @@ type threadStore struct {
 	order []string // ids, oldest first
 }
 
-// threadStores gives each Server its store without a field in Server
-// (server.go is another file's): keyed weakly, so a Server that is no
-// longer used takes its threads with it.
-var threadStores sync.Map // weak.Pointer[Server] -> *threadStore
-
-func (s *Server) threads() *threadStore {
-	key := weak.Make(s)
-	if st, ok := threadStores.Load(key); ok {
-		return st.(*threadStore)
-	}
-	st, loaded := threadStores.LoadOrStore(key, &threadStore{byID: map[string]*threadEntry{}})
-	if !loaded {
-		runtime.AddCleanup(s, func(k weak.Pointer[Server]) { threadStores.Delete(k) }, key)
-	}
-	return st.(*threadStore)
+func newThreadStore() *threadStore {
+	return &threadStore{byID: map[string]*threadEntry{}}
 }
+
+func (s *Server) threads() *threadStore { return s.threadStore }
 
 // threadTurn is a request on a thread, from its decoding to its answer.
 type threadTurn struct {

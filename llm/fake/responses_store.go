@@ -2,10 +2,8 @@ package fake
 
 import (
 	"encoding/json"
-	"runtime"
 	"slices"
 	"sync"
-	"weak"
 )
 
 // Stored responses: what store: true keeps (the default), for
@@ -44,23 +42,8 @@ type respStore struct {
 	bytes int
 }
 
-// respStores gives each Server its store. Server's fields are another
-// file's; this side table is keyed by a weak pointer and cleaned up with
-// the server, so it holds no server alive.
-var respStores sync.Map // weak.Pointer[Server] → *respStore
-
-// responseStore returns s's store, made on first use.
-func (s *Server) responseStore() *respStore {
-	key := weak.Make(s)
-	if st, ok := respStores.Load(key); ok {
-		return st.(*respStore)
-	}
-	st, loaded := respStores.LoadOrStore(key, newRespStore())
-	if !loaded {
-		runtime.AddCleanup(s, func(k weak.Pointer[Server]) { respStores.Delete(k) }, key)
-	}
-	return st.(*respStore)
-}
+// responseStore returns s's store of responses (previous_response_id).
+func (s *Server) responseStore() *respStore { return s.respStore }
 
 func newRespStore() *respStore {
 	return &respStore{byID: map[string]*storedResponse{}, items: map[string]itemRef{}}

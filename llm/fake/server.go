@@ -82,6 +82,10 @@ type Options struct {
 //	POST /v1/messages               Anthropic Messages (JSON and SSE)
 //	POST /v1/messages/count_tokens  Anthropic token counting
 //	POST /v1/chat/completions       OpenAI Chat Completions (JSON and SSE)
+//	POST /v1/responses              OpenAI Responses (JSON and SSE)
+//	GET, DELETE /v1/responses/{id}  a stored response; GET …/{id}/input_items
+//	GET /v1/models[/{id}]           either wire's model list, by its headers
+//	GET, DELETE /_deputy/requests   the request log, for tests in any language
 //
 // A request is authenticated, read, decoded and validated as the real API
 // does it (refusals are 4xx in the provider's error shape and never reach
@@ -106,7 +110,12 @@ type Server struct {
 	clock     clock.Clock
 	responder Responder
 	cache     *promptCache
-	maxDelta  int
+	// threadStore keeps the Messages API's threads (thread.continue);
+	// respStore the Responses API's stored responses
+	// (previous_response_id). Each server its own, as each account.
+	threadStore *threadStore
+	respStore   *respStore
+	maxDelta    int
 
 	mu       sync.Mutex
 	n        int              // generation requests numbered so far
@@ -186,6 +195,7 @@ func NewServer(opts Options) *Server {
 		min = 1024
 	}
 	s.cache = newPromptCache(s.clock, min)
+	s.threadStore, s.respStore = newThreadStore(), newRespStore()
 	s.faultRNG = rand.New(rand.NewPCG(opts.Seed, 0x6661756c74))
 	s.idRNG = rand.New(rand.NewPCG(opts.Seed, 0x6964))
 	return s
