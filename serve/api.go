@@ -1,10 +1,8 @@
 package serve
 
 import (
-	"cmp"
 	"context"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -194,12 +192,9 @@ func (s *Server) getTree(w http.ResponseWriter, r *http.Request) {
 		}
 		nodes[in.ID] = &node{Record: v, Children: []*node{}}
 	}
-	// Spawn order: created time, then id. The store lists by creation,
-	// but children spawned in one turn share a timestamp to the
-	// microsecond, and the order must not depend on the database's.
-	slices.SortStableFunc(all, func(a, b *instance.Record) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
+	// Spawn order is the store's: it lists instances in the order they
+	// were created (created_seq), which children spawned in one turn keep
+	// although they share a timestamp and their ids are random.
 	for _, in := range all {
 		if p := nodes[in.Parent]; p != nil {
 			p.Children = append(p.Children, nodes[in.ID])

@@ -1,9 +1,7 @@
 package serve_test
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,10 +69,9 @@ func TestAttempts(t *testing.T) {
 	}
 	e.wantError(404, "not_found", "GET", "/api/instances/nope/attempts", "")
 
-	// Spawn order: created time, then id.
-	slices.SortFunc(kids, func(a, b *deputy.Instance) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
+	// Spawn order: the order the children were created in, as the store
+	// lists them (storetest's CreationOrder holds the store to it); not
+	// created time then id, which put same-instant siblings in random order.
 	var tree struct {
 		Root struct {
 			Children []struct{ ID, State, Error string }

@@ -18,6 +18,17 @@ const instanceColumns = `id, parent, root, depth, type, definition, task, mode, 
 	stop_reason, incomplete, report, error, usage, cost, turns, tool_calls, artifacts, workflow_id,
 	created_at, updated_at, ended_at`
 
+// insertSeq is a new instance's created_seq (migration 5), per dialect.
+// SQLite's writers take turns (BEGIN IMMEDIATE), so the next number after
+// the largest is unique and follows the inserts' order. On Postgres two
+// transactions would read the same largest number, so a sequence hands
+// them out: in the order the inserts ran, which for parallel spawns is the
+// order their creation reached the database.
+var insertSeq = map[Dialect]string{
+	SQLite:   `(SELECT COALESCE(MAX(created_seq), 0) + 1 FROM deputy_instances)`,
+	Postgres: `nextval('deputy_instances_created_seq')`,
+}
+
 // CreateInstance records in as a new instance in state created, filling in
 // Root, Depth, State and the times. Creating the same id again with the same
 // identity is not an error (the runtime may repeat the write after a crash):
@@ -66,8 +77,8 @@ func (s *Store) CreateInstance(ctx context.Context, in *instance.Record) error {
 		}
 		now := s.now()
 		res, err := q.exec(ctx, `INSERT INTO deputy_instances
-			(id, parent, root, depth, type, definition, task, mode, model, state, usage, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			(id, parent, root, depth, type, definition, task, mode, model, state, usage, created_at, updated_at, created_seq)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+insertSeq[s.dialect]+`)
 			ON CONFLICT (id) DO NOTHING`,
 			want.ID, nullString(want.Parent), want.Root, want.Depth, want.Type, nullJSON(want.Definition),
 			want.Task, want.Mode, want.Model, string(instance.Created), usageJSON(llm.Usage{}), now.UnixMicro(), now.UnixMicro())
@@ -185,7 +196,7 @@ func (s *Store) ListInstances(ctx context.Context, f Filter) ([]*instance.Record
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
-	query += " ORDER BY created_at, id"
+	query += " ORDER BY created_seq, id"
 	if f.Limit > 0 {
 		query += " LIMIT ?"
 		args = append(args, f.Limit)

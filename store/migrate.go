@@ -161,6 +161,20 @@ var migrations = [][]string{
 		postgresOnly + `CREATE TRIGGER deputy_events_notify AFTER INSERT ON deputy_events
 			FOR EACH STATEMENT EXECUTE FUNCTION deputy_events_notify()`,
 	},
+	// 5: an instance's place in creation order. created_at cannot order
+	// children spawned in one turn (they share a microsecond, or a fake
+	// clock's instant) and ids are random, so a tree listed its siblings
+	// in an order that did not follow their spawning. Existing rows are
+	// numbered in the order they were listed by before (created_at, id);
+	// new rows take the next number as they are inserted (insertSeq).
+	{
+		`ALTER TABLE deputy_instances ADD COLUMN created_seq BIGINT`,
+		`UPDATE deputy_instances SET created_seq = r.n
+			FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY created_at, id) AS n FROM deputy_instances) AS r
+			WHERE r.id = deputy_instances.id`,
+		postgresOnly + `CREATE SEQUENCE deputy_instances_created_seq`,
+		postgresOnly + `SELECT setval('deputy_instances_created_seq', (SELECT COALESCE(MAX(created_seq), 0) + 1 FROM deputy_instances), false)`,
+	},
 }
 
 // postgresOnly begins a migration statement that SQLite skips.

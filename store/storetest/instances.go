@@ -124,16 +124,7 @@ func testListInstances(t *testing.T, h Harness) {
 	e.move("r2", instance.Running)
 	e.move("r2", instance.Paused)
 
-	ids := func(f store.Filter) []string {
-		t.Helper()
-		list, err := e.s.ListInstances(e.ctx, f)
-		noErr(t, fmt.Sprintf("list %+v", f), err)
-		var out []string
-		for _, in := range list {
-			out = append(out, in.ID)
-		}
-		return out
-	}
+	ids := func(f store.Filter) []string { t.Helper(); return listIDs(t, e, f) }
 	for _, tc := range []struct {
 		f    store.Filter
 		want []string
@@ -158,6 +149,37 @@ func testListInstances(t *testing.T, h Harness) {
 	noErr(t, "list", err)
 	if list[0].Root != "r1" || list[0].Depth != 2 || list[0].Task != "task of a1" {
 		t.Fatalf("listed instance lacks its fields: %+v", list[0])
+	}
+}
+
+// listIDs lists the ids f selects, in the store's order.
+func listIDs(t *testing.T, e *env, f store.Filter) []string {
+	t.Helper()
+	list, err := e.s.ListInstances(e.ctx, f)
+	noErr(t, fmt.Sprintf("list %+v", f), err)
+	var out []string
+	for _, in := range list {
+		out = append(out, in.ID)
+	}
+	return out
+}
+
+// testCreationOrder: instances created at one instant (a turn's parallel
+// spawns, a fake clock) list in the order they were created, not by their
+// ids, which are random.
+func testCreationOrder(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.create("r", "")
+	for _, id := range []string{"z", "m", "a", "q"} {
+		e.create(id, "r")
+	}
+	if got, want := listIDs(t, e, store.Filter{Parent: "r"}), []string{"z", "m", "a", "q"}; !slices.Equal(got, want) {
+		t.Errorf("children: got %v, want %v (creation order)", got, want)
+	}
+	// Creating one again (a replay after a crash) keeps its place.
+	e.create("m", "r")
+	if got, want := listIDs(t, e, store.Filter{Root: "r"}), []string{"r", "z", "m", "a", "q"}; !slices.Equal(got, want) {
+		t.Errorf("tree: got %v, want %v", got, want)
 	}
 }
 

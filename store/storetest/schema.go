@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,25 @@ func schemaRows(t *testing.T, e *env) []string {
 	return out
 }
 
+// createOld inserts an instance as every schema before migration 5 could
+// hold it (the store's own insert names columns added since).
+func createOld(t *testing.T, e *env, id, parent string) {
+	t.Helper()
+	root, depth, par := id, 0, "NULL"
+	if parent != "" {
+		root, depth, par = parent, 1, "'"+parent+"'"
+	}
+	at := Epoch.UnixMicro()
+	_, err := e.raw().ExecContext(e.ctx, fmt.Sprintf(`INSERT INTO deputy_instances
+		(id, parent, root, depth, type, task, mode, model, state, created_at, updated_at)
+		VALUES ('%[1]s', %[2]s, '%[3]s', %[4]d, 'worker', 'task of %[1]s', 'isolated', 'fake:m', 'created', %[5]d, %[5]d)`,
+		id, par, root, depth, at))
+	noErr(t, "insert "+id, err)
+	_, err = e.raw().ExecContext(e.ctx, fmt.Sprintf(`INSERT INTO deputy_transitions
+		(instance_id, seq, from_state, to_state, cause, at) VALUES ('%s', 1, '', 'created', 'create', %d)`, id, at))
+	noErr(t, "insert the creation of "+id, err)
+}
+
 func testMigrations(t *testing.T, h Harness) {
 	latest := store.LatestSchemaVersion()
 	if latest < 2 {
@@ -45,8 +65,8 @@ func testMigrations(t *testing.T, h Harness) {
 			}
 			// Data written by the older schema.
 			e.s = old
-			e.create("r", "")
-			e.create("c", "r")
+			createOld(t, e, "r", "")
+			createOld(t, e, "c", "r")
 			e.move("c", instance.Running)
 			noErr(t, "append", old.AppendMessages(e.ctx, "c", 1, 0, conversation()))
 			_, err := old.Post(e.ctx, store.Mail{InstanceID: "c", Kind: "answer", Body: "42"})
@@ -77,6 +97,13 @@ func testMigrations(t *testing.T, h Harness) {
 			}
 			if list, err := e.s.ListInstances(e.ctx, store.Filter{Parent: "r", Active: true}); err != nil || len(list) != 1 {
 				t.Fatalf("list after migrating: %v, %v", list, err)
+			}
+			// Old rows keep the order they were listed in (created_at,
+			// then id: r and c share an instant), and a new one follows
+			// them (on Postgres the sequence starts past the old rows).
+			e.create("b", "r")
+			if got := listIDs(t, e, store.Filter{Root: "r"}); !slices.Equal(got, []string{"c", "r", "b"}) {
+				t.Fatalf("tree after migrating: %v, want [c r b]", got)
 			}
 			if got, err := e.s.Transcript(e.ctx, "c"); err != nil || !reflect.DeepEqual(got, conversation()) {
 				t.Fatalf("transcript after migrating: %v", err)

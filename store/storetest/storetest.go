@@ -43,6 +43,7 @@ func Run(t *testing.T, h Harness) {
 		{"Instances", testInstances},
 		{"InstanceConflicts", testInstanceConflicts},
 		{"ListInstances", testListInstances},
+		{"CreationOrder", testCreationOrder},
 		{"Progress", testProgress},
 		{"LegalTransitions", testLegalTransitions},
 		{"IllegalTransitions", testIllegalTransitions},
