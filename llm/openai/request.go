@@ -102,19 +102,9 @@ func appendMessage(msgs []sdk.ChatCompletionMessageParamUnion, m *llm.Message, o
 			case llm.TypeText:
 				text.WriteString(b.Text)
 			case llm.TypeToolUse:
-				args := "{}"
-				switch {
-				case b.InvalidInput != "":
-					// Arguments that were not a JSON object go back as {}
-					// unless EchoInvalidArguments: see the option.
-					if opts.EchoInvalidArguments {
-						args = b.InvalidInput
-					}
-				case len(b.Input) > 0:
-					if !json.Valid(b.Input) {
-						return msgs, fmt.Errorf("block %d: tool_use %s (%s): input is not valid JSON", j, b.ID, b.Name)
-					}
-					args = string(b.Input)
+				args, err := callArguments(b, opts)
+				if err != nil {
+					return msgs, fmt.Errorf("block %d: %w", j, err)
 				}
 				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
 					ID: b.ID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: b.Name, Arguments: args}}})
@@ -157,6 +147,27 @@ func appendMessage(msgs []sdk.ChatCompletionMessageParamUnion, m *llm.Message, o
 		return msgs, nil
 	}
 	return msgs, fmt.Errorf("unknown role %q", m.Role)
+}
+
+// callArguments is a tool call's arguments string as it goes back, on
+// either wire (a Chat Completions tool call's function.arguments, a
+// Responses function_call item's arguments): the model's bytes, or, for
+// arguments that were not a JSON object, {} unless
+// Options.EchoInvalidArguments (see the option).
+func callArguments(b *llm.Block, opts *Options) (string, error) {
+	switch {
+	case b.InvalidInput != "":
+		if opts.EchoInvalidArguments {
+			return b.InvalidInput, nil
+		}
+		return "{}", nil
+	case len(b.Input) > 0:
+		if !json.Valid(b.Input) {
+			return "", fmt.Errorf("tool_use %s (%s): input is not valid JSON", b.ID, b.Name)
+		}
+		return string(b.Input), nil
+	}
+	return "{}", nil
 }
 
 // maxSchemas bounds the decoded-schema cache.

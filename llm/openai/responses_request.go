@@ -201,25 +201,6 @@ func blockItem(b *llm.Block, role llm.Role, opts *Options) (it responses.Respons
 	return it, false, nil
 }
 
-// callArguments is a tool call's arguments string as it goes back: the
-// model's bytes, or, for arguments that were not a JSON object, {} unless
-// Options.EchoInvalidArguments (see the option).
-func callArguments(b *llm.Block, opts *Options) (string, error) {
-	switch {
-	case b.InvalidInput != "":
-		if opts.EchoInvalidArguments {
-			return b.InvalidInput, nil
-		}
-		return "{}", nil
-	case len(b.Input) > 0:
-		if !json.Valid(b.Input) {
-			return "", fmt.Errorf("tool_use %s (%s): input is not valid JSON", b.ID, b.Name)
-		}
-		return string(b.Input), nil
-	}
-	return "{}", nil
-}
-
 // textItem is a message item of role holding texts: one string, or one
 // input_text part each for a user's several (an assistant's are joined,
 // as its turn was one message).
