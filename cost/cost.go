@@ -13,19 +13,26 @@ type Price struct {
 	Output     float64 `json:"output"`
 	CacheWrite float64 `json:"cache_write"`
 	CacheRead  float64 `json:"cache_read"`
-	// CacheWrite1h is Anthropic's price of a one-hour cache write, where
-	// the built-in table knows it. Of does not charge it: llm.Usage does
-	// not split cache writes by lifetime, and deputy's breakpoints are
-	// five-minute ones unless anthropic.Options.CacheTTL says otherwise.
+	// CacheWrite1h is Anthropic's price of a one-hour cache write
+	// (anthropic.Options.CacheTTL = CacheTTL1h), charged for
+	// Usage.CacheWrite1hTokens. Zero means the row has none (OpenAI's, a
+	// deputy.yaml price): its one-hour writes are charged at CacheWrite.
 	CacheWrite1h float64 `json:"cache_write_1h,omitempty"`
 }
 
-// Of is what usage costs at p. Usage.InputTokens are the uncached ones, so
-// the four kinds add up without double counting.
+// Of is what usage costs at p. Usage.InputTokens are the uncached ones and
+// CacheWrite1hTokens a part of CacheWriteTokens, so the kinds add up
+// without double counting.
 func (p Price) Of(u llm.Usage) float64 {
+	w1h := max(0, min(u.CacheWrite1hTokens, u.CacheWriteTokens))
+	rate1h := p.CacheWrite1h
+	if rate1h == 0 {
+		rate1h = p.CacheWrite
+	}
 	return (float64(u.InputTokens)*p.Input +
 		float64(u.OutputTokens)*p.Output +
-		float64(u.CacheWriteTokens)*p.CacheWrite +
+		float64(u.CacheWriteTokens-w1h)*p.CacheWrite +
+		float64(w1h)*rate1h +
 		float64(u.CacheReadTokens)*p.CacheRead) / 1e6
 }
 

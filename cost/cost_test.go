@@ -50,3 +50,36 @@ func TestTableLookup(t *testing.T) {
 		t.Error("an unpriced model must report ok=false, not a zero cost")
 	}
 }
+
+// One-hour cache writes are charged at CacheWrite1h, the rest of the
+// writes at CacheWrite; a row with no one-hour price charges them all at
+// CacheWrite, and a one-hour count past the writes' total is held to it.
+func TestPriceOfOneHourCacheWrites(t *testing.T) {
+	t.Parallel()
+	sonnet := Price{Input: 3, Output: 15, CacheWrite: 3.75, CacheWrite1h: 6, CacheRead: 0.3}
+	u := llm.Usage{CacheWriteTokens: 1_000_000, CacheWrite1hTokens: 400_000}
+	for _, c := range []struct {
+		name string
+		p    Price
+		u    llm.Usage
+		want float64
+	}{
+		{"split", sonnet, u, 0.6*3.75 + 0.4*6},
+		{"all one-hour", sonnet, llm.Usage{CacheWriteTokens: 500_000, CacheWrite1hTokens: 500_000}, 3},
+		{"no one-hour price", Price{CacheWrite: 3.75}, u, 3.75},
+		{"one-hour past the total", sonnet, llm.Usage{CacheWriteTokens: 100_000, CacheWrite1hTokens: 900_000}, 0.6},
+	} {
+		if got := c.p.Of(c.u); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: Of = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// The built-in rows know the one-hour price: 2x base input, where a
+	// five-minute write is 1.25x.
+	p, ok := Builtin().Lookup("anthropic:claude-sonnet-4-5")
+	if !ok {
+		t.Fatal("no built-in price for claude-sonnet-4-5")
+	}
+	if got, want := p.Of(llm.Usage{CacheWriteTokens: 1_000_000, CacheWrite1hTokens: 1_000_000}), 2*p.Input; math.Abs(got-want) > 1e-9 {
+		t.Errorf("a million one-hour writes on sonnet 4.5 cost %v, want %v", got, want)
+	}
+}

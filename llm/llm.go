@@ -278,6 +278,11 @@ type Usage struct {
 	OutputTokens     int64 `json:"output_tokens"`
 	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// CacheWrite1hTokens are the part of CacheWriteTokens written to a
+	// one-hour cache (Anthropic's ttl "1h"), which is priced apart from a
+	// five-minute write (cost.Price.CacheWrite1h). Already counted in
+	// CacheWriteTokens, so Prompt and Total do not add it again.
+	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens,omitempty"`
 }
 
 // Add accumulates o into u.
@@ -286,6 +291,7 @@ func (u *Usage) Add(o Usage) {
 	u.OutputTokens += o.OutputTokens
 	u.CacheReadTokens += o.CacheReadTokens
 	u.CacheWriteTokens += o.CacheWriteTokens
+	u.CacheWrite1hTokens += o.CacheWrite1hTokens
 }
 
 // Prompt is the whole prompt size: cached, cache-written and uncached input.

@@ -20,12 +20,7 @@ func toResponse(msg *sdk.Message, inputs [][]byte) *llm.Response {
 		Content:      make([]llm.Block, 0, len(msg.Content)),
 		StopReason:   llm.StopReason(msg.StopReason),
 		StopSequence: msg.StopSequence,
-		Usage: llm.Usage{
-			InputTokens:      msg.Usage.InputTokens,
-			OutputTokens:     msg.Usage.OutputTokens,
-			CacheReadTokens:  msg.Usage.CacheReadInputTokens,
-			CacheWriteTokens: msg.Usage.CacheCreationInputTokens,
-		},
+		Usage:        usageOf(&msg.Usage),
 	}
 	for i := range msg.Content {
 		b := &msg.Content[i]
@@ -45,6 +40,22 @@ func toResponse(msg *sdk.Message, inputs [][]byte) *llm.Response {
 		}
 	}
 	return r
+}
+
+// usageOf maps the API's usage. cache_creation splits the cache writes by
+// lifetime (ephemeral_5m_input_tokens, ephemeral_1h_input_tokens; the
+// Messages API's Usage object, anthropic-sdk-go v2 message.go
+// CacheCreation); the one-hour part is priced apart. A stream carries the
+// split in message_start only, while message_delta may restate the total,
+// so the part is kept within the total.
+func usageOf(u *sdk.Usage) llm.Usage {
+	return llm.Usage{
+		InputTokens:        u.InputTokens,
+		OutputTokens:       u.OutputTokens,
+		CacheReadTokens:    u.CacheReadInputTokens,
+		CacheWriteTokens:   u.CacheCreationInputTokens,
+		CacheWrite1hTokens: max(0, min(u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreationInputTokens)),
+	}
 }
 
 // canonical returns raw compacted and with <, >, &, U+2028 and U+2029
