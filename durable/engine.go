@@ -523,9 +523,6 @@ func (e *Engine) startRoot(id, wf string) error {
 // recovers nothing, so it may be used while a worker holds the database.
 // url is the Postgres URL the store was opened with, empty for SQLite.
 func Enqueue(ctx context.Context, st *store.Store, url, task string, spec Spec) (string, error) {
-	// A context that is never launched: it creates or migrates DBOS's
-	// tables (a client would refuse a database no engine has opened yet)
-	// and enqueues, but recovers and dequeues nothing.
 	if err := checkType(spec); err != nil {
 		return "", refusal{err}
 	}
@@ -537,34 +534,16 @@ func Enqueue(ctx context.Context, st *store.Store, url, task string, spec Spec) 
 }
 
 // enqueue queues a run of instance id, as workflow wf of the named kind
-// (a root's or a child's), for a worker. On
-// SQLite, DBOS closes the handle it is given when it shuts down: with url
-// set, it gets a handle of its own on the same file and st stays open.
+// (a root's or a child's), for a worker, on a context that is never
+// launched (withClient): url keeps st open on SQLite.
 func enqueue(ctx context.Context, st *store.Store, url, id, wf, name string) error {
-	cfg := dbosConfig(discard)
-	if st.Dialect() == store.SQLite {
-		cfg.SQLiteSystemDB = st.DB()
-		if url != "" {
-			peer, err := store.Open(ctx, url, store.Options{})
-			if err != nil {
-				return err
-			}
-			defer peer.Close()
-			cfg.SQLiteSystemDB = peer.DB()
+	return withClient(ctx, st, url, func(dctx dbos.Context) error {
+		if _, err := dbos.Enqueue[string](dctx, QueueName, name, id, dbos.WithEnqueueWorkflowID(wf),
+			dbos.WithEnqueueApplicationVersion(AppVersion)); err != nil {
+			return fmt.Errorf("queue %s: %w", id, err)
 		}
-	} else {
-		cfg.DatabaseURL = url
-	}
-	dctx, err := newDBOS(ctx, st, cfg)
-	if err != nil {
-		return fmt.Errorf("durable: connect to the queue: %w", err)
-	}
-	defer dbos.Shutdown(dctx, 5*time.Second)
-	if _, err := dbos.Enqueue[string](dctx, QueueName, name, id, dbos.WithEnqueueWorkflowID(wf),
-		dbos.WithEnqueueApplicationVersion(AppVersion)); err != nil {
-		return fmt.Errorf("queue %s: %w", id, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // register makes the run of instance id cancellable by cancelRun until the

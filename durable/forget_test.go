@@ -2,6 +2,7 @@ package durable_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -15,9 +16,10 @@ import (
 )
 
 // Forget deletes DBOS's rows of the workflows it is given (the root's and
-// its child's, as rm hands them over from store.DeleteTree), leaves another
-// run's alone, skips an id DBOS never had, works beside the live engine,
-// and on SQLite leaves the store's own handle open.
+// its child's, as rm hands them over from store.TreeWorkflows), leaves
+// another run's alone, skips ids DBOS never had (a thousand of them first,
+// so the real ones are in the last of its chunks), works beside the live
+// engine, and on SQLite leaves the store's own handle open.
 func TestForgetDeletesTheEngineRows(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range []store.Dialect{store.SQLite, store.Postgres} {
@@ -26,19 +28,23 @@ func TestForgetDeletesTheEngineRows(t *testing.T) {
 			e, st, url := openOn(t, dialect)
 			ctx := context.Background()
 			gone, kept := finishedRun(t, e, "do it"), finishedRun(t, e, "do it again")
-			d, err := st.DeleteTree(ctx, gone)
-			if err != nil || len(d.Workflows) < 2 {
-				t.Fatalf("DeleteTree(%s): workflows %v, %v; want the root's and its child's", gone, d.Workflows, err)
+			wfs, err := st.TreeWorkflows(ctx, gone)
+			if err != nil || len(wfs) < 2 {
+				t.Fatalf("TreeWorkflows(%s): %v, %v; want the root's and its child's", gone, wfs, err)
 			}
-			for _, wf := range d.Workflows {
+			for _, wf := range wfs {
 				if engineRows(t, st, wf) == 0 {
 					t.Fatalf("workflow %s has no engine rows before Forget: nothing to test", wf)
 				}
 			}
-			if err := durable.Forget(ctx, st, url, append(d.Workflows, "deputy-never-was")); err != nil {
+			ids := make([]string, 0, 1000+len(wfs))
+			for i := range 1000 {
+				ids = append(ids, fmt.Sprintf("deputy-never-was-%d", i))
+			}
+			if err := durable.Forget(ctx, st, url, append(ids, wfs...)); err != nil {
 				t.Fatal(err)
 			}
-			for _, wf := range d.Workflows {
+			for _, wf := range wfs {
 				if n := engineRows(t, st, wf); n != 0 {
 					t.Errorf("workflow %s: %d engine rows left after Forget", wf, n)
 				}

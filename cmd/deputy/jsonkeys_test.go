@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -68,7 +67,7 @@ func TestEveryJSONIsSnakeCase(t *testing.T) {
 		"resume":      {"resume", "--json", queued},
 		"answer":      {"answer", "--json", queued, "x"},
 		"cancel":      {"cancel", "--json", queued},
-		"prune":       {"prune", "--json", "--dry-run", "--before", "1s"},
+		"prune":       {"prune", "--json", "--dry-run", "--before", justAfterTree(t, ws, id)},
 		"rm":          {"rm", "--json", id},
 	}
 	refused := map[string]bool{"pause": true, "resume": true, "answer": true} // a queued root is neither running nor asking
@@ -83,7 +82,6 @@ func TestEveryJSONIsSnakeCase(t *testing.T) {
 			t.Errorf("%s has --json and this test does not run it", name)
 		}
 	}
-	time.Sleep(1100 * time.Millisecond) // for prune's cutoff
 	if len(order) != len(runs) {
 		t.Fatalf("order lists %d commands, runs %d", len(order), len(runs))
 	}

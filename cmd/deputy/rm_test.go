@@ -58,8 +58,8 @@ func TestRmAndPrune(t *testing.T) {
 	out, errOut, code = deputy(t, ws, nil, args...)
 	oneErrorLine(t, args, out, errOut, code, "no instance")
 
-	time.Sleep(1100 * time.Millisecond) // prune's cutoff is wall time: the run ended at least a second ago
-	out, errOut, code = deputy(t, ws, nil, "prune", "--before", "1s", "--dry-run", "--json")
+	cutoff := justAfterTree(t, ws, second.ID)
+	out, errOut, code = deputy(t, ws, nil, "prune", "--before", cutoff, "--dry-run", "--json")
 	var dry struct {
 		DryRun  bool `json:"dry_run"`
 		Removed int  `json:"removed"`
@@ -75,7 +75,7 @@ func TestRmAndPrune(t *testing.T) {
 	if d, _ := count(second.ID); d == 0 {
 		t.Fatal("a dry run deleted")
 	}
-	out, errOut, code = deputy(t, ws, nil, "prune", "--before", "1s")
+	out, errOut, code = deputy(t, ws, nil, "prune", "--before", cutoff)
 	if code != 0 || !strings.Contains(out, "removed 1 trees (4 instances)") {
 		t.Fatalf("prune: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -87,7 +87,7 @@ func TestRmAndPrune(t *testing.T) {
 	if json.Unmarshal([]byte(out), &left) != nil || len(left) != 1 || left[0].ID != live {
 		t.Errorf("after prune, ps --all lists %s; want only the queued %s", out, live)
 	}
-	for _, bad := range []string{"0", "-3h", "soon", "1.5d"} {
+	for _, bad := range []string{"0", "-3h", "soon", "1.5d", "2026-01-02", "2026-01-02T15:04:05"} {
 		args := []string{"prune", "--before", bad}
 		out, errOut, code := deputy(t, ws, nil, args...)
 		oneErrorLine(t, args, out, errOut, code, "positive duration")
@@ -121,4 +121,34 @@ func TestSecondCancelIsANoOp(t *testing.T) {
 	args := []string{"pause", id}
 	out, errOut, code = deputy(t, ws, nil, args...)
 	oneErrorLine(t, args, out, errOut, code, "cannot be paused")
+}
+
+// justAfterTree is --before's RFC 3339 time a microsecond (the store's
+// grain) after the last of root's tree ended, read from ps --all --json:
+// a prune --before it takes the tree, with no wait on the wall clock.
+func justAfterTree(t *testing.T, ws, root string) string {
+	t.Helper()
+	out, errOut, code := deputy(t, ws, nil, "ps", "--all", "--json")
+	var all []struct {
+		Root    string    `json:"root"`
+		EndedAt time.Time `json:"ended_at"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &all) != nil {
+		t.Fatalf("ps --all --json: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var last time.Time
+	for _, in := range all {
+		if in.Root == root {
+			if in.EndedAt.IsZero() {
+				t.Fatalf("an instance of %s has not ended:\n%s", root, out)
+			}
+			if in.EndedAt.After(last) {
+				last = in.EndedAt
+			}
+		}
+	}
+	if last.IsZero() {
+		t.Fatalf("ps --all lists no instance of %s:\n%s", root, out)
+	}
+	return last.Add(time.Microsecond).Format(time.RFC3339Nano)
 }
