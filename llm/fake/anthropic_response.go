@@ -19,15 +19,19 @@ func (s *Server) anthropicMessages(ex *exchange) {
 		return
 	}
 	ex.entry.Request, ex.entry.Stream = d.req, d.stream
+	// The turn ends however the handler does: a cut_stream fault ends it
+	// by panicking with http.ErrAbortHandler, and a continue it left in
+	// flight would refuse every later continue from that message.
+	finished := false
+	defer func() {
+		if !finished {
+			d.thread.abandon()
+		}
+	}()
 	m, reply, ok := s.anthropicAnswer(ex, d)
-	if !ok {
-		d.thread.abandon()
-		return
-	}
-	if reply != nil {
+	if ok && reply != nil {
 		d.thread.finish(m.ID, reply)
-	} else {
-		d.thread.abandon()
+		finished = true
 	}
 }
 

@@ -38,6 +38,11 @@ type threadEntry struct {
 	// continued and inFlight guard the rule that a response is continued
 	// once; both are guarded by the store's mutex.
 	continued, inFlight bool
+	// size is what the entry itself holds (added, and the system prompt
+	// and tools of a thread's first turn); refs counts what keeps it in
+	// memory: its id in the store and its one continuation, which holds
+	// it as parent. The store counts size while refs is above zero.
+	size, refs int
 }
 
 // history is the whole conversation up to and including e's reply.
@@ -53,20 +58,28 @@ func (e *threadEntry) history() []json.RawMessage {
 	return out
 }
 
-// maxThreads bounds the turns a server holds; the oldest go first, and a
+// maxThreads and maxThreadBytes bound the turns a server holds and the
+// bytes they keep in memory (a turn keeps the turns before it, so a long
+// thread's history counts until its last turn goes), as the Responses
+// store is bounded (responses_store.go). The oldest go first, and a
 // continue from one of them is a thread_not_found, which the SDKs recover
 // from by replaying the conversation.
-const maxThreads = 4096
+const (
+	maxThreads     = 4096
+	maxThreadBytes = 64 << 20
+)
 
 // threadStore holds a server's threads.
 type threadStore struct {
-	mu    sync.Mutex
-	byID  map[string]*threadEntry
-	order []string // ids, oldest first
+	mu       sync.Mutex
+	byID     map[string]*threadEntry
+	order    []string // ids, oldest first
+	bytes    int      // the size of every entry in memory
+	maxBytes int
 }
 
 func newThreadStore() *threadStore {
-	return &threadStore{byID: map[string]*threadEntry{}}
+	return &threadStore{byID: map[string]*threadEntry{}, maxBytes: maxThreadBytes}
 }
 
 func (s *Server) threads() *threadStore { return s.threadStore }
@@ -174,6 +187,16 @@ func (t *threadTurn) finish(id string, reply json.RawMessage) {
 	}
 	e := &threadEntry{parent: t.prev, model: t.model, system: t.system, tools: t.tools}
 	e.added = append(append(e.added, t.sent...), reply)
+	for _, m := range e.added {
+		e.size += len(m)
+	}
+	if t.prev == nil {
+		// A continue shares its thread's system prompt and tools.
+		e.size += len(e.system)
+		for _, tool := range e.tools {
+			e.size += len(tool)
+		}
+	}
 	st := t.store
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -182,9 +205,37 @@ func (t *threadTurn) finish(id string, reply json.RawMessage) {
 	}
 	st.byID[id] = e
 	st.order = append(st.order, id)
-	if len(st.order) > maxThreads {
-		delete(st.byID, st.order[0])
+	st.holdLocked(e)
+	for len(st.order) > 0 && (len(st.order) > maxThreads || st.bytes > st.maxBytes) {
+		old := st.order[0]
 		st.order = st.order[1:]
+		st.releaseLocked(st.byID[old])
+		delete(st.byID, old)
+	}
+}
+
+// holdLocked adds a reference to e, and with the first the bytes it holds
+// and its reference to its parent (which a long flight may have seen
+// dropped from the store meanwhile). The caller holds st.mu.
+func (st *threadStore) holdLocked(e *threadEntry) {
+	for ; e != nil; e = e.parent {
+		e.refs++
+		if e.refs > 1 {
+			return
+		}
+		st.bytes += e.size
+	}
+}
+
+// releaseLocked drops one reference to e, and with the last the bytes it
+// held, then its reference to its parent. The caller holds st.mu.
+func (st *threadStore) releaseLocked(e *threadEntry) {
+	for ; e != nil; e = e.parent {
+		e.refs--
+		if e.refs > 0 {
+			return
+		}
+		st.bytes -= e.size
 	}
 }
 

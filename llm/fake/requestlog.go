@@ -18,15 +18,18 @@ type RequestLog struct {
 // serveRequestLog answers deputy's own endpoint for tests in other
 // languages: GET /_deputy/requests[?since=N] lists the logged exchanges
 // whose Seq is above N (those still in flight come once they end), and
-// DELETE /_deputy/requests empties the log (Seq goes on counting, so a
-// poller's since stays good). With Options.APIKey set it wants the key,
-// as the model endpoints do: the log holds whatever clients sent.
+// DELETE /_deputy/requests empties the log (Seq and the request numbers
+// N go on counting, so a poller's since stays good; an exchange in flight
+// is logged when it ends). With Options.APIKey set it wants the key, as
+// the model endpoints do: the log holds whatever clients sent. Its errors
+// are in the wire of the caller's headers, as GET /v1/models answers.
 func (s *Server) serveRequestLog(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	wire := modelsWire(r.Header)
 	fail := func(e *wireError) {
-		w.WriteHeader(e.status)
-		_, _ = w.Write(e.body(Anthropic, ""))
+		w.WriteHeader(e.statusOn(wire))
+		_, _ = w.Write(e.body(wire, ""))
 	}
 	if !s.authorized(r.Header) {
 		fail(authErr(r.Header))
@@ -57,9 +60,9 @@ func (s *Server) serveRequestLog(w http.ResponseWriter, r *http.Request) {
 func (s *Server) requestLog(since int) RequestLog {
 	s.mu.Lock()
 	var done []*LoggedRequest
-	for _, e := range s.log {
-		if e.Seq > since {
-			c := *e
+	for _, slot := range s.log {
+		if slot.entry.Seq > since {
+			c := slot.entry
 			done = append(done, &c)
 		}
 	}
@@ -73,9 +76,10 @@ func (s *Server) requestLog(since int) RequestLog {
 }
 
 // ClearRequests empties the request log (Requests, GET /_deputy/requests);
-// exchanges in flight are logged when they end.
+// exchanges in flight are logged again when they end, with their Seq.
+// Request numbers (RequestInfo.N, Options.Faults' keys) are not reset.
 func (s *Server) ClearRequests() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.log, s.logNext = nil, 0
+	s.clearLogLocked()
 }

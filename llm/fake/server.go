@@ -64,10 +64,15 @@ type Options struct {
 	// Seed makes IDs, delta sizes and random faults repeatable.
 	Seed uint64
 
-	// MaxLogged bounds the request log Requests returns, so a long-running
-	// server does not grow without end: the most recent MaxLogged requests
-	// are kept. Zero means 10,000; negative keeps none.
-	MaxLogged int
+	// MaxLogged and MaxLogBytes bound the request log Requests returns, so
+	// a long-running server does not grow without end: the most recent
+	// requests are kept, at most MaxLogged of them (zero means 10,000;
+	// negative keeps none) holding at most MaxLogBytes (zero means 256 MiB;
+	// negative: no bound by bytes). An entry weighs its answer and twice its
+	// body, the decoded Request being a second copy of the conversation.
+	// The newest entry is kept even when it alone is heavier.
+	MaxLogged   int
+	MaxLogBytes int64
 	// Log, when set, receives one JSON line (a LogEntry) per exchange as it
 	// ends: the request, its answer and how long it took, credentials
 	// redacted. Lines are written whole, one Write each, in the order the
@@ -118,10 +123,11 @@ type Server struct {
 	maxDelta    int
 
 	mu       sync.Mutex
-	n        int              // generation requests numbered so far
-	log      []*LoggedRequest // a ring of at most maxLog entries
-	logNext  int              // where the next entry goes once the ring is full
+	n        int        // generation requests numbered so far
+	log      []*logSlot // oldest first, within maxLog and maxLogBytes
+	logBytes int64      // the log's entries' weight (logSlot.size)
 	maxLog   int
+	maxBytes int64 // 0: no bound by bytes
 	faultRNG *rand.Rand
 	idRNG    *rand.Rand
 	seq      int // exchanges ended so far (LoggedRequest.Seq)
@@ -190,6 +196,12 @@ func NewServer(opts Options) *Server {
 	case opts.MaxLogged > 0:
 		s.maxLog = opts.MaxLogged
 	}
+	switch {
+	case opts.MaxLogBytes == 0:
+		s.maxBytes = defaultMaxLogBytes
+	case opts.MaxLogBytes > 0:
+		s.maxBytes = opts.MaxLogBytes
+	}
 	min := opts.MinCacheTokens
 	if min <= 0 {
 		min = 1024
@@ -216,22 +228,10 @@ func (s *Server) Requests() []LoggedRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]LoggedRequest, 0, len(s.log))
-	for _, e := range append(s.log[s.logNext:len(s.log):len(s.log)], s.log[:s.logNext]...) {
-		out = append(out, *e)
+	for _, e := range s.log {
+		out = append(out, e.entry)
 	}
 	return out
-}
-
-// appendLogLocked adds an entry to the ring; the caller holds s.mu.
-func (s *Server) appendLogLocked(e *LoggedRequest) {
-	switch {
-	case s.maxLog == 0:
-	case len(s.log) < s.maxLog:
-		s.log = append(s.log, e)
-	default:
-		s.log[s.logNext] = e
-		s.logNext = (s.logNext + 1) % s.maxLog
-	}
 }
 
 // Listen serves s on addr (such as "127.0.0.1:0") until the returned close
@@ -413,19 +413,24 @@ func authErr(h http.Header) *wireError {
 }
 
 // redact copies h with credential values replaced, keeping the scheme of an
-// Authorization header so tests can see which style a client used.
+// Authorization header so tests can see which style a client used. Besides
+// the providers' key headers (x-api-key, api-key, x-goog-api-key) it
+// redacts cookies and any header named like a credential (…-key, …-token:
+// x-amz-security-token, anthropic-…-key), since the log goes to files and
+// over HTTP.
 func redact(h http.Header) http.Header {
 	out := h.Clone()
 	for k, vs := range out {
-		switch strings.ToLower(k) {
-		case "x-api-key", "api-key":
-			for i := range vs {
-				vs[i] = "REDACTED"
-			}
-		case "authorization", "proxy-authorization":
+		name := strings.ToLower(k)
+		switch {
+		case name == "authorization" || name == "proxy-authorization":
 			for i, v := range vs {
 				scheme, _, _ := strings.Cut(v, " ")
 				vs[i] = scheme + " REDACTED"
+			}
+		case name == "api-key" || name == "cookie" || strings.HasSuffix(name, "-key") || strings.HasSuffix(name, "-token"):
+			for i := range vs {
+				vs[i] = "REDACTED"
 			}
 		}
 	}
@@ -439,8 +444,8 @@ type exchange struct {
 	w      http.ResponseWriter
 	r      *http.Request
 	entry  LoggedRequest
-	logged *LoggedRequest // the ring's copy, once logged
-	final  bool           // the status is decided
+	logged *logSlot // the log's copy, once logged
+	final  bool     // the status is decided
 	reqID  string
 }
 
@@ -468,17 +473,11 @@ func (ex *exchange) record(status int) {
 	ex.log()
 }
 
-// log puts the entry into the ring, or updates the copy already there.
+// log puts the entry into the log, or updates the copy already there.
 func (ex *exchange) log() {
 	ex.s.mu.Lock()
 	defer ex.s.mu.Unlock()
-	if ex.logged != nil {
-		*ex.logged = ex.entry
-		return
-	}
-	e := ex.entry
-	ex.logged = &e
-	ex.s.appendLogLocked(ex.logged)
+	ex.logged = ex.s.putLogLocked(ex.logged, &ex.entry)
 }
 
 // number assigns the request its number; only requests that reach the
