@@ -132,6 +132,11 @@ func anthMessages(msgs []json.RawMessage, req *llm.Request, pb *prefixBuilder, b
 	if werr := c.placement(); werr != nil {
 		return nil, werr
 	}
+	// After every block decoded, as the API judges signatures only on a
+	// request that is well formed.
+	if werr := c.thinkingCheck(req.Messages); werr != nil {
+		return nil, werr
+	}
 	c.apply(req)
 	return c, nil
 }
@@ -390,7 +395,8 @@ var anthBlockFields = map[string][]string{
 }
 
 // anthBlockCheck refuses a block of a type the API does not know, or a
-// text, tool_use or tool_result block with a field it does not take
+// text, tool_use, tool_result, thinking or redacted_thinking block with a
+// field it does not take or without one it requires
 // (messages.0.content.1.text.foo, the tag in the path as the API's tagged
 // union puts it).
 func anthBlockCheck(raw json.RawMessage, path, typ string) *wireError {
@@ -399,6 +405,9 @@ func anthBlockCheck(raw json.RawMessage, path, typ string) *wireError {
 	}
 	if fields, ok := anthBlockFields[typ]; ok {
 		return onlyFields(raw, path+"."+typ, fields)
+	}
+	if typ == "thinking" || typ == "redacted_thinking" {
+		return anthThinkingBlockFields(raw, path, typ)
 	}
 	return nil
 }

@@ -1,56 +1,27 @@
 package fake
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"strings"
 )
 
 // Reasoning items' encrypted_content. The real API's is an opaque token
 // (Fernet-style, "gAAAAAB…") that only the API can read, which a client
 // must send back unchanged; a changed one is refused as "could not be
 // verified". The fake's token carries the scenario's thinking text with a
-// MAC, so it too detects a client that alters it. The key is fixed, like
-// ThinkingSignature's, so a token from one fake server is good on another,
-// as a scenario replayed on a fresh server expects.
+// MAC (sealer, thinking_sig.go, which also makes ThinkingSignature), so it
+// too detects a client that alters it.
 
-// reasoningPrefix starts every token, as Fernet tokens start "gAAAAA".
-const reasoningPrefix = "gAAAAAB"
-
-var reasoningKey = []byte("deputy-fake-reasoning-v1")
-
-// reasoningMACLen is how much of the HMAC the token keeps.
-const reasoningMACLen = 16
+// reasoningSeal makes the tokens; its prefix is the Fernet tokens' start.
+var reasoningSeal = sealer{prefix: "gAAAAAB", key: []byte("deputy-fake-reasoning-v1"), enc: base64.RawURLEncoding}
 
 // sealReasoning makes the encrypted_content of a reasoning item whose
 // thinking is text.
-func sealReasoning(text string) string {
-	m := hmac.New(sha256.New, reasoningKey)
-	m.Write([]byte(text))
-	payload := append(m.Sum(nil)[:reasoningMACLen], text...)
-	return reasoningPrefix + base64.RawURLEncoding.EncodeToString(payload)
-}
+func sealReasoning(text string) string { return reasoningSeal.seal(text) }
 
 // openReasoning returns the thinking a token carries, and whether the
 // token is one sealReasoning made, byte for byte.
-func openReasoning(token string) (string, bool) {
-	rest, ok := strings.CutPrefix(token, reasoningPrefix)
-	if !ok {
-		return "", false
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil || len(payload) < reasoningMACLen {
-		return "", false
-	}
-	m := hmac.New(sha256.New, reasoningKey)
-	m.Write(payload[reasoningMACLen:])
-	if !hmac.Equal(m.Sum(nil)[:reasoningMACLen], payload[:reasoningMACLen]) {
-		return "", false
-	}
-	return string(payload[reasoningMACLen:]), true
-}
+func openReasoning(token string) (string, bool) { return reasoningSeal.open(token) }
 
 // thinkingText reads the thinking text of a scenario's thinking block
 // (Anthropic's shape, {"type":"thinking","thinking":…}).

@@ -1,8 +1,6 @@
 package fake
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -318,14 +316,15 @@ func (f *faultRule) fires(seed int64, n, index int) bool {
 }
 
 // ThinkingSignature is the signature the fake gives a thinking block with
-// this text. The fake server can check a block sent back against it, the way
-// the real API refuses a modified thinking block.
-func ThinkingSignature(thinking string) string {
-	sum := sha256.Sum256([]byte("deputy-fake-thinking\x00" + thinking))
-	return base64.StdEncoding.EncodeToString(sum[:])
-}
+// this text: a sealed token that carries the text (thinkingSeal,
+// thinking_sig.go), so the fake server can tell a block sent back with its
+// text changed (refused, as the real API refuses it) from one whose text
+// was omitted (display "omitted": accepted, the signature carries the
+// thinking).
+func ThinkingSignature(thinking string) string { return thinkingSeal.seal(thinking) }
 
-// thinkingBlock is the raw JSON of a thinking block, in Anthropic's shape.
+// thinkingBlock is the raw JSON of a thinking block, in Anthropic's shape,
+// signed (ThinkingSignature, thinking_sig.go).
 func thinkingBlock(text string) []byte {
 	b := make([]byte, 0, len(text)+100)
 	b = append(b, `{"type":"thinking","thinking":`...)

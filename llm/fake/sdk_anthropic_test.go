@@ -189,8 +189,8 @@ func TestAnthropicSDKFullRequestDecodes(t *testing.T) {
 		Messages: []anthropic.MessageParam{
 			anthropic.NewUserMessage(anthropic.NewTextBlock("find it"), anthropic.NewImageBlockBase64("image/png", "iVBORw0KGgo=")),
 			anthropic.NewAssistantMessage(
-				anthropic.NewThinkingBlock("c2ln", "Let me search."),
-				anthropic.NewRedactedThinkingBlock("cmVkYWN0ZWQ="),
+				anthropic.NewThinkingBlock(ThinkingSignature("Let me search."), "Let me search."),
+				anthropic.NewRedactedThinkingBlock(RedactedThinkingData("redacted")),
 				anthropic.NewToolUseBlock("toolu_01a", toolInput, "search"),
 			),
 			anthropic.NewUserMessage(anthropic.NewToolResultBlock("toolu_01a", "found 3", false), anthropic.NewTextBlock("and?")),

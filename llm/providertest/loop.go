@@ -377,9 +377,12 @@ func testPromptCache(t *testing.T, tg Target) {
 	}
 }
 
-const (
-	thinkingRaw = `{"type":"thinking","thinking":"The user wants <the time> & the date.\nI should call now.","signature":"EqQBCkYIBxgCKkBsig+/=="}`
-	redactedRaw = `{"type":"redacted_thinking","data":"EmwKAhgBEgyRedactedData+/="}`
+// The thinking and redacted blocks carry tokens the fake made: its server
+// refuses any other, as the Messages API does.
+var (
+	thinkingRaw = `{"type":"thinking","thinking":"The user wants <the time> & the date.\nI should call now.","signature":"` +
+		fake.ThinkingSignature("The user wants <the time> & the date.\nI should call now.") + `"}`
+	redactedRaw = `{"type":"redacted_thinking","data":"` + fake.RedactedThinkingData("redacted") + `"}`
 )
 
 // testThinking checks that thinking blocks survive the transcript: stored
