@@ -6,8 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/deputy-run/deputy/llm"
 )
 
 // The Messages API's options around the answer: output_config (effort,
@@ -240,39 +238,13 @@ func anthContextManagement(w *anthWireRequest) (bool, *wireError) {
 	return true, nil
 }
 
-// applySchema makes the answer's text JSON valid against schema, as
-// constrained decoding does on the real API: the text blocks become one
-// text block holding schemaReply's instance of the scripted text. An
-// answer that is only tool calls stays as it is (the model may call tools
-// before it answers).
+// applySchema makes the answer's text JSON valid against output_format's
+// schema, as constrained decoding does on the real API, with the shaper
+// every wire shares (answerBySchema).
 func applySchema(g *generation, schema json.RawMessage) error {
-	var text []string
-	var out []llm.Block
-	at := -1
-	for _, b := range g.content {
-		if b.Type == llm.TypeText {
-			if at < 0 {
-				at = len(out)
-				out = append(out, b)
-			}
-			text = append(text, b.Text)
-			continue
-		}
-		out = append(out, b)
-	}
-	if at < 0 && len(out) > 0 {
-		return nil
-	}
-	answer, err := schemaReply(schema, strings.Join(text, ""))
-	if err != nil {
+	if err := g.answerBySchema(schema); err != nil {
 		return fmt.Errorf("fake: structured output: %w", err)
 	}
-	if at < 0 {
-		out, at = append(out, llm.Block{}), 0
-	}
-	out[at] = llm.Text(answer)
-	g.content = out
-	g.output = llm.EstimateOutput(g.content)
 	return nil
 }
 

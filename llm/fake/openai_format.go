@@ -40,9 +40,11 @@ type oaiFormat struct {
 	schema []byte
 }
 
-// jsonObjectSchema is the shape a json_object answer takes when the
-// scripted text is not a JSON object itself.
-var jsonObjectSchema = []byte(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`)
+// jsonObjectSchema is json_object mode on both OpenAI wires: any JSON
+// object is valid (scripted text that is one is answered as it is), and
+// other text is wrapped as {"text": ...}, the first branch schemaReply
+// builds, so the scenario's words still reach the client.
+var jsonObjectSchema = []byte(`{"anyOf":[{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false},{"type":"object"}]}`)
 
 // oaiResponseFormat checks response_format and returns the format the
 // answer must take, nil for plain text. A json_object request must say

@@ -10,10 +10,10 @@ import (
 // shape makes a generation what the request's format and strict tools
 // promise: arguments of a strict tool valid against its parameters, and
 // the text, under a JSON response format, one JSON value valid against
-// the schema (schemaReply keeps scripted text that already is). Under a
-// JSON format a refusal stays text: it goes out as message.refusal, as
-// structured outputs answer one. Output tokens are counted again when the
-// fake estimated them (not when the Responder pinned usage).
+// the schema (answerBySchema, which every wire shares; a refusal stays
+// text and goes out as message.refusal, as structured outputs answer one).
+// Output tokens are counted again when the fake estimated them (not when
+// the Responder pinned usage).
 func (d *oaiDecoded) shape(g *generation) error {
 	changed := false
 	for i := range g.content {
@@ -28,20 +28,12 @@ func (d *oaiDecoded) shape(g *generation) error {
 		}
 		b.Input, b.InvalidInput, changed = json.RawMessage(args), "", true
 	}
-	if d.format != nil && g.stop != llm.StopRefusal {
-		if err := d.shapeText(g); err != nil {
-			return err
-		}
-		changed = true
+	if changed {
+		g.reestimate()
 	}
-	if changed && g.plan != nil {
-		g.output = llm.EstimateOutput(g.content)
+	if d.format == nil {
+		return nil
 	}
-	return nil
-}
-
-// shapeText makes the text the JSON answer the format asks for.
-func (d *oaiDecoded) shapeText(g *generation) error {
 	if err := g.answerBySchema(d.format.schema); err != nil {
 		return fmt.Errorf("fake: answer for response_format %q: %w", d.format.name, err)
 	}

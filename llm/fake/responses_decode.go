@@ -153,7 +153,7 @@ func decodeResponses(body []byte, hist respHistory) (*respDecoded, *wireError) {
 	if w.Input == nil && w.PreviousResponseID == nil && isNull(w.Prompt) {
 		return nil, oaiInvalid("input", "missing_required_parameter", "Missing required parameter: 'input'.")
 	}
-	if d.jsonObject && !respSaysJSON(req) {
+	if d.jsonObject && !mentionsJSON(req) {
 		return nil, oaiInvalid("input", "", "Response input messages must contain the word 'json' in some form to use 'text.format' of type 'json_object'.")
 	}
 	d.req, d.elems, d.items = req, pb.elems, items
@@ -196,20 +196,6 @@ func respPrompt(w *respWireRequest, items []json.RawMessage, prior int, d *respD
 		pb.end(systemTokens(*w.Instructions), 0)
 	}
 	return pb, respItems(items, prior, req, pb, d)
-}
-
-// respSaysJSON reports whether the instructions or a message say "json"
-// in any case, which json_object mode requires of the prompt.
-func respSaysJSON(req *llm.Request) bool {
-	if strings.Contains(strings.ToLower(req.System), "json") {
-		return true
-	}
-	for _, m := range req.Messages {
-		if strings.Contains(strings.ToLower(m.Text()), "json") {
-			return true
-		}
-	}
-	return false
 }
 
 // respConversation answers a conversation (an id, or {id}) as the API
@@ -392,7 +378,7 @@ func respText(raw json.RawMessage, d *respDecoded) *wireError {
 	switch t.Format.Type {
 	case "text":
 	case "json_object":
-		d.schema, d.jsonObject = json.RawMessage(`{"type":"object"}`), true
+		d.schema, d.jsonObject = jsonObjectSchema, true
 	case "json_schema":
 		if t.Format.Name == nil {
 			return oaiInvalid("text.format.name", "missing_required_parameter", "Missing required parameter: 'text.format.name'.")
@@ -400,7 +386,13 @@ func respText(raw json.RawMessage, d *respDecoded) *wireError {
 		if isNull(t.Format.Schema) {
 			return oaiInvalid("text.format.schema", "missing_required_parameter", "Missing required parameter: 'text.format.schema'.")
 		}
-		if werr := respCheckSchema(*t.Format.Name, t.Format.Schema); werr != nil {
+		// strict is a boolean or null, false by default (openai-openapi's
+		// TextResponseFormatJsonSchema).
+		strict := string(t.Format.Strict) == "true"
+		if !isNull(t.Format.Strict) && !strict && string(t.Format.Strict) != "false" {
+			return oaiInvalid("text.format.strict", "invalid_type", "Invalid type for 'text.format.strict': expected a boolean.")
+		}
+		if werr := respCheckSchema(*t.Format.Name, t.Format.Schema, strict); werr != nil {
 			return werr
 		}
 		d.schema = t.Format.Schema

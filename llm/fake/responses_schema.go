@@ -1,58 +1,31 @@
 package fake
 
 import (
-	"errors"
-	"strings"
-
-	"github.com/deputy-run/deputy/llm"
+	"fmt"
 )
 
 // text.format json_schema: the answer's text is JSON valid against the
-// schema (schemaReply), as the API's structured outputs guarantee.
+// schema, as the API's structured outputs guarantee, shaped by the shaper
+// every wire shares (answerBySchema).
 
-// respCheckSchema refuses a schema the fake cannot answer, before the
-// request is numbered, in the words OpenAI uses for an invalid schema
-// ("Invalid schema for response_format 'NAME': In context=(), ...").
-func respCheckSchema(name string, schema []byte) *wireError {
-	_, err := schemaReply(schema, "")
-	var se *schemaError
-	if errors.As(err, &se) {
-		return oaiInvalid("text.format.schema", "invalid_json_schema", "Invalid schema for response_format '%s': %s.", name, strings.TrimSuffix(se.Error(), "."))
+// respCheckSchema refuses a format the API refuses, as Chat Completions
+// refuses its response_format (oaiCheckSchema: strict mode's subset under
+// strict: true, and a schema the fake cannot answer), and a name outside
+// the pattern both OpenAI wires give (openai-openapi's
+// ResponseFormatJsonSchema and TextResponseFormatJsonSchema: "Must be a-z,
+// A-Z, 0-9, or contain underscores and dashes"). The message is the
+// API's ("Invalid schema for response_format 'NAME': In context=(), ...").
+func respCheckSchema(name string, schema []byte, strict bool) *wireError {
+	if !validSchemaName(name) {
+		return oaiInvalid("text.format.name", "invalid_value", "Invalid 'text.format.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.")
 	}
-	if err != nil {
-		return oaiInvalid("text.format.schema", "invalid_json_schema", "Invalid schema for response_format '%s': %v.", name, err)
-	}
-	return nil
+	return oaiCheckSchema(schema, strict, "text.format.schema", "invalid_json_schema", "response_format '"+name+"'")
 }
 
-// schemaContent replaces the answer's text blocks with one text block
-// holding JSON valid against schema (the scripted text itself when it is
-// such JSON). Tool calls stay: a turn that calls a tool has no message to
-// shape.
+// schemaContent makes the answer's text what text.format asks for.
 func schemaContent(g *generation, schema []byte) error {
-	var text strings.Builder
-	at := -1
-	out := make([]llm.Block, 0, len(g.content))
-	for _, b := range g.content {
-		if b.Type != llm.TypeText {
-			out = append(out, b)
-			continue
-		}
-		if at < 0 {
-			at = len(out)
-			out = append(out, b)
-		}
-		text.WriteString(b.Text)
+	if err := g.answerBySchema(schema); err != nil {
+		return fmt.Errorf("fake: answer for text.format: %w", err)
 	}
-	if at < 0 {
-		return nil
-	}
-	reply, err := schemaReply(schema, text.String())
-	if err != nil {
-		return err
-	}
-	out[at] = llm.Text(reply)
-	g.content = out
-	g.output = llm.EstimateOutput(g.content)
 	return nil
 }

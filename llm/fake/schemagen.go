@@ -735,13 +735,21 @@ func sub(path []string, elems ...string) []string {
 	return append(append(out, path...), elems...)
 }
 
-// answerBySchema is structured outputs on any wire: it replaces the text
-// blocks by one holding schemaReply's answer, where the first was (or
-// first, when there was none and no tool call either: a turn that only
-// calls tools has no message to shape). An answer cut by max_tokens is cut
-// as long as the text was, so it stops mid-JSON as a real one does. The
-// caller counts output tokens again if it estimates them.
+// answerBySchema is structured outputs, the one shaper every wire calls
+// (Messages' output_format, Chat's response_format, Responses'
+// text.format): it replaces the text blocks by one holding schemaReply's
+// answer, where the first was, or after the rest when there was none and no
+// tool call either (a turn that only calls tools has no message to shape;
+// one that only thinks still answers, after its thinking, unless
+// max_tokens ended it first). A refusal
+// stays as the model said it: the APIs do not hold a refusal to the
+// schema. An answer cut by max_tokens is cut as long as the text was, so
+// it stops mid-JSON as a real one does. Output tokens are counted again
+// when the fake estimated them.
 func (g *generation) answerBySchema(schema []byte) error {
+	if g.stop == llm.StopRefusal {
+		return nil
+	}
 	var text strings.Builder
 	at, calls := -1, 0
 	kept := g.content[:0:0]
@@ -759,7 +767,8 @@ func (g *generation) answerBySchema(schema []byte) error {
 		}
 		kept = append(kept, b)
 	}
-	if at < 0 && calls > 0 {
+	if at < 0 && (calls > 0 || g.stop == llm.StopMaxTokens) {
+		// Only tool calls, or max_tokens reached before any text.
 		return nil
 	}
 	out, err := schemaReply(schema, text.String())
@@ -774,10 +783,18 @@ func (g *generation) answerBySchema(schema []byte) error {
 		out = out[:n]
 	}
 	if at < 0 {
-		kept = append([]llm.Block{{}}, kept...)
-		at = 0
+		at, kept = len(kept), append(kept, llm.Block{})
 	}
 	kept[at] = llm.Text(out)
 	g.content = kept
+	g.reestimate()
 	return nil
+}
+
+// reestimate counts output tokens again after the content was shaped,
+// unless the Responder pinned usage (then its figures stand).
+func (g *generation) reestimate() {
+	if g.plan != nil {
+		g.output = llm.EstimateOutput(g.content)
+	}
 }
