@@ -34,7 +34,10 @@ func compileTextMatch(pattern string) (textMatch, error) {
 	if err != nil {
 		return textMatch{}, err
 	}
-	if lit, complete := re.LiteralPrefix(); complete {
+	// The substring shortcut only for a pattern that is its literal: Go
+	// calls ^small$ a complete literal too, and a substring test would let
+	// "not-small-at-all" match it.
+	if lit, complete := re.LiteralPrefix(); complete && regexp.QuoteMeta(lit) == pattern {
 		return textMatch{set: true, literal: lit, isLit: true}, nil
 	}
 	return textMatch{set: true, re: re}, nil

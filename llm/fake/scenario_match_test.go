@@ -266,3 +266,27 @@ func TestLiteralPatternsSkipRegexp(t *testing.T) {
 		t.Errorf("regexp compiled as %+v, %v", re, err)
 	}
 }
+
+// An anchored pattern is Go's complete literal too, but not a substring
+// test: ^small$ names small alone.
+func TestAnchoredLiteralIsNotASubstring(t *testing.T) {
+	t.Parallel()
+	for pattern, cases := range map[string]map[string]bool{
+		"^small$":   {"small": true, "not-small-at-all": false, "smaller": false},
+		`\Asmall\z`: {"small": true, "a small one": false},
+		`gpt-5\.6`:  {"gpt-5.6-terra": true, "gpt-5x6": false},
+	} {
+		m, err := compileTextMatch(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s, want := range cases {
+			if got := m.match(s); got != want {
+				t.Errorf("%q matching %q = %v, want %v", pattern, s, got, want)
+			}
+		}
+	}
+	if m, _ := compileTextMatch(`gpt-5\.6`); !m.isLit {
+		t.Error(`gpt-5\.6 is a literal and should take the substring path`)
+	}
+}
