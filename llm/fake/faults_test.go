@@ -36,11 +36,13 @@ var wires = []wireCase{
 
 // rawRead posts and reads the body, returning what arrived before any
 // read error.
+// rawRead posts body and reads the answer whole; it reports errors rather
+// than failing t, so a test may call it from a goroutine of its own.
 func rawRead(t *testing.T, url, path, body string) (int, []byte, error) {
 	t.Helper()
 	res, err := http.Post(url+path, "application/json", strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
@@ -311,9 +313,14 @@ func TestReplyLatencyOverridesOptions(t *testing.T) {
 	})
 	_, url := srvStart(t, Options{Clock: fc, FirstByte: time.Hour, PerToken: time.Hour, Responder: resp})
 	done := make(chan struct{})
-	go func() { defer close(done); srvPost(t, url, "/v1/messages", anthStreamBody) }()
+	var status int
+	var err error
+	go func() { defer close(done); status, _, err = rawRead(t, url, "/v1/messages", anthStreamBody) }()
 	if moved := driveClock(t, fc, time.Second, done); moved != 7*time.Second {
 		t.Fatalf("moved %v, want 7s (5s first byte + 2 tokens)", moved)
+	}
+	if status != http.StatusOK || err != nil {
+		t.Fatalf("status %d, %v", status, err)
 	}
 }
 
