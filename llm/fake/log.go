@@ -9,8 +9,10 @@ import (
 )
 
 // maxAnswerLogged bounds the answer body kept per exchange (LoggedRequest.
-// Answer): a long stream is logged up to here and marked cut, so a log of
-// 10,000 exchanges stays within memory a test machine has.
+// Answer): a long stream is logged up to here and marked cut, so one
+// exchange cannot fill the log. The log as a whole is bounded by
+// Options.MaxLogBytes (requestlog_ring.go), as 10,000 entries of this size
+// alone would be 10 GiB.
 const maxAnswerLogged = 1 << 20
 
 // answerRecorder is the ResponseWriter every exchange writes through: it

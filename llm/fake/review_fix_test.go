@@ -3,6 +3,7 @@ package fake
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -210,5 +211,30 @@ func TestRequestLogErrorsInTheCallersWire(t *testing.T) {
 	status, _, body = getLog(t, url, http.MethodGet, "", "x-api-key", "wrong", "anthropic-version", "2023-06-01")
 	if status != http.StatusUnauthorized || srvDig(srvJSON(t, []byte(body)), "type") != "error" || srvDig(srvJSON(t, []byte(body)), "error", "type") != "authentication_error" {
 		t.Fatalf("Anthropic caller, wrong key: %d %s", status, body)
+	}
+}
+
+// TestFuzzSeedsReachTheDecoders: the fuzz target's Responses and new
+// Messages seeds are answered past validation (a 200, or for the seeds
+// naming what the server never stored, the API's refusal that it was not found), so
+// the fuzzer starts from bodies that reach deep into the decoders rather
+// than ones refused at their first field. Every seed is run through the
+// target's own property check too.
+func TestFuzzSeedsReachTheDecoders(t *testing.T) {
+	t.Parallel()
+	for path, seeds := range map[string][]string{"/v1/responses": fuzzResponsesSeeds, "/v1/messages": fuzzMessagesSeeds} {
+		p := Anthropic
+		if path == "/v1/responses" {
+			p = OpenAI
+		}
+		for i, s := range seeds {
+			rec := httptest.NewRecorder()
+			fuzzServer.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(s)))
+			checkAnswer(t, p, rec)
+			missing := strings.Contains(s, "_missing") || strings.Contains(s, "_seed")
+			if rec.Code != http.StatusOK && !(missing && rec.Code < 500 && strings.Contains(rec.Body.String(), " found")) {
+				t.Errorf("%s seed %d: %d %s", path, i, rec.Code, rec.Body)
+			}
+		}
 	}
 }

@@ -216,7 +216,39 @@ func checkAnswer(t *testing.T, p Provider, rec *httptest.ResponseRecorder) {
 	}
 }
 
+// fuzzResponsesSeeds are Responses bodies reaching what responses_decode.go
+// and responses_items.go read: function and custom tool calls and their
+// outputs, reasoning with encrypted_content, item_reference, namespace
+// tools and additional_tools (Codex CLI's code mode), instructions,
+// developer messages and text.format.
+var fuzzResponsesSeeds = []string{
+	`{"model":"gpt-5","input":"hello"}`,
+	`{"model":"gpt-5","stream":true,"input":"w","tools":[{"type":"function","name":"lookup","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}],"tool_choice":"required"}`,
+	`{"model":"gpt-5","input":[{"role":"user","content":[{"type":"input_text","text":"go"}]},{"type":"function_call","call_id":"call_1","name":"lookup","arguments":"{\"q\":1}"},{"type":"function_call_output","call_id":"call_1","output":"done"}],"text":{"format":{"type":"json_schema","name":"out","strict":true,"schema":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}}}}`,
+	`{"model":"gpt-5","input":[{"type":"reasoning","summary":[{"type":"summary_text","text":"s"}],"encrypted_content":"gAAAAB-seed"},{"type":"item_reference","id":"msg_seed"}],"reasoning":{"effort":"minimal","summary":"auto"},"include":["reasoning.encrypted_content"],"max_output_tokens":16}`,
+	`{"model":"gpt-5","store":false,"input":[{"type":"custom_tool_call","call_id":"c2","name":"apply_patch","input":"*** Begin Patch"},{"type":"custom_tool_call_output","call_id":"c2","output":"ok"}],"tools":[{"type":"custom","name":"apply_patch","format":{"type":"grammar","syntax":"lark","definition":"start: /.+/"}},{"type":"namespace","name":"fs","tools":[{"type":"function","name":"read","parameters":{"type":"object"}}]}]}`,
+	`{"model":"gpt-5","stream":true,"instructions":"terse","input":[{"type":"additional_tools","tools":[{"type":"function","name":"extra","parameters":{"type":"object"}}]},{"role":"developer","content":"say json"},{"role":"assistant","content":[{"type":"output_text","text":"ok","annotations":[]}]},{"role":"user","content":"json please"}],"text":{"format":{"type":"json_object"}}}`,
+	`{"model":"gpt-5","previous_response_id":"resp_missing","input":"again"}`,
+}
+
+// fuzzMessagesSeeds reach the Messages fields the fuzz target's first seeds
+// predate: role-system messages (with tool_addition), threads,
+// output_config and output_format, context_management and adaptive
+// thinking.
+var fuzzMessagesSeeds = []string{
+	`{"model":"claude-test","max_tokens":64,"messages":[{"role":"user","content":"q"},{"role":"system","content":[{"type":"text","text":"mid"},{"type":"tool_addition","tool":{"name":"t","input_schema":{"type":"object"}}}]},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_9","name":"t","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_9","content":"r"}]}],"tools":[{"name":"t","input_schema":{"type":"object"}}],"thinking":{"type":"adaptive","display":"omitted"},"context_management":{"edits":[{"type":"clear_tool_uses_20250919"}]}}`,
+	`{"model":"claude-test","max_tokens":64,"stream":true,"thread":{"type":"create"},"system":"s","messages":[{"role":"user","content":"q"}],"output_config":{"effort":"low","format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}}}`,
+	`{"model":"claude-test","max_tokens":64,"thread":{"type":"continue","previous_message_id":"msg_seed"},"messages":[{"role":"user","content":"more"}]}`,
+	`{"model":"claude-test","max_tokens":64,"output_format":{"type":"json_schema","schema":{"type":"object"}},"messages":[{"role":"user","content":"q"}]}`,
+}
+
 func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range fuzzResponsesSeeds {
+		f.Add("/v1/responses", []byte(s))
+	}
+	for _, s := range fuzzMessagesSeeds {
+		f.Add("/v1/messages", []byte(s))
+	}
 	for _, s := range []string{
 		helloAnthropic, anthStreamBody, helloOpenAI, oaiStreamBody, "", "null", "[]", `{"model":`, "\xff",
 		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x"}]}]}`,
@@ -225,7 +257,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"model":"m","max_tokens":0,"stop_sequences":[""],"messages":[{"role":"user","content":""}]}`,
 		`{"model":"m","max_tokens":9,"thinking":{"type":"enabled","budget_tokens":1024},"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"q"}]}`,
 	} {
-		for _, path := range []string{"/v1/messages", "/v1/chat/completions", "/v1/messages/count_tokens"} {
+		for _, path := range []string{"/v1/messages", "/v1/chat/completions", "/v1/messages/count_tokens", "/v1/responses"} {
 			f.Add(path, []byte(s))
 		}
 	}
@@ -233,7 +265,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		p := Anthropic
 		switch path {
 		case "/v1/messages", "/v1/messages/count_tokens":
-		case "/v1/chat/completions":
+		case "/v1/chat/completions", "/v1/responses":
 			p = OpenAI
 		default:
 			path = "/v1/messages"
