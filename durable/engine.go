@@ -28,6 +28,7 @@ import (
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
+	"github.com/deputy-run/deputy/durable/internal/dbosclient"
 	"github.com/deputy-run/deputy/internal/pgdial"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
@@ -248,7 +249,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	// cancelled ctx (a signal handler's, say) would otherwise cancel every
 	// run with a cause other than its shutdown, which DBOS records as the
 	// runs' durable cancellation, and nothing would ever resume them.
-	dctx, err := newDBOS(context.WithoutCancel(ctx), opts.Store, cfg)
+	dctx, err := dbosclient.New(context.WithoutCancel(ctx), opts.Store, cfg)
 	if err != nil {
 		if cfg.SystemDBPool != nil {
 			cfg.SystemDBPool.Close() // DBOS closes it at its shutdown, not when it fails to start
@@ -353,19 +354,6 @@ func dbosPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("durable: DBOS's pool: %w", err)
 	}
 	return pool, nil
-}
-
-// newDBOS makes a DBOS context under the store's schema lock: DBOS
-// creates and migrates its tables as it starts, and workers starting at
-// once on a new Postgres database would race to ("duplicate key value
-// violates unique constraint pg_namespace_nspname_index").
-func newDBOS(ctx context.Context, st *store.Store, cfg dbos.Config) (dbos.Context, error) {
-	var dctx dbos.Context
-	err := st.SchemaLock(ctx, func() (err error) {
-		dctx, err = dbos.NewContext(ctx, cfg)
-		return err
-	})
-	return dctx, err
 }
 
 // Close stops the engine, waiting up to timeout for running steps:
@@ -534,10 +522,9 @@ func Enqueue(ctx context.Context, st *store.Store, url, task string, spec Spec) 
 }
 
 // enqueue queues a run of instance id, as workflow wf of the named kind
-// (a root's or a child's), for a worker, on a context that is never
-// launched (withClient): url keeps st open on SQLite.
+// (a root's or a child's), for a worker, on a never-launched context.
 func enqueue(ctx context.Context, st *store.Store, url, id, wf, name string) error {
-	return withClient(ctx, st, url, func(dctx dbos.Context) error {
+	return dbosclient.With(ctx, st, url, dbosConfig(discard), func(dctx dbos.Context) error {
 		if _, err := dbos.Enqueue[string](dctx, QueueName, name, id, dbos.WithEnqueueWorkflowID(wf),
 			dbos.WithEnqueueApplicationVersion(AppVersion)); err != nil {
 			return fmt.Errorf("queue %s: %w", id, err)
