@@ -12,8 +12,9 @@ import (
 // per model (see Unpriced), so an unknown cost says how to make it known.
 //
 // The key is written plain, as deputy.yaml's own examples write
-// provider:model: a block mapping takes "openai:gpt-9" as one scalar, while
-// a flow mapping would not, and deputy.yaml keeps a quoted key's quotes.
+// provider:model: a block mapping takes openai:gpt-9 as one scalar. (A
+// quoted key would be read as the same text; the plain one is the
+// easier to read.)
 func Hint(model string) string {
 	return fmt.Sprintf("%s: {input: 0, output: 0, cache_write: 0, cache_read: 0}  # USD per million tokens", model)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/instance"
+	"github.com/deputy-run/deputy/internal/termui"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
@@ -339,7 +340,7 @@ func (n *treeNode) sum() {
 
 func printTree(w io.Writer, n *treeNode, indent string) {
 	fmt.Fprintf(w, "%s%s  %s  %s  %d turns  %d tokens  %s\n", indent, n.ID, n.Type, n.State, n.Turns,
-		n.Subtree.Usage.Total(), costCell(n.Subtree.Cost))
+		n.Subtree.Usage.Total(), termui.CostCell(n.Subtree.Cost))
 	for _, c := range n.Children {
 		printTree(w, c, indent+"  ")
 	}

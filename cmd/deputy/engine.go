@@ -12,6 +12,7 @@ import (
 	"time"
 
 	deputylib "github.com/deputy-run/deputy"
+	"github.com/deputy-run/deputy/internal/termui"
 	"github.com/deputy-run/deputy/store"
 )
 
@@ -123,4 +124,4 @@ func dbName(where string) string {
 	return where
 }
 
-func oneLineOf(s string, n int) string { return clip(strings.Join(strings.Fields(s), " "), n) }
+func oneLineOf(s string, n int) string { return termui.Clip(strings.Join(strings.Fields(s), " "), n) }

@@ -21,6 +21,7 @@ import (
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/instance"
+	"github.com/deputy-run/deputy/internal/termui"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/store"
@@ -48,7 +49,7 @@ type runOptions struct {
 	searchURL   string
 	timeout     time.Duration
 	drain       time.Duration
-	style       style // of stderr: a terminal's colour and status line, or plain
+	style       termui.Style // of stderr: a terminal's colour and status line, or plain
 }
 
 func newRunCmd() *cobra.Command {
@@ -124,9 +125,9 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 		return err
 	}
 	drain := cmp.Or(o.drain, durable.DefaultDrain)
-	prog := &runProgress{w: stderr, style: o.style}
+	prog := termui.NewProgress(stderr, o.style)
 	// What the signals say goes above the status line, as progress does.
-	ctx, hurry, release := stopSignals(ctx, lineWriter{prog}, drain, o.quiet)
+	ctx, hurry, release := stopSignals(ctx, prog.Writer(), drain, o.quiet)
 	defer release()
 	opts, err := o.options(spec, stderr, prog)
 	if err != nil {
@@ -144,15 +145,15 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	opened(rt, stderr, "deputy", o.quiet)
 
 	if !o.quiet {
-		prog.start(clock.Real)
-		defer prog.stop()
+		prog.Start(clock.Real)
+		defer prog.Stop()
 	}
 	id, err := rt.Start(ctx, t)
 	if err != nil {
 		return err
 	}
 	root, records, done, err := awaitRun(ctx, rt, id, o.db, hurry, drain)
-	prog.stop() // what follows is printed plainly, below the run's lines
+	prog.Stop() // what follows is printed plainly, below the run's lines
 	if err != nil {
 		return err
 	}
@@ -187,11 +188,11 @@ func (o runOptions) check(task string) (spec string, err error) {
 // options are the library's options for the run: the workspace, config
 // and database the flags name, progress lines on stderr unless quiet, and
 // the root's system prompt, which names the workspace it resolved.
-func (o runOptions) options(spec string, stderr io.Writer, prog *runProgress) (deputylib.Options, error) {
+func (o runOptions) options(spec string, stderr io.Writer, prog *termui.Progress) (deputylib.Options, error) {
 	in := cliInputs{db: o.db, model: spec, scenario: o.scenario, workspace: o.workspace, config: o.config,
 		searchURL: o.searchURL, stderr: stderr}
 	if !o.quiet {
-		in.onEvent = prog.onEvent
+		in.onEvent = prog.OnEvent
 	}
 	opts, err := cliOptions(in)
 	if err != nil {
@@ -390,31 +391,10 @@ var configFailure = regexp.MustCompile(`: (401|403|404) [a-z_]+|dial tcp|connect
 
 // progress prints one line per tool call and per subagent start and end
 // to w, so a person watching sees the agents work without the answer on
-// stdout being mixed with it: plain text (see runProgress for a
+// stdout being mixed with it: plain text (see termui.Progress for a
 // terminal's).
 func progress(w io.Writer) func(agent.Event) {
-	return (&runProgress{w: w}).onEvent
-}
-
-// loopLine is the progress line of one loop event, or "".
-func loopLine(e loop.Event) string {
-	switch e.Kind {
-	case loop.EventToolCall:
-		return fmt.Sprintf("· %s %s", e.Block.Name, clip(e.Block.Arguments(), 120))
-	case loop.EventToolResult:
-		if e.Block.IsError {
-			return fmt.Sprintf("  ! %s", clip(firstLine(e.Block.Text), 160))
-		}
-	case loop.EventModelAttempt:
-		if a := e.Attempt; a.Retry {
-			return fmt.Sprintf("· %s attempt %d failed (%s), retrying in %s", a.Provider, a.N, a.Reason, a.Wait.Round(time.Millisecond))
-		}
-	case loop.EventCompaction:
-		return fmt.Sprintf("· compacted %d messages", e.Compacted)
-	case loop.EventWrapUp:
-		return "· time is almost up: asked to wrap up"
-	}
-	return ""
+	return termui.NewProgress(w, termui.Style{}).OnEvent
 }
 
 // instanceRows turns a tree's instances into rows, parents before their
@@ -473,27 +453,12 @@ func costTable(w io.Writer, rows []instance.Record, u llm.Usage, total *float64)
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", strings.Repeat("  ", in.Depth), in.ID,
 			in.Type, mode, state, in.Turns, in.ToolCalls, in.Usage.InputTokens+in.Usage.CacheWriteTokens,
-			in.Usage.CacheReadTokens, in.Usage.OutputTokens, utf8.RuneCountInString(in.Report), costCell(in.Cost))
+			in.Usage.CacheReadTokens, in.Usage.OutputTokens, utf8.RuneCountInString(in.Report), termui.CostCell(in.Cost))
 	}
-	fmt.Fprintf(tw, "total\t\t\t\t\t\t%d\t%d\t%d\t\t%s\t\n", u.InputTokens+u.CacheWriteTokens, u.CacheReadTokens, u.OutputTokens, costCell(total))
+	fmt.Fprintf(tw, "total\t\t\t\t\t\t%d\t%d\t%d\t\t%s\t\n", u.InputTokens+u.CacheWriteTokens, u.CacheReadTokens, u.OutputTokens, termui.CostCell(total))
 	tw.Flush()
-	unpricedHints(w, rows)
+	termui.UnpricedHints(w, rows)
 	if len(rows) > 0 && strings.HasPrefix(rows[0].Model, "fake") {
 		fmt.Fprintln(w, "(the scripted model is priced at illustrative rates; * marks a partial result)")
 	}
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }

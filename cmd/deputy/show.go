@@ -12,6 +12,7 @@ import (
 
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/instance"
+	"github.com/deputy-run/deputy/internal/termui"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/store"
 )
@@ -92,7 +93,7 @@ func showText(w io.Writer, in *instance.Record, msgs []llm.Message, trs []store.
 	fmt.Fprintf(w, "model    %s\nturns    %d, %d tool calls\nusage    %d in (%d cached), %d out\n", in.Model, in.Turns, in.ToolCalls,
 		in.Usage.Prompt(), in.Usage.CacheReadTokens, in.Usage.OutputTokens)
 	if in.Cost != nil {
-		fmt.Fprintf(w, "cost     %s\n", usd(*in.Cost))
+		fmt.Fprintf(w, "cost     %s\n", termui.USD(*in.Cost))
 	}
 	if in.Error != "" {
 		fmt.Fprintf(w, "error    %s\n", in.Error)

@@ -14,6 +14,7 @@ import (
 	deputylib "github.com/deputy-run/deputy"
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/durable"
+	"github.com/deputy-run/deputy/internal/termui"
 	"github.com/deputy-run/deputy/store"
 )
 
@@ -149,12 +150,13 @@ func carry(ctx context.Context, rt *deputylib.Runtime, poll time.Duration, until
 // endLines prints one line per instance the worker carried to an end. An
 // instance's end event comes before its end is written (a root's state is
 // recorded after its loop returns), so ended instances wait in pending
-// until the store shows them ended.
+// until the store shows them ended. Nothing is kept once printed (a
+// long-lived worker would keep every id it ever carried): a run ends
+// once, so an instance's next end line is its next run's.
 type endLines struct {
 	w       io.Writer
 	mu      sync.Mutex
 	pending map[string]bool
-	printed map[string]bool
 }
 
 // newEndLines prints to w, or nowhere when quiet.
@@ -162,7 +164,7 @@ func newEndLines(w io.Writer, quiet bool) *endLines {
 	if quiet {
 		w = io.Discard
 	}
-	return &endLines{w: w, pending: map[string]bool{}, printed: map[string]bool{}}
+	return &endLines{w: w, pending: map[string]bool{}}
 }
 
 // event notes the instances whose runs here ended.
@@ -172,9 +174,7 @@ func (l *endLines) event(e agent.Event) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.printed[e.Instance] {
-		l.pending[e.Instance] = true
-	}
+	l.pending[e.Instance] = true
 }
 
 // sweep prints the pending instances the store shows ended: id, type,
@@ -196,8 +196,7 @@ func (l *endLines) sweep(ctx context.Context, rt *deputylib.Runtime) {
 		}
 		l.mu.Lock()
 		if in.State.Terminal() {
-			fmt.Fprintf(l.w, "%s %s %s turns=%d cost=%s\n", in.ID, in.Type, in.State, in.Turns, costCell(in.Cost))
-			l.printed[id] = true
+			fmt.Fprintf(l.w, "%s %s %s turns=%d cost=%s\n", in.ID, in.Type, in.State, in.Turns, termui.CostCell(in.Cost))
 		}
 		delete(l.pending, id)
 		l.mu.Unlock()

@@ -1,4 +1,4 @@
-package main
+package termui
 
 import (
 	"bytes"
@@ -51,8 +51,8 @@ func TestElapsedAndUSDForPeople(t *testing.T) {
 	}
 	for c, want := range map[float64]string{0: "$0", 0.00004: "<$0.0001", 0.0123: "$0.0123", 0.01234: "$0.0123",
 		1.234: "$1.23", 12.5: "$12.50"} {
-		if got := usd(c); got != want {
-			t.Errorf("usd(%v) = %q, want %q", c, got, want)
+		if got := USD(c); got != want {
+			t.Errorf("USD(%v) = %q, want %q", c, got, want)
 		}
 	}
 }

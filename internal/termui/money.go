@@ -1,4 +1,4 @@
-package main
+package termui
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	"github.com/deputy-run/deputy/instance"
 )
 
-// usd is a cost in US dollars as the tables print it, rounded for people:
+// USD is a cost in US dollars as the tables print it, rounded for people:
 // cents from a dollar up ($1.23), four decimals below it ($0.0123), and
 // <$0.0001 for a cost too small for those to show. --json keeps the exact
 // value.
-func usd(c float64) string {
+func USD(c float64) string {
 	switch {
 	case c == 0:
 		return "$0"
@@ -24,18 +24,18 @@ func usd(c float64) string {
 	return fmt.Sprintf("$%.2f", c)
 }
 
-// costCell is an instance's or a total's cost in a table: "unpriced" for
-// a model with no known price (unpricedHints says how to price it).
-func costCell(c *float64) string {
+// CostCell is an instance's or a total's cost in a table: "unpriced" for
+// a model with no known price (UnpricedHints says how to price it).
+func CostCell(c *float64) string {
 	if c == nil {
 		return "unpriced"
 	}
-	return usd(*c)
+	return USD(*c)
 }
 
-// unpricedHints says, under a cost table, for each model of rows with no
+// UnpricedHints says, under a cost table, for each model of rows with no
 // known price (once each), the deputy.yaml line that prices it.
-func unpricedHints(w io.Writer, rows []instance.Record) {
+func UnpricedHints(w io.Writer, rows []instance.Record) {
 	var seen cost.Unpriced
 	first := true
 	for _, in := range rows {

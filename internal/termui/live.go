@@ -1,4 +1,4 @@
-package main
+package termui
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // liveLine is a status line kept at the foot of a terminal while a command
 // works: a spinner, what is going on and the time elapsed, redrawn every
 // liveEvery. Lines written through Println scroll above it. Only for a
-// terminal (style.live): a pipe gets the lines alone.
+// terminal (Style.Live): a pipe gets the lines alone.
 type liveLine struct {
 	mu     sync.Mutex
 	w      io.Writer

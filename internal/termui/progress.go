@@ -1,4 +1,4 @@
-package main
+package termui
 
 import (
 	"fmt"
@@ -6,29 +6,34 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/instance"
+	"github.com/deputy-run/deputy/loop"
 )
 
-// runProgress writes a run's progress lines to w: one per tool call and
-// per subagent start and end. On a terminal (style live) they are
+// Progress writes a run's progress lines to w: one per tool call and
+// per subagent start and end. On a terminal (Style.Live) they are
 // coloured and a status line under them says how long the run has taken
 // and how many subagents are at work (startLive); elsewhere they are
 // plain text. Children run concurrently: lines are written whole, under a
 // lock.
-type runProgress struct {
+type Progress struct {
 	w     io.Writer
-	style style
+	style Style
 	mu    sync.Mutex
 	live  *liveLine // while the status line shows
 	kids  atomic.Int64
 }
 
-// start shows the status line, on a terminal only.
-func (p *runProgress) start(clk clock.Clock) {
-	if !p.style.live {
+// NewProgress writes a run's progress to w in style s.
+func NewProgress(w io.Writer, s Style) *Progress { return &Progress{w: w, style: s} }
+
+// Start shows the status line, on a terminal only.
+func (p *Progress) Start(clk clock.Clock) {
+	if !p.style.Live {
 		return
 	}
 	p.mu.Lock()
@@ -36,8 +41,8 @@ func (p *runProgress) start(clk clock.Clock) {
 	p.live = startLive(p.w, clk, p.status)
 }
 
-// stop clears the status line before what follows the run is printed.
-func (p *runProgress) stop() {
+// Stop clears the status line before what follows the run is printed.
+func (p *Progress) Stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.live != nil {
@@ -46,7 +51,7 @@ func (p *runProgress) stop() {
 	}
 }
 
-func (p *runProgress) status() string {
+func (p *Progress) status() string {
 	switch n := p.kids.Load(); {
 	case n == 1:
 		return "working, 1 subagent at work"
@@ -56,7 +61,7 @@ func (p *runProgress) status() string {
 	return "working"
 }
 
-func (p *runProgress) say(line string) {
+func (p *Progress) say(line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.live != nil {
@@ -66,15 +71,15 @@ func (p *runProgress) say(line string) {
 	fmt.Fprintln(p.w, line)
 }
 
-// onEvent is the runtime's event hook.
-func (p *runProgress) onEvent(e agent.Event) {
+// OnEvent is the runtime's event hook.
+func (p *Progress) OnEvent(e agent.Event) {
 	if line := p.line(e); line != "" {
 		p.say(line)
 	}
 }
 
 // line is the progress line of e, "" for none.
-func (p *runProgress) line(e agent.Event) string {
+func (p *Progress) line(e agent.Event) string {
 	indent := strings.Repeat("  ", e.Depth)
 	who := ""
 	if e.Depth > 0 {
@@ -122,7 +127,7 @@ func (p *runProgress) line(e agent.Event) string {
 
 // state is an end's state in its colour: green completed, red failed or
 // timed out, bold otherwise.
-func (s style) state(st instance.State) string {
+func (s Style) state(st instance.State) string {
 	switch st {
 	case instance.Completed:
 		return s.paint(sgrGreen, string(st))
@@ -132,13 +137,52 @@ func (s style) state(st instance.State) string {
 	return s.paint(sgrBold, string(st))
 }
 
-// lineWriter writes whole lines through a run's progress (above its
-// status line on a terminal): for messages printed with fmt.Fprintf.
-type lineWriter struct{ p *runProgress }
+// Writer writes whole lines through the run's progress (above its status
+// line on a terminal): for messages printed with fmt.Fprintf.
+func (p *Progress) Writer() io.Writer { return lineWriter{p} }
+
+type lineWriter struct{ p *Progress }
 
 func (w lineWriter) Write(b []byte) (int, error) {
 	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
 		w.p.say(line)
 	}
 	return len(b), nil
+}
+
+// loopLine is the progress line of one loop event, or "".
+func loopLine(e loop.Event) string {
+	switch e.Kind {
+	case loop.EventToolCall:
+		return fmt.Sprintf("· %s %s", e.Block.Name, Clip(e.Block.Arguments(), 120))
+	case loop.EventToolResult:
+		if e.Block.IsError {
+			return fmt.Sprintf("  ! %s", Clip(firstLine(e.Block.Text), 160))
+		}
+	case loop.EventModelAttempt:
+		if a := e.Attempt; a.Retry {
+			return fmt.Sprintf("· %s attempt %d failed (%s), retrying in %s", a.Provider, a.N, a.Reason, a.Wait.Round(time.Millisecond))
+		}
+	case loop.EventCompaction:
+		return fmt.Sprintf("· compacted %d messages", e.Compacted)
+	case loop.EventWrapUp:
+		return "· time is almost up: asked to wrap up"
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Clip is s cut to n characters, an ellipsis marking the cut.
+func Clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }
