@@ -221,12 +221,7 @@ func (s *Server) getTree(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request) {
-	offset, err := intParam(r, "offset", 0, 1<<31-1)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	limit, err := intParam(r, "limit", 100, 1000)
+	offset, limit, err := pageParams(r, 100, 1000)
 	if err != nil {
 		fail(w, err)
 		return
@@ -236,11 +231,29 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	page := msgs[min(offset, len(msgs)):min(offset+limit, len(msgs))]
-	if page == nil {
-		page = []llm.Message{}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": pageOf(msgs, offset, limit), "offset": offset, "total": len(msgs)})
+}
+
+// pageParams reads a list's ?offset= (default 0) and ?limit= (default
+// def, at most max).
+func pageParams(r *http.Request, def, max int) (offset, limit int, err error) {
+	if offset, err = intParam(r, "offset", 0, 1<<31-1); err != nil {
+		return 0, 0, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": page, "offset": offset, "total": len(msgs)})
+	if limit, err = intParam(r, "limit", def, max); err != nil {
+		return 0, 0, err
+	}
+	return offset, limit, nil
+}
+
+// pageOf is all's items from offset, at most limit of them: never nil, so
+// a page past the end is [] on the wire, not null.
+func pageOf[T any](all []T, offset, limit int) []T {
+	page := all[min(offset, len(all)):min(offset+limit, len(all))]
+	if page == nil {
+		page = []T{}
+	}
+	return page
 }
 
 func (s *Server) getRelay(w http.ResponseWriter, r *http.Request) {

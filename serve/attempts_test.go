@@ -2,6 +2,8 @@ package serve_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +50,7 @@ func TestAttempts(t *testing.T) {
 	if a[2].Turn != 2 || a[2].N != 1 || a[2].Status != 200 {
 		t.Errorf("turn 2: %+v", a[2])
 	}
+	checkAttemptPages(t, e, root.ID)
 
 	kids, err := rt.Children(ctx, root.ID)
 	if err != nil || len(kids) != 2 {
@@ -80,5 +83,42 @@ func TestAttempts(t *testing.T) {
 	e.want(200, "GET", "/api/instances/"+root.ID+"/tree", "", &tree)
 	if c := tree.Root.Children; len(c) != 2 || c[0].ID != kids[0].ID || c[1].ID != kids[1].ID {
 		t.Errorf("tree children %+v, want %s then %s", c, kids[0].ID, kids[1].ID)
+	}
+}
+
+// checkAttemptPages reads root's three attempts (turn 1's two, turn 2's
+// one) a turn and a page at a time; bad queries are 400s.
+func checkAttemptPages(t *testing.T, e *env, id string) {
+	t.Helper()
+	for _, c := range []struct {
+		query string
+		want  []string // turn.n of each attempt answered
+		total int
+	}{
+		{"limit=1", []string{"1.1"}, 3},
+		{"offset=1&limit=1", []string{"1.2"}, 3},
+		{"offset=1", []string{"1.2", "2.1"}, 3},
+		{"turn=1", []string{"1.1", "1.2"}, 2},
+		{"turn=1&offset=1", []string{"1.2"}, 2},
+		{"turn=2", []string{"2.1"}, 1},
+		{"turn=9", []string{}, 0},
+		{"offset=5", []string{}, 3},
+		{"limit=0", []string{}, 3},
+	} {
+		var got struct {
+			Attempts      []attemptJSON
+			Offset, Total int
+		}
+		e.want(200, "GET", "/api/instances/"+id+"/attempts?"+c.query, "", &got)
+		ns := []string{}
+		for _, a := range got.Attempts {
+			ns = append(ns, fmt.Sprintf("%d.%d", a.Turn, a.N))
+		}
+		if !slices.Equal(ns, c.want) || got.Total != c.total || got.Attempts == nil {
+			t.Errorf("?%s: attempts %v of %d, want %v of %d", c.query, ns, got.Total, c.want, c.total)
+		}
+	}
+	for _, q := range []string{"turn=0", "turn=x", "turn=-1", "limit=-1", "offset=y"} {
+		e.wantError(400, "bad_request", "GET", "/api/instances/"+id+"/attempts?"+q, "")
 	}
 }
