@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 )
 
@@ -16,7 +17,14 @@ func decodeStrict(body []byte, v any) *decodeProblem {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return classifyDecodeErr(body, err)
+		p := classifyDecodeErr(body, err)
+		if p.unknown != "" {
+			// encoding/json names the field alone; the APIs give its path.
+			if path := unknownField(body, reflect.TypeOf(v)); path != nil {
+				p.unknown = path.dotted()
+			}
+		}
+		return p
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		off := int(dec.InputOffset())
@@ -31,7 +39,8 @@ type decodeProblem struct {
 	syntax string
 	offset int
 	body   []byte
-	// unknown is an undeclared field's name.
+	// unknown is the dotted path (unknownField) of the first undeclared
+	// field in document order.
 	unknown string
 	// field and want describe a value of the wrong JSON type.
 	field, want string

@@ -9,37 +9,92 @@ import (
 	"sync"
 )
 
-// Unknown parameters. OpenAI refuses an undeclared top-level field as
-// "Unrecognized request argument supplied: x" (param null), and one inside
-// the body as "Unknown parameter: 'messages[1].content[0].cache_control'."
-// with that path as param and code unknown_parameter (the bodies clients
-// report, e.g. pydantic-ai's "Unknown parameter:
-// 'messages[1].content[1].file.data'."). encoding/json names only the
-// field, so the path is found again, on the error path only, by walking
-// the body alongside the Go type that declares what is accepted.
+// Unknown fields. The APIs name an undeclared field by its full path:
+// Messages as "messages.1.content.0.foo: Extra inputs are not permitted",
+// Responses as "Unknown parameter: 'input.0.foo'.", Chat Completions as
+// "Unknown parameter: 'messages[1].content[0].cache_control'." (param that
+// path, code unknown_parameter; the bodies clients report, e.g.
+// pydantic-ai's "Unknown parameter: 'messages[1].content[1].file.data'.")
+// or, at the top, "Unrecognized request argument supplied: x". encoding/json
+// names only the field, so the path is found again, on the error path
+// only, by one finder (unknownField) walking the body in document order
+// alongside the Go type that declares what is accepted; each wire formats
+// the path its way (dotted, bracketed).
 
-// unknownParamPath returns the path of the first key, in document order,
-// that t does not declare ("" if none), in the API's notation: object keys
-// joined by ".", array indices as "[i]".
-func unknownParamPath(body []byte, t reflect.Type) string {
+// pathStep is one step of a field path: an array index when index >= 0,
+// otherwise an object key (which may be "").
+type pathStep struct {
+	key   string
+	index int
+}
+
+// fieldPath is where a value sits in a JSON document.
+type fieldPath []pathStep
+
+// dotted renders the path as the Messages and Responses APIs do: every
+// step joined by "." (input.0.content.1.foo).
+func (p fieldPath) dotted() string {
+	var b strings.Builder
+	for i, s := range p {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.String())
+	}
+	return b.String()
+}
+
+// bracketed renders the path as Chat Completions does: keys joined by
+// ".", indices as "[i]" (messages[1].content[0].foo).
+func (p fieldPath) bracketed() string {
+	var b strings.Builder
+	for i, s := range p {
+		switch {
+		case s.index >= 0:
+			b.WriteString("[" + s.String() + "]")
+		case i > 0:
+			b.WriteString("." + s.key)
+		default:
+			b.WriteString(s.key)
+		}
+	}
+	return b.String()
+}
+
+func (s pathStep) String() string {
+	if s.index >= 0 {
+		return strconv.Itoa(s.index)
+	}
+	return s.key
+}
+
+// unknownField returns the path of the first key, in document order, that
+// t does not declare (nil if none).
+func unknownField(body []byte, t reflect.Type) fieldPath {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	p, _ := walkUnknown(dec, t, "")
+	p, _ := walkUnknown(dec, t, nil)
 	return p
+}
+
+// unknownParamPath is unknownField in Chat Completions' notation ("" if
+// none).
+func unknownParamPath(body []byte, t reflect.Type) string {
+	return unknownField(body, t).bracketed()
 }
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
-func walkUnknown(dec *json.Decoder, t reflect.Type, path string) (string, error) {
+func walkUnknown(dec *json.Decoder, t reflect.Type, path fieldPath) (fieldPath, error) {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t == nil || t == rawMessageType || t.Kind() == reflect.Interface {
 		var skip json.RawMessage
-		return "", dec.Decode(&skip)
+		return nil, dec.Decode(&skip)
 	}
 	tok, err := dec.Token()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -50,10 +105,10 @@ func walkUnknown(dec *json.Decoder, t reflect.Type, path string) (string, error)
 		for dec.More() {
 			k, err := dec.Token()
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			key, _ := k.(string)
-			child := joinParam(path, key)
+			child := append(path[:len(path):len(path)], pathStep{key: key, index: -1})
 			var ft reflect.Type
 			switch t.Kind() {
 			case reflect.Struct:
@@ -64,7 +119,7 @@ func walkUnknown(dec *json.Decoder, t reflect.Type, path string) (string, error)
 			case reflect.Map:
 				ft = t.Elem()
 			}
-			if p, err := walkUnknown(dec, ft, child); p != "" || err != nil {
+			if p, err := walkUnknown(dec, ft, child); p != nil || err != nil {
 				return p, err
 			}
 		}
@@ -74,22 +129,16 @@ func walkUnknown(dec *json.Decoder, t reflect.Type, path string) (string, error)
 			elem = t.Elem()
 		}
 		for i := 0; dec.More(); i++ {
-			if p, err := walkUnknown(dec, elem, path+"["+strconv.Itoa(i)+"]"); p != "" || err != nil {
+			child := append(path[:len(path):len(path)], pathStep{index: i})
+			if p, err := walkUnknown(dec, elem, child); p != nil || err != nil {
 				return p, err
 			}
 		}
 	default:
-		return "", nil
+		return nil, nil
 	}
 	_, err = dec.Token() // the closing delimiter
-	return "", err
-}
-
-func joinParam(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
+	return nil, err
 }
 
 var jsonFieldsCache sync.Map // reflect.Type -> map[string]reflect.Type

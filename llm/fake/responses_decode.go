@@ -414,26 +414,16 @@ func respStrict(raw json.RawMessage, v any, path string) *wireError {
 // respDecodeError words a decode problem as the Responses API does: an
 // unknown field is an "Unknown parameter" naming its full path.
 func respDecodeError(p *decodeProblem, path string) *wireError {
-	join := func(f string) string {
-		switch {
-		case path == "":
-			return f
-		case f == "":
-			return path
-		}
-		return path + "." + f
-	}
+	p = p.at(path)
 	switch {
 	case p.syntax != "":
 		return oaiDecodeError(p)
 	case p.unknown != "":
-		f := join(p.unknown)
-		return oaiInvalid(f, "unknown_parameter", "Unknown parameter: '%s'.", f)
-	case p.want != "" && join(p.field) == "":
+		return oaiInvalid(p.unknown, "unknown_parameter", "Unknown parameter: '%s'.", p.unknown)
+	case p.want != "" && p.field == "":
 		return oaiInvalid("", "invalid_type", "Invalid type for request body: expected an object.")
 	case p.want != "":
-		f := join(p.field)
-		return oaiInvalid(f, "invalid_type", "Invalid type for '%s': expected %s.", f, article(p.want))
+		return oaiInvalid(p.field, "invalid_type", "Invalid type for '%s': expected %s.", p.field, article(p.want))
 	}
 	return oaiInvalid(path, "", "Invalid request body: %s", p.other)
 }
