@@ -28,19 +28,30 @@ const fakeLLMExamples = `  deputy fakellm --scenario demo
 func newFakeLLMCmd() *cobra.Command {
 	var addr, scenario, apiKey, logFile string
 	var knobs fake.ServerFlags
+	var maxLogBytes int64
 	cmd := &cobra.Command{
 		Use:   "fakellm [--addr 127.0.0.1:PORT] [--scenario FILE] [--log FILE] [fault and latency flags]",
-		Short: "Serve deputy's fake Anthropic and OpenAI-compatible model API",
-		Long: `Serve a wire-faithful fake of the Anthropic Messages API (/v1/messages) and
-the OpenAI Chat Completions API (/v1/chat/completions), driven by a scenario file
-(docs/scenarios.md). Point real clients at it with ANTHROPIC_BASE_URL or
-OPENAI_BASE_URL. Without a scenario it answers every request with a short text.
+		Short: "Serve deputy's fake Anthropic Messages and OpenAI Chat Completions and Responses APIs",
+		Long: `Serve a wire-faithful fake of the model APIs, driven by a scenario file
+(docs/scenarios.md):
+
+  POST /v1/messages, /v1/messages/count_tokens   Anthropic Messages
+  POST /v1/chat/completions                      OpenAI Chat Completions
+  POST /v1/responses; GET, DELETE /v1/responses/{id};
+  GET /v1/responses/{id}/input_items             OpenAI Responses
+  GET /v1/models, /v1/models/{id}                either wire's models, by its headers
+  GET, DELETE /_deputy/requests                  the request log (below)
+
+Point real clients at it with ANTHROPIC_BASE_URL=http://ADDR, or
+OPENAI_BASE_URL=http://ADDR/v1 for both OpenAI wires. Without a scenario it
+answers every request with a short text.
 
 Every exchange is kept in a request log: GET /_deputy/requests answers it as
 JSON (?since=N for the exchanges after the N-th, from its last_seq),
 DELETE /_deputy/requests empties it; --log FILE also appends each exchange to
 FILE as one JSON line when it ends (request, answer or stream events, status,
-latency, fault; API keys redacted), so tail -f shows them live.
+latency, fault; API keys redacted), so tail -f shows them live. The in-memory
+log keeps the newest exchanges within --max-logged and --max-log-bytes.
 
 The flags set for the whole server what a scenario sets: latency, faults by
 request number (--fault N=KIND[,key=value...], repeatable) or at a seeded rate
@@ -55,6 +66,7 @@ scenario's faults; the scenario's own latency wins over --latency.`,
 			if err := knobs.Apply(&opts); err != nil {
 				return usageErr("%v", err)
 			}
+			opts.MaxLogBytes = maxLogBytes
 			if scenario != "" {
 				s, err := loadScenario(scenario)
 				if err != nil {
@@ -101,6 +113,7 @@ scenario's faults; the scenario's own latency wins over --latency.`,
 	f.IntVar(&knobs.MaxDelta, "max-delta", 0, "largest streamed delta, in runes of text or bytes of tool input (default 16)")
 	f.IntVar(&knobs.MinCacheTokens, "min-cache-tokens", 0, "shortest prompt prefix the prompt-cache simulator caches (default 1024)")
 	f.IntVar(&knobs.MaxLogged, "max-logged", 0, "exchanges the in-memory log keeps (default 10000; negative: none)")
+	f.Int64Var(&maxLogBytes, "max-log-bytes", 0, "bytes the in-memory log keeps, an exchange weighing its answer and twice its body (default 256 MiB; negative: no bound)")
 	return cmd
 }
 

@@ -220,8 +220,8 @@ func (greeter) Respond(*llm.Request, RequestInfo) Reply {
 	return Reply{Content: []llm.Block{llm.Text("Hello from deputy's fake model.")}}
 }
 
-// Requests returns a copy of the logged requests (the most recent
-// Options.MaxLogged), oldest first. A request is logged when its status is
+// Requests returns a copy of the logged requests (the most recent, within
+// Options.MaxLogged and Options.MaxLogBytes), oldest first. A request is logged when its status is
 // decided, before its body is sent, or earlier, with Status 0, when it
 // begins waiting out a first-byte latency.
 func (s *Server) Requests() []LoggedRequest {
