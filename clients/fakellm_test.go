@@ -229,6 +229,17 @@ func (c client) run(t *testing.T) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.args[0], c.args[1:]...)
 	cmd.Dir, cmd.Env = c.dir, c.env
+	// Claude Code and Codex start programs of their own (a tool's shell,
+	// ripgrep, a sandbox helper, a subagent): the client leads a process
+	// group, and the whole group is killed on a timeout and after the run,
+	// so nothing it started outlives the check.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	defer func() {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}()
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Stdin = nil
 	var stdout, stderr bytes.Buffer
