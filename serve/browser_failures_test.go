@@ -1,7 +1,6 @@
 package serve_test
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -157,9 +156,8 @@ func (r *failedRig) makeRuns(rt *deputy.Runtime) {
 	if r.kids, err = rt.Children(bg, r.survey.ID); err != nil || len(r.kids) != 2 {
 		t.Fatalf("children %v %v", r.kids, err)
 	}
-	slices.SortFunc(r.kids, func(a, b *deputy.Instance) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
+	// Children come in creation order (the store's created_seq), the order
+	// the page must show them in.
 	r.beta = r.kids[slices.IndexFunc(r.kids, func(k *deputy.Instance) bool { return strings.Contains(k.Task, "Break") })]
 	if r.beta.State != deputy.Failed || r.beta.Error == "" {
 		t.Fatalf("the failing child: %+v", r.beta)
