@@ -268,7 +268,7 @@ func parsePrices(n ast.Node, c *Config, bad badFunc) {
 		}
 		fields, ok := yamlpos.Pairs(m.Value)
 		if !ok {
-			bad(m.Value, "prices.%s: want input, output, cache_write, cache_read", model)
+			bad(m.Value, "prices.%s: want input, output, cache_write, cache_write_1h, cache_read", model)
 			continue
 		}
 		var p cost.Price
@@ -291,8 +291,10 @@ func parsePrices(n ast.Node, c *Config, bad badFunc) {
 				p.CacheWrite = x
 			case "cache_read":
 				p.CacheRead = x
+			case "cache_write_1h":
+				p.CacheWrite1h = x
 			default:
-				bad(fv, "prices.%s: unknown field %q (input, output, cache_write, cache_read)", model, name)
+				bad(fv, "prices.%s: unknown field %q (input, output, cache_write, cache_write_1h, cache_read)", model, name)
 			}
 		}
 		c.Prices[model] = p

@@ -318,3 +318,15 @@ func TestParseConfigQuotedPriceKeys(t *testing.T) {
 		t.Errorf("tiers %v", c.Tiers)
 	}
 }
+
+// deputy.yaml prices Anthropic's one-hour cache writes apart.
+func TestParseConfigOneHourCacheWrites(t *testing.T) {
+	t.Parallel()
+	c, err := ParseConfig("deputy.yaml", []byte("prices:\n  claude-x: {input: 3, output: 15, cache_write: 3.75, cache_write_1h: 6, cache_read: 0.3}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Prices["claude-x"]; p.CacheWrite1h != 6 || p.CacheWrite != 3.75 {
+		t.Errorf("price %+v", p)
+	}
+}

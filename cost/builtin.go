@@ -29,9 +29,8 @@ const PricesRead = "2026-12-02"
 // write, 1-hour cache write, cache hit, output. llm/anthropic reports the
 // one-hour part of a call's cache writes (usage.cache_creation's
 // ephemeral_1h_input_tokens) as llm.Usage.CacheWrite1hTokens, and Price.Of
-// charges it at write1h. A deputy.yaml price has no one-hour field (its
-// parser, agentdef, knows input, output, cache_write, cache_read), so a
-// model priced there has its one-hour writes charged at its cache_write.
+// charges it at write1h. A deputy.yaml price gives it as cache_write_1h;
+// one that leaves it out has its one-hour writes charged at cache_write.
 func anthropic(in, write5m, write1h, hit, out float64) Price {
 	return Price{Input: in, CacheWrite: write5m, CacheWrite1h: write1h, CacheRead: hit, Output: out}
 }
