@@ -172,6 +172,9 @@ var migrations = [][]string{
 		`UPDATE deputy_instances SET created_seq = r.n
 			FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY created_at, id) AS n FROM deputy_instances) AS r
 			WHERE r.id = deputy_instances.id`,
+		// SQLite's insertSeq reads MAX(created_seq) on every insert: with
+		// the index that is one probe, not a scan of every instance kept.
+		`CREATE INDEX deputy_instances_created_seq_idx ON deputy_instances (created_seq)`,
 		postgresOnly + `CREATE SEQUENCE deputy_instances_created_seq`,
 		postgresOnly + `SELECT setval('deputy_instances_created_seq', (SELECT COALESCE(MAX(created_seq), 0) + 1 FROM deputy_instances), false)`,
 	},
