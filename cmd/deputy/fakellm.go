@@ -25,14 +25,8 @@ const fakeLLMExamples = `  deputy fakellm --scenario demo
   deputy fakellm --fault-rate 0.05 --random-fault rate_limit,retry_after=2s --seed 42
   curl -s 'http://127.0.0.1:7421/_deputy/requests?since=0'`
 
-func newFakeLLMCmd() *cobra.Command {
-	var addr, scenario, apiKey, logFile string
-	var knobs fake.ServerFlags
-	var maxLogBytes int64
-	cmd := &cobra.Command{
-		Use:   "fakellm [--addr 127.0.0.1:PORT] [--scenario FILE] [--log FILE] [fault and latency flags]",
-		Short: "Serve deputy's fake Anthropic Messages and OpenAI Chat Completions and Responses APIs",
-		Long: `Serve a wire-faithful fake of the model APIs, driven by a scenario file
+// fakeLLMLong is fakellm's help: every endpoint it serves and every knob.
+const fakeLLMLong = `Serve a wire-faithful fake of the model APIs, driven by a scenario file
 (docs/scenarios.md):
 
   POST /v1/messages, /v1/messages/count_tokens   Anthropic Messages
@@ -58,7 +52,16 @@ request number (--fault N=KIND[,key=value...], repeatable) or at a seeded rate
 (--fault-rate, --random-fault), and the seed. Fault kinds: rate_limit,
 overloaded, server_error, slow_first_byte, cut_stream, error_event,
 malformed_json; keys: retry_after, delay, after_bytes. A --fault wins over the
-scenario's faults; the scenario's own latency wins over --latency.`,
+scenario's faults; the scenario's own latency wins over --latency.`
+
+func newFakeLLMCmd() *cobra.Command {
+	var addr, scenario, apiKey, logFile string
+	var knobs fake.ServerFlags
+	var maxLogBytes int64
+	cmd := &cobra.Command{
+		Use:     "fakellm [--addr 127.0.0.1:PORT] [--scenario FILE] [--log FILE] [fault and latency flags]",
+		Short:   "Serve deputy's fake Anthropic Messages and OpenAI Chat Completions and Responses APIs",
+		Long:    fakeLLMLong,
 		Example: fakeLLMExamples,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
