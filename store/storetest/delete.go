@@ -135,8 +135,18 @@ func testDeleteTree(t *testing.T, h Harness) {
 		}
 	}
 
+	// TreeWorkflows names what DeleteTree will delete of the engine's and
+	// deletes nothing (rm and prune forget those runs first).
+	wfs, err := e.s.TreeWorkflows(e.ctx, "c1")
+	noErr(t, "workflows of c1", err)
+	if again := e.rowsOf(db, tables, all...); !maps.Equal(again, before) {
+		t.Errorf("TreeWorkflows changed rows: %v, was %v", again, before)
+	}
 	d, err := e.s.DeleteTree(e.ctx, "c1")
 	noErr(t, "delete c1", err)
+	if !slices.Equal(slices.Sorted(slices.Values(wfs)), slices.Sorted(slices.Values(d.Workflows))) {
+		t.Errorf("TreeWorkflows %v, DeleteTree's workflows %v", wfs, d.Workflows)
+	}
 	rows := d.Rows
 	if !slices.Equal(d.Instances, []string{"c1", "g1"}) || d.Rows == 0 {
 		t.Fatalf("deleted %+v, want c1 then g1", d)
