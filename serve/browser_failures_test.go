@@ -164,6 +164,15 @@ func (r *failedRig) makeRuns(rt *deputy.Runtime) {
 	}
 }
 
+// otherKid is the survey's child that did not fail: either may be spawned
+// first, so neither is kids[0] by rule.
+func (r *failedRig) otherKid() *deputy.Instance {
+	if r.kids[0].ID == r.beta.ID {
+		return r.kids[1]
+	}
+	return r.kids[0]
+}
+
 func runSel(id string) string { return fmt.Sprintf(`#runs li[data-id=%q]`, id) }
 
 func nodeRow(id string) chromedp.Action[chromedp.Void] {
@@ -198,7 +207,7 @@ func (r *failedRig) failureShown() {
 		const ran = rows.every((r) => r.querySelector('.tl-seg[data-state="running"]'));
 		const end = (id) => { const r = rows.find((x) => x.dataset.id === id); const e = r && r.querySelector('.tl-end'); return e && e.dataset.state; };
 		return JSON.stringify(ids) === %q && ran && end(%q) === 'completed' && end(%q) === 'completed' && end(%q) === 'failed';
-	})()`, fmt.Sprintf(`[%q,%q,%q]`, r.survey.ID, kids[0].ID, kids[1].ID), r.survey.ID, kids[0].ID, beta.ID))
+	})()`, fmt.Sprintf(`[%q,%q,%q]`, r.survey.ID, kids[0].ID, kids[1].ID), r.survey.ID, r.otherKid().ID, beta.ID))
 	step(t, ctx, "the failed child", nodeRow(beta.ID))
 	until(t, ctx, "its error in its transcript", fmt.Sprintf(`(() => {
 		const e = document.querySelector('#panel-body .transcript-error');
