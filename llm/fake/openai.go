@@ -496,6 +496,22 @@ func oaiStop(raw json.RawMessage) ([]string, *wireError) {
 	return ss, nil
 }
 
+// oaiToolChoiceMode maps tool_choice's string form, the same on both
+// OpenAI wires: "auto", "none", "required" (any tool).
+func oaiToolChoiceMode(raw json.RawMessage, req *llm.Request) *wireError {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	switch s {
+	case "auto", "none":
+		req.ToolChoice.Type = s
+	case "required":
+		req.ToolChoice.Type = "any"
+	default:
+		return oaiInvalid("tool_choice", "invalid_value", "Invalid value: '%s'. Supported values are: 'none', 'auto', and 'required'.", s)
+	}
+	return nil
+}
+
 // oaiToolChoice maps tool_choice: "auto", "none", "required" (any tool),
 // or an object naming one function.
 func oaiToolChoice(raw json.RawMessage, req *llm.Request) *wireError {
@@ -503,17 +519,7 @@ func oaiToolChoice(raw json.RawMessage, req *llm.Request) *wireError {
 		return nil
 	}
 	if raw[0] == '"' {
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		switch s {
-		case "auto", "none":
-			req.ToolChoice.Type = s
-		case "required":
-			req.ToolChoice.Type = "any"
-		default:
-			return oaiInvalid("tool_choice", "invalid_value", "Invalid value: '%s'. Supported values are: 'none', 'auto', and 'required'.", s)
-		}
-		return nil
+		return oaiToolChoiceMode(raw, req)
 	}
 	var tc struct {
 		Type     string `json:"type"`

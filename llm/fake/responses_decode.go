@@ -444,17 +444,7 @@ func respToolChoice(raw json.RawMessage, req *llm.Request) *wireError {
 		return nil
 	}
 	if raw[0] == '"' {
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		switch s {
-		case "auto", "none":
-			req.ToolChoice.Type = s
-		case "required":
-			req.ToolChoice.Type = "any"
-		default:
-			return oaiInvalid("tool_choice", "invalid_value", "Invalid value: '%s'. Supported values are: 'none', 'auto', and 'required'.", s)
-		}
-		return nil
+		return oaiToolChoiceMode(raw, req)
 	}
 	var tc struct {
 		Type  string          `json:"type"`
