@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/llm/fake"
+	dopenai "github.com/deputy-run/deputy/llm/openai"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -58,7 +60,12 @@ func runClient() int {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	err = runBare(context.Background(), os.Getenv("COSTBENCH_URL"), w, os.Getenv("COSTBENCH_CONFIG") == "bare-stream")
+	cfg, url := os.Getenv("COSTBENCH_CONFIG"), os.Getenv("COSTBENCH_URL")
+	if cfg == "memory" {
+		err = runMemory(context.Background(), url, w)
+	} else {
+		err = runBare(context.Background(), url, w, cfg == "bare-stream")
+	}
 	wall := time.Since(start)
 	runtime.ReadMemStats(&after)
 	if err != nil {
@@ -102,6 +109,31 @@ func runBare(ctx context.Context, url string, w Workload, stream bool) error {
 	return <-errs
 }
 
+// runMemory runs N independent in-memory agent runs at once through deputy's
+// openai provider, not streamed. The fake's default responder ends each run
+// after one turn, so this measures one turn per run, not T.
+func runMemory(ctx context.Context, url string, w Workload) error {
+	m, err := dopenai.New("gpt-4o-mini", dopenai.Options{APIKey: "k", BaseURL: url + "/v1", NonStreaming: true})
+	if err != nil {
+		return err
+	}
+	r := &agent.Runner{}
+	errs := make(chan error, w.N)
+	var wg sync.WaitGroup
+	for i := 0; i < w.N; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := r.Run(ctx, agent.Task{Task: "hi", Model: m, ModelName: "gpt-4o-mini"}); err != nil {
+				errs <- fmt.Errorf("run %d: %w", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
 func BenchmarkCost(b *testing.B) {
 	if testing.Short() {
 		b.Skip("costbench runs subprocesses for tens of seconds")
@@ -124,7 +156,7 @@ func BenchmarkCost(b *testing.B) {
 		b.Fatalf("fake server gave no URL: %v", err)
 	}
 	url = strings.TrimSpace(url)
-	for _, cfg := range []string{"bare-plain", "bare-stream"} {
+	for _, cfg := range []string{"bare-plain", "bare-stream", "memory"} {
 		b.Run(cfg, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				runConfig(b, cfg, url, w)
@@ -147,8 +179,12 @@ func runConfig(b *testing.B, cfg, url string, w Workload) {
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	ideal := int64(w.Turns) * w.Latency.Milliseconds()
-	line, _ := json.Marshal(map[string]any{"bench": "cost", "config": cfg, "n": w.N, "turns": w.Turns,
+	turns := w.Turns
+	if cfg == "memory" {
+		turns = 1 // see runMemory
+	}
+	ideal := int64(turns) * w.Latency.Milliseconds()
+	line, _ := json.Marshal(map[string]any{"bench": "cost", "config": cfg, "n": w.N, "turns": turns,
 		"latency_ms": w.Latency.Milliseconds(), "wall_ms": wallMS, "ideal_ms": ideal,
 		"wall_over_ideal": float64(wallMS) / float64(ideal), "client_cpu_ms": cpu.Milliseconds(),
 		"mallocs": mallocs, "goal": "wall_over_ideal<=1.20"})
