@@ -1,0 +1,349 @@
+package permission
+
+import (
+	"encoding/json"
+	"net/url"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Outcome is a permission answer. The constants are ordered by strictness
+// after Default: Allow < Ask < Deny.
+type Outcome int
+
+const (
+	// Default means no rule matched; the mode decides (see Effective).
+	Default Outcome = iota
+	// Allow runs the call without asking.
+	Allow
+	// Ask needs someone's approval first.
+	Ask
+	// Deny refuses the call.
+	Deny
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Allow:
+		return "allow"
+	case Ask:
+		return "ask"
+	case Deny:
+		return "deny"
+	}
+	return "default"
+}
+
+// Decision is an outcome and why.
+type Decision struct {
+	Outcome Outcome
+	// Rule is the text of the rule that decided (for an allow of a
+	// compound command, each subcommand's rule, joined by ", "); empty
+	// when no rule did.
+	Rule string
+	// Reason says in words why, for a mode's or an ancestor's decision.
+	Reason string
+}
+
+// Call is one tool call to decide.
+type Call struct {
+	// Tool is deputy's tool name (read_file, bash, mcp__server__tool, ...).
+	Tool string
+	// Input is the call's JSON arguments.
+	Input json.RawMessage
+	// Cwd is the directory relative paths and `./` rules start from.
+	Cwd string
+	// ProjectDir is the project root: `/` rules start from it, and
+	// acceptEdits allows edits inside it. Empty means Cwd.
+	ProjectDir string
+	// Home is the home directory `~/` rules start from. When it is empty
+	// `~/` rules match nothing.
+	Home string
+}
+
+// Set is the rules of one policy.
+type Set struct {
+	Allow, Ask, Deny []Rule
+}
+
+// callInfo is what the rules look at in a call, read from its input once.
+type callInfo struct {
+	c         *Call
+	path      string   // absolute target path of a file tool; "" when none
+	host      string   // web_fetch's host, lower case
+	name      string   // spawn_subagent's type, skill's name
+	whole     string   // bash's whole command, normalized
+	cmds      []string // bash's simple commands
+	stripped  []string // cmds without leading assignments (deny and ask)
+	cmdsWhole bool     // the command line was read to its end
+}
+
+// toolInput holds every argument a rule may look at.
+type toolInput struct {
+	Path    string `json:"path"`
+	Pattern string `json:"pattern"`
+	Command string `json:"command"`
+	URL     string `json:"url"`
+	Type    string `json:"subagent_type"`
+	Name    string `json:"name"`
+}
+
+func readCall(c *Call) callInfo {
+	ci := callInfo{c: c}
+	var in toolInput
+	// Input that does not decode leaves the fields empty: rules with a
+	// specifier then do not match, and the tool itself refuses the call.
+	_ = json.Unmarshal(c.Input, &in)
+	switch c.Tool {
+	case "read_file", "write_file", "edit_file":
+		ci.path = absPath(c.Cwd, in.Path)
+	case "grep":
+		ci.path = absPath(c.Cwd, cmpOr(in.Path, "."))
+	case "glob":
+		ci.path = absPath(c.Cwd, globBase(in.Pattern))
+	case "bash":
+		ci.whole = normalize(in.Command)
+		ci.cmds, ci.cmdsWhole = splitCommand(in.Command)
+		ci.stripped = make([]string, len(ci.cmds))
+		for i, cmd := range ci.cmds {
+			ci.stripped[i] = stripAssignments(cmd)
+		}
+	case "web_fetch":
+		if u, err := url.Parse(strings.TrimSpace(in.URL)); err == nil {
+			ci.host = strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+		}
+	case "spawn_subagent":
+		ci.name = in.Type
+	case "skill":
+		ci.name = in.Name
+	}
+	return ci
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func absPath(cwd, p string) string {
+	if p == "" {
+		return ""
+	}
+	if !filepath.IsAbs(p) {
+		if cwd == "" {
+			return ""
+		}
+		p = filepath.Join(cwd, p)
+	}
+	return filepath.Clean(p)
+}
+
+// globBase is the directory a glob pattern searches: its segments before
+// the first one with a wildcard.
+func globBase(pattern string) string {
+	if pattern == "" {
+		return "."
+	}
+	segs := strings.Split(pattern, "/")
+	n := 0
+	for n < len(segs) && !strings.ContainsAny(segs[n], "*?[{") {
+		n++
+	}
+	base := strings.Join(segs[:n], "/")
+	if base == "" {
+		if strings.HasPrefix(pattern, "/") {
+			return "/"
+		}
+		return "."
+	}
+	return base
+}
+
+// Decide applies the set's rules to a call: the first deny rule that
+// matches decides, else the first ask rule, else an allow rule, else
+// Default.
+//
+// A bash command line is split into its simple commands (see
+// splitCommand). A deny or ask rule matches when it matches any one of
+// them, so `Bash(rm:*)` catches `make && rm -rf x`. Allowing needs every
+// simple command to be matched by some allow rule, so `Bash(make:*)` does
+// not allow `make && rm -rf x`; an exact rule naming the whole line
+// (`Bash(a && b)`), or `Bash` alone, allows it too.
+func (s *Set) Decide(call Call) Decision {
+	ci := readCall(&call)
+	return s.decide(&ci)
+}
+
+func (s *Set) decide(ci *callInfo) Decision {
+	for i := range s.Deny {
+		if s.Deny[i].matchAny(ci) {
+			return Decision{Outcome: Deny, Rule: s.Deny[i].Text}
+		}
+	}
+	for i := range s.Ask {
+		if s.Ask[i].matchAny(ci) {
+			return Decision{Outcome: Ask, Rule: s.Ask[i].Text}
+		}
+	}
+	if r, ok := s.allowed(ci); ok {
+		return Decision{Outcome: Allow, Rule: r}
+	}
+	return Decision{Outcome: Default}
+}
+
+// allowed finds the allow rules that cover the whole call.
+func (s *Set) allowed(ci *callInfo) (string, bool) {
+	for i := range s.Allow {
+		r := &s.Allow[i]
+		if r.any && r.covers(ci.c.Tool) || r.spec.kind != kindBash && r.match(ci) {
+			return r.Text, true
+		}
+		if r.spec.kind == kindBash && r.covers("bash") && r.bash.parts == nil && !r.bash.prefix && r.bash.text == ci.whole {
+			return r.Text, true
+		}
+	}
+	if ci.c.Tool != "bash" || !ci.cmdsWhole || len(ci.cmds) == 0 {
+		return "", false
+	}
+	var texts []string
+	for _, cmd := range ci.cmds {
+		found := ""
+		for i := range s.Allow {
+			r := &s.Allow[i]
+			if r.spec.kind == kindBash && !r.any && r.bash.match(cmd) {
+				found = r.Text
+				break
+			}
+		}
+		if found == "" {
+			return "", false
+		}
+		if len(texts) == 0 || texts[len(texts)-1] != found {
+			texts = append(texts, found)
+		}
+	}
+	return strings.Join(texts, ", "), true
+}
+
+// covers reports whether the rule's tool name covers a deputy tool.
+func (r *Rule) covers(tool string) bool {
+	if r.spec.kind == kindMCP {
+		server, t, ok := strings.Cut(strings.TrimPrefix(tool, "mcp__"), "__")
+		return ok && strings.HasPrefix(tool, "mcp__") && server == r.value && (r.mcpTo == "" || t == r.mcpTo)
+	}
+	for _, t := range r.spec.tools {
+		if t == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// matchAny is the deny/ask reading: a bash rule matching any one simple
+// command (with or without leading assignments) matches.
+func (r *Rule) matchAny(ci *callInfo) bool {
+	if r.spec.kind != kindBash || r.any {
+		return r.match(ci)
+	}
+	if ci.c.Tool != "bash" {
+		return false
+	}
+	if r.bash.match(ci.whole) {
+		return true
+	}
+	for i, cmd := range ci.cmds {
+		if r.bash.match(cmd) || r.bash.match(ci.stripped[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// match is a non-bash rule's test (or a bash rule's with no specifier).
+func (r *Rule) match(ci *callInfo) bool {
+	if !r.covers(ci.c.Tool) {
+		return false
+	}
+	if r.any || r.spec.kind == kindMCP {
+		return true
+	}
+	switch r.spec.kind {
+	case kindPath:
+		return ci.path != "" && r.path.match(ci.path, ci.c)
+	case kindDomain:
+		if d, ok := strings.CutPrefix(r.value, "*."); ok {
+			return strings.HasSuffix(ci.host, "."+d)
+		}
+		return ci.host != "" && ci.host == r.value
+	case kindName:
+		return ci.name == r.value
+	}
+	return false
+}
+
+// match reports whether an absolute, clean path matches: the pattern
+// matches it or one of its parent directories below the pattern's base
+// (a matched directory covers everything in it, as in a .gitignore).
+func (p *pathPattern) match(target string, c *Call) bool {
+	var base string
+	switch p.anchor {
+	case anchorRoot:
+		base = "/"
+	case anchorHome:
+		base = c.Home
+	case anchorProject:
+		base = cmpOr(c.ProjectDir, c.Cwd)
+	default:
+		base = c.Cwd
+	}
+	if base == "" {
+		return false
+	}
+	base = filepath.Clean(base)
+	for range p.up {
+		base = filepath.Dir(base)
+	}
+	rel, ok := strings.CutPrefix(target, base)
+	if !ok || rel != "" && rel[0] != '/' && base != "/" {
+		return false
+	}
+	rel = strings.Trim(rel, "/")
+	var segs []string
+	if rel != "" {
+		segs = strings.Split(rel, "/")
+	}
+	for k := 0; k <= len(segs); k++ {
+		if matchSegs(p.segs, segs[:k]) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchSegs(pat, segs []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			pat = pat[1:]
+			if len(pat) == 0 {
+				return true
+			}
+			for i := 0; i <= len(segs); i++ {
+				if matchSegs(pat, segs[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(segs) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], segs[0]); !ok {
+			return false
+		}
+		pat, segs = pat[1:], segs[1:]
+	}
+	return len(segs) == 0
+}
