@@ -201,7 +201,8 @@ func (s *Set) allowed(ci *callInfo) (string, bool) {
 		if r.any && r.covers(ci.c.Tool) || r.spec.kind != kindBash && r.match(ci) {
 			return r.Text, true
 		}
-		if r.spec.kind == kindBash && r.covers("bash") && r.bash.parts == nil && !r.bash.prefix && r.bash.text == ci.whole {
+		if ci.c.Tool == "bash" && r.spec.kind == kindBash && !r.any && r.bash.parts == nil && !r.bash.prefix &&
+			ci.whole != "" && r.bash.text == ci.whole {
 			return r.Text, true
 		}
 	}

@@ -21,9 +21,9 @@
 // # Modes
 //
 // A Mode (Claude Code's permissionMode) is the baseline for calls no rule
-// decides. Modes are totally ordered by how much they let through:
-// plan < dontAsk < default < acceptEdits < bypassPermissions. Effective
-// documents what each one does.
+// decides. Effective documents what each one does. They are ordered
+// plan < dontAsk < default < acceptEdits < bypassPermissions, the order in
+// which a subagent may narrow its parent's mode (see Mode.Wider).
 //
 // # Trees
 //

@@ -55,7 +55,12 @@ func (m Mode) rank() int {
 	return 0
 }
 
-// Wider reports whether m lets through more than o.
+// Wider reports whether m comes after o in the order plan < dontAsk <
+// default < acceptEdits < bypassPermissions. Call by call the order is
+// partial: plan asks about a read that dontAsk would deny, and dontAsk
+// allows a bash command that plan denies. Policy.Child uses this nominal
+// order (so a plan subagent may run under a dontAsk parent) and relies on
+// the chain of policies for the per-call guarantee.
 func (m Mode) Wider(o Mode) bool { return m.rank() > o.rank() }
 
 // readOnly are the tools with no side effects of their own. Anything not
@@ -79,9 +84,9 @@ var (
 )
 
 // Effective is the final answer for a call under a mode and a set. Deny
-// rules always deny and ask rules always ask (dontAsk and plan turn that
-// into a deny); what the mode changes is the treatment of allowed and
-// unmatched calls:
+// rules always deny and ask rules always ask (dontAsk turns that into a
+// deny); what the mode changes is the treatment of allowed and unmatched
+// calls:
 //
 //   - default: unmatched read-only calls are allowed when their path is
 //     inside the project or the current directory, and asked otherwise;
@@ -113,8 +118,8 @@ func effective(mode Mode, set *Set, ci *callInfo) Decision {
 	case mode == ModePlan && !ro:
 		return Decision{Outcome: Deny, Rule: d.Rule, Reason: "plan mode: " + ci.c.Tool + " has side effects"}
 	case d.Outcome == Ask:
-		if mode == ModeDontAsk || mode == ModePlan {
-			return Decision{Outcome: Deny, Rule: d.Rule, Reason: string(mode) + " mode: an ask rule matched and nobody is asked"}
+		if mode == ModeDontAsk {
+			return Decision{Outcome: Deny, Rule: d.Rule, Reason: "dontAsk mode: an ask rule matched and nobody is asked"}
 		}
 		return d
 	case d.Outcome == Allow:

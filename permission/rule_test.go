@@ -55,6 +55,10 @@ func TestRuleMatch(t *testing.T) {
 		{"Agent(explorer)", "spawn_subagent", map[string]any{"subagent_type": "writer"}, false, false},
 		{"Skill(pdf)", "skill", map[string]any{"name": "pdf"}, true, true},
 		{"bash", "bash", cmd("ls"), true, true},
+		{"Bash", "edit_file", file("x.go"), false, false},
+		{"Bash(ls)", "edit_file", file("x.go"), false, false},
+		{"Bash(ls)", "bash", cmd(""), false, false},
+		{"WebFetch", "bash", cmd("curl x"), false, false},
 		{"NotebookEdit", "edit_file", file("a.ipynb"), false, false},
 
 		// Bash: exact, :* prefix, * wildcard, compound commands.
