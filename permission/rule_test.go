@@ -68,6 +68,7 @@ func TestRuleMatch(t *testing.T) {
 		{"Bash(npm run test:*)", "bash", cmd("npm run test"), true, true},
 		{"Bash(npm run test:*)", "bash", cmd("npm run test -- --grep x"), true, true},
 		{"Bash(npm:*)", "bash", cmd("npmx install"), false, false},
+		{"Bash(npm run test:*)", "bash", cmd("npm run test:unit"), false, false}, // the prefix ends at a word
 		{"Bash(git push *)", "bash", cmd("git push origin main"), true, true},
 		{"Bash(git push *)", "bash", cmd("git push"), true, true},
 		{"Bash(git push *)", "bash", cmd("git pushx"), false, false},

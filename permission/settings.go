@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // SettingsError is a problem at a place in a settings file.
@@ -80,6 +81,7 @@ func LoadSettings(paths ...string) (Settings, error) {
 			return Settings{}, err
 		}
 		st.Files = append(st.Files, p)
+		firstSkip := len(st.Skipped)
 		if f.mode != nil && !modeSet {
 			m, err := ParseMode(f.mode.val)
 			if err != nil {
@@ -112,6 +114,10 @@ func LoadSettings(paths ...string) (Settings, error) {
 				*group.list = append(*group.list, r)
 			}
 		}
+		// Report a file's skipped rules in the order they are written.
+		slices.SortStableFunc(st.Skipped[firstSkip:], func(a, b error) int {
+			return a.(*SettingsError).Line - b.(*SettingsError).Line
+		})
 	}
 	if !modeSet {
 		st.Policy.Mode = ModeDefault
@@ -248,7 +254,8 @@ func jsonError(file string, data []byte, err error) error {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		line, col := lineCol(data, se.Offset)
+		// Offset counts the offending byte as read; point at it.
+		line, col := lineCol(data, max(se.Offset-1, 0))
 		return &SettingsError{File: file, Line: line, Col: col, Err: fmt.Errorf("malformed JSON: %v", se)}
 	case errors.As(err, &te):
 		line, col := lineCol(data, te.Offset)

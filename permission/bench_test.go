@@ -1,0 +1,48 @@
+package permission
+
+import (
+	"fmt"
+	"testing"
+)
+
+// benchSet is 100 rules of every kind, none of which decides the benchmark
+// calls early, so Decide walks all of them.
+func benchSet(b *testing.B) Set {
+	var allow, ask, deny []string
+	for i := range 20 {
+		allow = append(allow, fmt.Sprintf("Bash(tool%d:*)", i), fmt.Sprintf("Edit(/gen%d/**)", i))
+		ask = append(ask, fmt.Sprintf("Bash(deploy%d *)", i), fmt.Sprintf("mcp__srv%d__write", i))
+		deny = append(deny, fmt.Sprintf("Read(./secret%d/**)", i), fmt.Sprintf("WebFetch(domain:bad%d.example)", i))
+	}
+	for i := range 10 {
+		deny = append(deny, fmt.Sprintf("Bash(rm%d -rf *)", i))
+		allow = append(allow, fmt.Sprintf("Read(~/docs%d/*.md)", i))
+	}
+	allow = append(allow, "Bash(git:*)", "Bash(tail:*)", "Read(/src/**)")
+	s := Set{Allow: mustRules(b, allow...), Ask: mustRules(b, ask...), Deny: mustRules(b, deny...)}
+	if n := len(s.Allow) + len(s.Ask) + len(s.Deny); n < 100 {
+		b.Fatalf("%d rules", n)
+	}
+	return s
+}
+
+func BenchmarkDecide100Rules(b *testing.B) {
+	s := benchSet(b)
+	for _, bc := range []struct {
+		name string
+		c    Call
+	}{
+		{"bash", call("bash", cmd("git status && git diff --stat | tail -n 5"))},
+		{"read", call("read_file", file("/home/u/proj/src/pkg/a.go"))},
+	} {
+		if d := s.Decide(bc.c); d.Outcome != Allow {
+			b.Fatalf("%s: %v", bc.name, d.Outcome)
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Decide(bc.c)
+			}
+		})
+	}
+}
