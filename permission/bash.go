@@ -11,10 +11,16 @@ type bashPattern struct {
 	text     string   // exact command, or prefix
 	parts    []string // wildcard form: the literal pieces between '*'s
 	optional string   // wildcard form with one trailing " *": the command without it
+	compound bool     // the pattern itself has shell operators, so it is tried on whole lines
 }
 
 func parseBash(spec string) (bashPattern, error) {
-	spec = normalize(spec)
+	b, err := parseBashForm(normalize(spec))
+	b.compound = strings.ContainsAny(spec, "&|;\n`") || strings.Contains(spec, "$(")
+	return b, err
+}
+
+func parseBashForm(spec string) (bashPattern, error) {
 	if p, ok := strings.CutSuffix(spec, ":*"); ok {
 		if strings.Contains(p, "*") {
 			return bashPattern{}, fmt.Errorf("`:*` prefix %q may not contain another '*'", p)
@@ -70,6 +76,19 @@ func wildMatch(parts []string, s string) bool {
 // normalize collapses runs of white space so that rules and commands
 // compare the same however they were spaced.
 func normalize(s string) string {
+	// Most commands are spaced already: check before building a new string.
+	clean := s != "" && s[0] != ' ' && s[len(s)-1] != ' '
+	for i := 0; clean && i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c >= 0x80:
+			clean = false
+		case c == ' ' && s[i-1] == ' ':
+			clean = false
+		}
+	}
+	if clean {
+		return s
+	}
 	return strings.Join(strings.Fields(s), " ")
 }
 

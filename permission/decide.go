@@ -77,6 +77,15 @@ type callInfo struct {
 	cmds      []string // bash's simple commands
 	stripped  []string // cmds without leading assignments (deny and ask)
 	cmdsWhole bool     // the command line was read to its end
+
+	// rel caches path's segments below each anchor's base, since most
+	// rules of a set are path rules with one of four bases.
+	rel [anchorProject + 1]relPath
+}
+
+type relPath struct {
+	done, ok bool
+	segs     []string
 }
 
 // toolInput holds every argument a rule may look at.
@@ -91,10 +100,7 @@ type toolInput struct {
 
 func readCall(c *Call) callInfo {
 	ci := callInfo{c: c}
-	var in toolInput
-	// Input that does not decode leaves the fields empty: rules with a
-	// specifier then do not match, and the tool itself refuses the call.
-	_ = json.Unmarshal(c.Input, &in)
+	in := decodeInput(c)
 	switch c.Tool {
 	case "read_file", "write_file", "edit_file":
 		ci.path = absPath(c.Cwd, in.Path)
@@ -119,6 +125,37 @@ func readCall(c *Call) callInfo {
 		ci.name = in.Name
 	}
 	return ci
+}
+
+// decodeInput reads only the fields the tool's rules look at: decoding
+// into a one-field struct is markedly cheaper than into toolInput whole.
+// Input that does not decode leaves the fields empty: rules with a
+// specifier then do not match, and the tool itself refuses the call.
+func decodeInput(c *Call) toolInput {
+	var in toolInput
+	switch c.Tool {
+	case "read_file", "write_file", "edit_file", "grep":
+		var v struct {
+			Path string `json:"path"`
+		}
+		_ = json.Unmarshal(c.Input, &v)
+		in.Path = v.Path
+	case "glob":
+		var v struct {
+			Pattern string `json:"pattern"`
+		}
+		_ = json.Unmarshal(c.Input, &v)
+		in.Pattern = v.Pattern
+	case "bash":
+		var v struct {
+			Command string `json:"command"`
+		}
+		_ = json.Unmarshal(c.Input, &v)
+		in.Command = v.Command
+	case "web_fetch", "spawn_subagent", "skill":
+		_ = json.Unmarshal(c.Input, &in)
+	}
+	return in
 }
 
 func cmpOr(s, def string) string {
@@ -252,11 +289,14 @@ func (r *Rule) matchAny(ci *callInfo) bool {
 	if ci.c.Tool != "bash" {
 		return false
 	}
-	if r.bash.match(ci.whole) {
+	// Only a rule written with shell operators is tried on the whole line
+	// (or on a line that split into nothing): any other rule that matches
+	// a line matches one of its commands, which the loop below tries.
+	if (r.bash.compound || len(ci.cmds) == 0) && r.bash.match(ci.whole) {
 		return true
 	}
 	for i, cmd := range ci.cmds {
-		if r.bash.match(cmd) || r.bash.match(ci.stripped[i]) {
+		if r.bash.match(cmd) || len(ci.stripped[i]) != len(cmd) && r.bash.match(ci.stripped[i]) {
 			return true
 		}
 	}
@@ -273,7 +313,7 @@ func (r *Rule) match(ci *callInfo) bool {
 	}
 	switch r.spec.kind {
 	case kindPath:
-		return ci.path != "" && r.path.match(ci.path, ci.c)
+		return ci.path != "" && r.path.matchCall(ci)
 	case kindDomain:
 		if d, ok := strings.CutPrefix(r.value, "*."); ok {
 			return strings.HasSuffix(ci.host, "."+d)
@@ -285,10 +325,43 @@ func (r *Rule) match(ci *callInfo) bool {
 	return false
 }
 
+// matchCall is match with the segments below the base cached in ci.
+func (p *pathPattern) matchCall(ci *callInfo) bool {
+	if p.up > 0 {
+		return p.match(ci.path, ci.c)
+	}
+	rp := &ci.rel[p.anchor]
+	if !rp.done {
+		rp.segs, rp.ok = p.relSegs(ci.path, ci.c)
+		rp.done = true
+	}
+	return rp.ok && p.matchSegsOrParent(rp.segs)
+}
+
 // match reports whether an absolute, clean path matches: the pattern
 // matches it or one of its parent directories below the pattern's base
 // (a matched directory covers everything in it, as in a .gitignore).
 func (p *pathPattern) match(target string, c *Call) bool {
+	segs, ok := p.relSegs(target, c)
+	return ok && p.matchSegsOrParent(segs)
+}
+
+func (p *pathPattern) matchSegsOrParent(segs []string) bool {
+	if len(p.segs) > 0 && len(segs) > 0 && p.segs[0] != "**" &&
+		!strings.ContainsAny(p.segs[0], `*?[\`) && p.segs[0] != segs[0] {
+		return false // the first segment is literal and differs: no prefix can match
+	}
+	for k := 0; k <= len(segs); k++ {
+		if matchSegs(p.segs, segs[:k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// relSegs splits target below the pattern's base; ok is false when target
+// is not at or below it.
+func (p *pathPattern) relSegs(target string, c *Call) (segs []string, ok bool) {
 	var base string
 	switch p.anchor {
 	case anchorRoot:
@@ -301,7 +374,7 @@ func (p *pathPattern) match(target string, c *Call) bool {
 		base = c.Cwd
 	}
 	if base == "" {
-		return false
+		return nil, false
 	}
 	base = filepath.Clean(base)
 	for range p.up {
@@ -309,19 +382,12 @@ func (p *pathPattern) match(target string, c *Call) bool {
 	}
 	rel, ok := strings.CutPrefix(target, base)
 	if !ok || rel != "" && rel[0] != '/' && base != "/" {
-		return false
+		return nil, false
 	}
-	rel = strings.Trim(rel, "/")
-	var segs []string
-	if rel != "" {
+	if rel = strings.Trim(rel, "/"); rel != "" {
 		segs = strings.Split(rel, "/")
 	}
-	for k := 0; k <= len(segs); k++ {
-		if matchSegs(p.segs, segs[:k]) {
-			return true
-		}
-	}
-	return false
+	return segs, true
 }
 
 func matchSegs(pat, segs []string) bool {
@@ -341,7 +407,11 @@ func matchSegs(pat, segs []string) bool {
 		if len(segs) == 0 {
 			return false
 		}
-		if ok, _ := path.Match(pat[0], segs[0]); !ok {
+		if !strings.ContainsAny(pat[0], `*?[\`) {
+			if pat[0] != segs[0] { // a literal segment: no need for path.Match
+				return false
+			}
+		} else if ok, _ := path.Match(pat[0], segs[0]); !ok {
 			return false
 		}
 		pat, segs = pat[1:], segs[1:]
