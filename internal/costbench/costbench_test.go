@@ -79,28 +79,37 @@ func runClient() int {
 // runBare is the floor: N goroutines × T plain openai-go chat completions.
 func runBare(ctx context.Context, url string, w Workload, stream bool) error {
 	c := openai.NewClient(option.WithBaseURL(url+"/v1"), option.WithAPIKey("k"), option.WithMaxRetries(0))
-	errs := make(chan error, w.N)
+	return inParallel(w.N, func(i int) error {
+		msgs := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
+		for t := 0; t < w.Turns; t++ {
+			p := openai.ChatCompletionNewParams{Model: "gpt-4o-mini", Messages: msgs}
+			if stream {
+				s := c.Chat.Completions.NewStreaming(ctx, p)
+				for s.Next() {
+				}
+				if err := s.Err(); err != nil {
+					return fmt.Errorf("child %d turn %d: %w", i, t, err)
+				}
+			} else if _, err := c.Chat.Completions.New(ctx, p); err != nil {
+				return fmt.Errorf("child %d turn %d: %w", i, t, err)
+			}
+			msgs = append(msgs, openai.AssistantMessage("ok"), openai.UserMessage("again"))
+		}
+		return nil
+	})
+}
+
+// inParallel runs fn(0..n-1) at once and returns the first error any
+// returned: every configuration's N children start together.
+func inParallel(n int, fn func(i int) error) error {
+	errs := make(chan error, n)
 	var wg sync.WaitGroup
-	for i := 0; i < w.N; i++ {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			msgs := []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}
-			for t := 0; t < w.Turns; t++ {
-				p := openai.ChatCompletionNewParams{Model: "gpt-4o-mini", Messages: msgs}
-				if stream {
-					s := c.Chat.Completions.NewStreaming(ctx, p)
-					for s.Next() {
-					}
-					if err := s.Err(); err != nil {
-						errs <- fmt.Errorf("child %d turn %d: %w", i, t, err)
-						return
-					}
-				} else if _, err := c.Chat.Completions.New(ctx, p); err != nil {
-					errs <- fmt.Errorf("child %d turn %d: %w", i, t, err)
-					return
-				}
-				msgs = append(msgs, openai.AssistantMessage("ok"), openai.UserMessage("again"))
+			if err := fn(i); err != nil {
+				errs <- err
 			}
 		}()
 	}
@@ -118,20 +127,12 @@ func runMemory(ctx context.Context, url string, w Workload) error {
 		return err
 	}
 	r := &agent.Runner{}
-	errs := make(chan error, w.N)
-	var wg sync.WaitGroup
-	for i := 0; i < w.N; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := r.Run(ctx, agent.Task{Task: "hi", Model: m, ModelName: "gpt-4o-mini"}); err != nil {
-				errs <- fmt.Errorf("run %d: %w", i, err)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return inParallel(w.N, func(i int) error {
+		if _, err := r.Run(ctx, agent.Task{Task: "hi", Model: m, ModelName: "gpt-4o-mini"}); err != nil {
+			return fmt.Errorf("run %d: %w", i, err)
+		}
+		return nil
+	})
 }
 
 func BenchmarkCost(b *testing.B) {
