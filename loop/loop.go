@@ -105,6 +105,11 @@ type Config struct {
 	// Hold, when set, is asked when the model answers without calling a
 	// tool, before the run completes; see HoldFunc.
 	Hold HoldFunc
+	// Gate, when set, is asked before each tool call runs; see GateFunc.
+	Gate GateFunc
+	// Resume, when set, continues a run suspended on held calls; see
+	// Resume.
+	Resume *Resume
 }
 
 // InboxFunc is asked at every turn boundary after the first (before the
@@ -132,8 +137,8 @@ type Result struct {
 	Usage      llm.Usage
 	// Pending is the user message a suspended run stopped before sending:
 	// the results of its last turn's calls (a suspending call's result
-	// being a placeholder the next run replaces with the answer) and any
-	// notes.
+	// being a placeholder the next run replaces with the answer, a held
+	// call's Held) and any notes.
 	Pending *llm.Message
 }
 
@@ -177,6 +182,11 @@ func Run(ctx context.Context, cfg Config, msgs []llm.Message) (*Result, error) {
 		defer cancel()
 	}
 	r.start, r.req, r.emitted = r.clock.Now(), cfg.request(nil), len(res.Messages)
+	if cfg.Resume != nil {
+		if v := r.resume(ctx, res); v.ends() {
+			return r.finish(res, v.stop, v.err)
+		}
+	}
 	for {
 		if v := r.boundary(ctx, res); v.ends() {
 			return r.finish(res, v.stop, v.err)
@@ -374,10 +384,10 @@ func (r *run) toolTurn(ctx context.Context, res *Result, t reply) verdict {
 }
 
 // suspends reports whether one of a turn's calls was a successful call to
-// a suspending tool (tool.Suspending).
+// a suspending tool (tool.Suspending), or was held by the gate.
 func (r *run) suspends(calls, results []llm.Block) bool {
 	for i, c := range calls {
-		if !results[i].IsError && r.cfg.Tools.Suspends(c.Name) {
+		if IsHeld(results[i]) || !results[i].IsError && r.cfg.Tools.Suspends(c.Name) {
 			return true
 		}
 	}
@@ -547,7 +557,7 @@ func (r *run) runTools(ctx context.Context, res *Result, calls []llm.Block, runn
 	turn := res.Turns
 	run := calls[:runnable]
 	b := &Batch{Calls: run, Parallel: len(run) > 1, set: r.cfg.Tools, limit: r.lim.ToolOutputChars,
-		turn: turn, transcript: res.Messages}
+		turn: turn, transcript: res.Messages, gate: r.cfg.Gate}
 	for i := range run {
 		r.emit(Event{Kind: EventToolCall, Turn: turn, Block: run[i]})
 		if b.Parallel && !r.cfg.Tools.Concurrent(run[i].Name) {

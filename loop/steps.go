@@ -46,6 +46,10 @@ type Batch struct {
 	limit      int
 	turn       int
 	transcript []llm.Message // for CallFrom
+	gate       GateFunc      // nil: every call runs (a resumed run's approved calls)
+	// at is each call's index in its turn when the batch is not the whole
+	// turn (a resumed run's approved calls); nil: the batch's own order.
+	at []int
 }
 
 // ReadOnly reports whether call i's tool is read-only (unknown tools are: a
@@ -73,7 +77,23 @@ func (b *Batch) Run(ctx context.Context, i int) llm.Block {
 		// would act on an intent it never expressed.
 		return llm.ToolResult(c.ID, tool.Truncate(tool.BadArguments(c.Name, err, c.InvalidInput), b.limit), true)
 	}
-	out, isErr := b.set.Call(withCall(ctx, &Call{ID: c.ID, Turn: b.turn, Index: i, Transcript: b.transcript}), c.Name, c.Input)
+	index := i
+	if b.at != nil {
+		index = b.at[i]
+	}
+	call := &Call{ID: c.ID, Turn: b.turn, Index: index, Transcript: b.transcript}
+	input := c.Input
+	if b.gate != nil {
+		if msg := b.set.Check(c.Name, c.Input); msg != "" {
+			return llm.ToolResult(c.ID, tool.Truncate(msg, b.limit), true) // nothing to decide
+		}
+		held, in, ok := gated(ctx, b.gate, call, c)
+		if !ok {
+			return held
+		}
+		input = in
+	}
+	out, isErr := b.set.Call(withCall(ctx, call), c.Name, input)
 	if ctx.Err() != nil && isErr {
 		out = "interrupted: " + interruption(ctx) + "\n" + out
 	}

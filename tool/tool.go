@@ -353,18 +353,9 @@ func (s *Set) Concurrent(name string) bool {
 // even a panic all become an error result for the model, never a failure of
 // the run. The output is not yet truncated.
 func (s *Set) Call(ctx context.Context, name string, input json.RawMessage) (out string, isError bool) {
-	i, ok := -1, false
-	if s != nil {
-		i, ok = s.index[name]
-	}
-	if !ok {
-		return fmt.Sprintf("unknown tool %q; available tools: %s", name, strings.Join(s.Names(), ", ")), true
-	}
-	if r, ok := s.tools[i].(refused); ok {
-		return r.msg, true
-	}
-	if err := s.validate(i, input); err != nil {
-		return fmt.Sprintf("invalid arguments for %s: %v", name, err), true
+	i, msg := s.check(name, input)
+	if msg != "" {
+		return msg, true
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -379,6 +370,32 @@ func (s *Set) Call(ctx context.Context, name string, input json.RawMessage) (out
 		return err.Error(), true
 	}
 	return out, false
+}
+
+// Check reports what Call would answer a call it cannot run at all (an
+// unknown or refused tool, arguments its schema rejects), "" when the
+// call would run. A permission gate asks it first, so it never holds a
+// call that could not run anyway.
+func (s *Set) Check(name string, input json.RawMessage) string {
+	_, msg := s.check(name, input)
+	return msg
+}
+
+func (s *Set) check(name string, input json.RawMessage) (int, string) {
+	i, ok := -1, false
+	if s != nil {
+		i, ok = s.index[name]
+	}
+	if !ok {
+		return i, fmt.Sprintf("unknown tool %q; available tools: %s", name, strings.Join(s.Names(), ", "))
+	}
+	if r, ok := s.tools[i].(refused); ok {
+		return i, r.msg
+	}
+	if err := s.validate(i, input); err != nil {
+		return i, fmt.Sprintf("invalid arguments for %s: %v", name, err)
+	}
+	return i, ""
 }
 
 // validate checks input against tool i's schema: the allocation-free fast
