@@ -222,24 +222,40 @@ type execer interface {
 }
 
 // querier runs the package's SQL, written once with ? placeholders, in the
-// dialect's own placeholder style.
+// dialect's own placeholder style, on the store's handle, one of its
+// transactions, or a transaction a caller owns (Tx).
 type querier struct {
 	d Dialect
 	x execer
 	// events is set inside a transaction: appendEvent marks it, and the
 	// store signals its event watchers once the transaction commits.
 	events *bool
+	// tx, when set, is a caller's transaction (On), used instead of x.
+	tx Tx
 }
 
 func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if q.tx != nil {
+		res, err := q.tx.Exec(ctx, q.rebind(query), args...)
+		if err != nil {
+			return nil, err
+		}
+		return txResult{res}, nil
+	}
 	return q.x.ExecContext(ctx, q.rebind(query), args...)
 }
 
-func (q querier) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (q querier) query(ctx context.Context, query string, args ...any) (Rows, error) {
+	if q.tx != nil {
+		return q.tx.Query(ctx, q.rebind(query), args...)
+	}
 	return q.x.QueryContext(ctx, q.rebind(query), args...)
 }
 
-func (q querier) row(ctx context.Context, query string, args ...any) *sql.Row {
+func (q querier) row(ctx context.Context, query string, args ...any) Row {
+	if q.tx != nil {
+		return txRow{q.tx.QueryRow(ctx, q.rebind(query), args...)}
+	}
 	return q.x.QueryRowContext(ctx, q.rebind(query), args...)
 }
 

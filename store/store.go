@@ -184,7 +184,7 @@ func (s *Store) tx1(ctx context.Context, fn func(q querier) error) error {
 		return classify(s.dialect, s.busy, err)
 	}
 	var events bool
-	if err := fn(querier{s.dialect, tx, &events}); err != nil {
+	if err := fn(querier{d: s.dialect, x: tx, events: &events}); err != nil {
 		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 		}
@@ -200,4 +200,4 @@ func (s *Store) tx1(ctx context.Context, fn func(q querier) error) error {
 }
 
 // q runs single statements outside a transaction.
-func (s *Store) q() querier { return querier{s.dialect, s.db, nil} }
+func (s *Store) q() querier { return querier{d: s.dialect, x: s.db} }

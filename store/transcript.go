@@ -62,27 +62,31 @@ func (s *Store) AppendWith(ctx context.Context, id string, turn, firstSeq int, m
 	if err != nil {
 		return err
 	}
-	err = s.tx(ctx, func(q querier) error {
-		next, err := checkAppend(ctx, q, id, turn, firstSeq, content)
-		if err != nil {
-			return err
-		}
-		at := s.now().UnixMicro()
-		if err := insertMessages(ctx, q, id, turn, next, firstSeq, msgs, content, at); err != nil {
-			return err
-		}
-		if err := consumeMail(ctx, q, id, w.Mail, at); err != nil {
-			return err
-		}
-		if next >= firstSeq+len(msgs) {
-			return nil // all stored already: a repeat
-		}
-		return s.announce(ctx, q, id, w)
-	})
+	err = s.tx(ctx, func(q querier) error { return s.appendWith(ctx, q, id, turn, firstSeq, msgs, content, w) })
 	if err != nil {
 		return fmt.Errorf("append messages %d..%d to %s: %w", firstSeq, firstSeq+len(msgs)-1, id, err)
 	}
 	return nil
+}
+
+// appendWith is an append's work in a transaction (q): content is msgs
+// encoded (encodeAppend).
+func (s *Store) appendWith(ctx context.Context, q querier, id string, turn, firstSeq int, msgs []llm.Message, content []string, w With) error {
+	next, err := checkAppend(ctx, q, id, turn, firstSeq, content)
+	if err != nil {
+		return err
+	}
+	at := s.now().UnixMicro()
+	if err := insertMessages(ctx, q, id, turn, next, firstSeq, msgs, content, at); err != nil {
+		return err
+	}
+	if err := consumeMail(ctx, q, id, w.Mail, at); err != nil {
+		return err
+	}
+	if next >= firstSeq+len(msgs) {
+		return nil // all stored already: a repeat
+	}
+	return s.announce(ctx, q, id, w)
 }
 
 // encodeAppend checks an append's events and first seq and encodes its

@@ -63,6 +63,7 @@ func Run(t *testing.T, h Harness) {
 		{"EventOrder", testEventOrder},
 		{"Mailbox", testMailbox},
 		{"Deliver", testDeliver},
+		{"AppendWithTx", testAppendWithTx},
 		{"ConcurrentConsume", testConcurrentConsume},
 		{"NotFound", testNotFound},
 		{"Migrations", testMigrations},
