@@ -1,0 +1,7 @@
+//go:build !linux
+
+package hook
+
+import "os"
+
+func awaitExit(*os.Process) bool { return false }
