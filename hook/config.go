@@ -70,8 +70,11 @@ type Hook struct {
 // interpolation).
 type Header struct{ Name, Value string }
 
-// String names the hook without the values of its headers, which may hold
-// credentials: its command, or its URL with any password elided.
+// String names the hook in errors without anything that may hold a
+// credential: a command hook by its program (the command line's first
+// word; its arguments may carry a token, as in curl -H "Authorization:
+// ..."), an http hook by its URL with any password elided, never its
+// headers. Source says which entry it is.
 func (h *Hook) String() string {
 	if h.Type == TypeHTTP {
 		if u, err := url.Parse(h.URL); err == nil {
@@ -79,7 +82,8 @@ func (h *Hook) String() string {
 		}
 		return "http hook"
 	}
-	return fmt.Sprintf("hook %q", h.Command)
+	prog, _, _ := strings.Cut(strings.TrimSpace(h.Command), " ")
+	return "hook " + prog
 }
 
 // key identifies a hook for de-duplication: Claude Code runs a command

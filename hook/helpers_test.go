@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // testdata is the absolute path of a script in testdata.
@@ -65,3 +67,5 @@ func errorsText(o Outcome) string {
 }
 
 var bg = context.Background()
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

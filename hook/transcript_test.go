@@ -155,7 +155,7 @@ func TestTranscriptWholeLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	big := llm.UserText(stringsRepeat("x", 100_000))
+	big := llm.UserText(stringsRepeat("x", 40_000))
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Go(func() {
@@ -178,7 +178,7 @@ func TestTranscriptWholeLines(t *testing.T) {
 			}
 		}
 	})
-	for range 50 {
+	for range 20 {
 		if err := tr.Append(big, llm.UserText("small")); err != nil {
 			t.Fatal(err)
 		}
