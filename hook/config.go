@@ -138,6 +138,28 @@ func (c *Config) Groups(ev Event) []Group {
 	return c.groups[ev]
 }
 
+// Entry is one configured hook with the event and matcher it runs for,
+// as List gives them (for deputy doctor).
+type Entry struct {
+	Event   Event
+	Matcher string
+	Hook    Hook
+}
+
+// List gives every configured hook, event by event in the order of
+// Events, each event's in the order they run.
+func (c *Config) List() []Entry {
+	var out []Entry
+	for _, ev := range Events() {
+		for _, g := range c.Groups(ev) {
+			for _, h := range g.Hooks {
+				out = append(out, Entry{Event: ev, Matcher: g.Matcher, Hook: h})
+			}
+		}
+	}
+	return out
+}
+
 // Empty reports whether no hook is configured at all.
 func (c *Config) Empty() bool {
 	if c == nil {

@@ -68,6 +68,9 @@ func TestLoadSettingsSkipsWithFileLine(t *testing.T) {
 	if len(cfg.Groups(Stop)) != 0 {
 		t.Errorf("a group with no hook left loaded")
 	}
+	if l := cfg.List(); len(l) != 2 || l[0].Event != SessionStart || l[0].Matcher != "startup" || l[1].Event != PreToolUse || l[1].Hook.Command != "check.sh" {
+		t.Errorf("list %+v", l)
+	}
 	if !slicesEqual(cfg.Files, []string{p}) {
 		t.Errorf("files %v", cfg.Files)
 	}

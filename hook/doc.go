@@ -53,7 +53,9 @@
 // group is killed, and when it exits anything it left in its group is
 // killed too. Its stdout and stderr are kept up to Runner.MaxOutput each
 // and the rest read and discarded. An http hook is a POST of the same
-// JSON; a 2xx body is read as a command's stdout would be.
+// JSON, sent by deputy itself rather than from inside the fence (the URL
+// comes from settings, not from the model); a 2xx body is read as a
+// command's stdout would be.
 //
 // # Answers
 //

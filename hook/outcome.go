@@ -41,7 +41,8 @@ type Outcome struct {
 	UpdatedInput json.RawMessage
 	// Context is text for the model: additionalContext, and for
 	// UserPromptSubmit and SessionStart the plain stdout of a hook that
-	// exited 0, in hook order.
+	// exited 0, in hook order. For SubagentStart it is for the child
+	// starting, not the parent.
 	Context []string
 	// Stop ends the agent's run (continue: false, whatever the event);
 	// StopReason is for the person, not the model.
