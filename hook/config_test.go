@@ -200,3 +200,71 @@ func TestMatchers(t *testing.T) {
 		}
 	}
 }
+
+func TestFromMarkdown(t *testing.T) {
+	t.Parallel()
+	src := `---
+name: checker
+description: checks
+hooks:
+  PreToolUse:
+    - matcher: Bash
+      hooks:
+        - type: command
+          command: ./check.sh
+          timeout: 5
+        - type: command
+          command: ./slow.sh
+          timeout: soon
+    - matcher: "Edit("
+      hooks:
+        - type: command
+          command: x
+  Stop:
+    - hooks:
+        - type: http
+          url: http://127.0.0.1:9/stop
+---
+
+# Checker
+`
+	cfg, err := FromMarkdown("agents/checker.md", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"agents/checker.md:13: hooks.PreToolUse[0].hooks[1].timeout: must be a positive number of seconds, not \"soon\"",
+		"agents/checker.md:14: hooks.PreToolUse[1].matcher: matcher \"Edit(\" is not a regular expression",
+	}
+	if len(cfg.Skipped) != len(want) {
+		t.Fatalf("skipped %v", cfg.Skipped)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(cfg.Skipped[i].Error(), w) {
+			t.Errorf("skipped[%d] = %q, want prefix %q", i, cfg.Skipped[i], w)
+		}
+	}
+	l := cfg.List()
+	if len(l) != 2 || l[0].Event != PreToolUse || l[0].Hook.Source != "agents/checker.md:8" || l[0].Hook.Timeout != 5*time.Second ||
+		l[1].Event != Stop || l[1].Hook.URL != "http://127.0.0.1:9/stop" || l[1].Hook.Source != "agents/checker.md:20" {
+		t.Fatalf("%+v", l)
+	}
+	for _, c := range []struct{ src, want string }{
+		{"# no front matter", ""},
+		{"---\nname: x\n---\n", ""},
+		{"---\nhooks:\n---\n", ""},
+		{"---\nname: x\n", "agents/x.md:1: front matter is not closed"},
+		{"---\nhooks: [1\n---\n", "agents/x.md:"},
+		{"---\nhooks: &a {}\nother: *a\n---\n", "aliases"},
+		{"---\nhooks: []\n---\n", "agents/x.md:2: hooks must be an object"},
+	} {
+		cfg, err := FromMarkdown("agents/x.md", []byte(c.src))
+		if c.want == "" {
+			if err != nil || !cfg.Empty() {
+				t.Errorf("%q: %v %+v", c.src, err, cfg)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.src, err, c.want)
+		}
+	}
+}

@@ -19,9 +19,10 @@
 // # Configuration
 //
 // LoadSettings reads the "hooks" key of the same settings files as
-// permission.LoadSettings (permission.SettingsPaths); FromFrontMatter
-// reads a definition's hooks front matter as agentdef decoded it. Both
-// have Claude Code's shape:
+// permission.LoadSettings (permission.SettingsPaths); FromMarkdown reads
+// a definition file's hooks front matter with the line of every entry,
+// and FromFrontMatter the same as agentdef decoded it (for a definition
+// with no file). All have Claude Code's shape:
 //
 //	{"hooks": {"PreToolUse": [{"matcher": "Bash|Edit", "hooks": [
 //	    {"type": "command", "command": "$CLAUDE_PROJECT_DIR/.claude/hooks/check.sh", "timeout": 30},

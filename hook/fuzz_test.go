@@ -63,3 +63,22 @@ func FuzzAnswer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMarkdown: any definition file's hooks load or fail with an error,
+// never a panic; every skipped entry has a line.
+func FuzzMarkdown(f *testing.F) {
+	f.Add([]byte("---\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n          command: x\n---\n"))
+	f.Add([]byte("---\nhooks: {Stop: [{hooks: [{type: http, url: 'http://h/'}]}]}\n---\n"))
+	f.Add([]byte("---\nhooks:\n  - a\n---\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := FromMarkdown("a.md", data)
+		if err != nil {
+			return
+		}
+		for _, e := range c.Skipped {
+			if ce, ok := e.(*ConfigError); !ok || ce.Line < 1 {
+				t.Fatalf("skipped without a line: %v", e)
+			}
+		}
+	})
+}
