@@ -29,7 +29,9 @@
 //	    {"type": "http", "url": "http://127.0.0.1:8080/hook", "headers": {"Authorization": "Bearer $TOKEN"}, "allowedEnvVars": ["TOKEN"]}]}]}}
 //
 // A wrong entry is skipped and reported (Config.Skipped, file:line); the
-// rest loads. The settings JSON is parsed here again rather than through
+// rest loads. Keys deputy does not use are ignored: statusMessage, once
+// (such a hook runs every time its event comes) and async (such a hook is
+// waited for like any other). The settings JSON is parsed here again rather than through
 // permission's reader, which reads only its permissions key token by
 // token: the files are small, and keeping the readers apart keeps the
 // fail-closed rule of permission's deny rules its own.

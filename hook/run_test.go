@@ -548,3 +548,20 @@ func TestOutcomeJSON(t *testing.T) {
 		t.Fatal("bad permission read")
 	}
 }
+
+// TestEscapedChildDoesNotBlock: a hook that exits but leaves a process
+// outside its group holding stdout (setsid) is answered after WaitDelay,
+// with what it printed and a note, rather than waiting on the pipe.
+func TestEscapedChildDoesNotBlock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	r := project(t, one("Stop", "", `setsid sh -c 'echo $$ > `+pidFile+`.tmp && mv `+pidFile+`.tmp `+pidFile+`; exec sleep 30' & while [ ! -e `+pidFile+` ]; do sleep 0.01; done; echo answered`, ""))
+	r.WaitDelay = 50 * time.Millisecond
+	o := r.Run(bg, Input{Event: Stop})
+	pid := waitPid(t, pidFile)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if len(o.Output) != 1 || o.Output[0] != "answered" || !strings.Contains(errorsText(o), "output still held open") {
+		t.Fatalf("%+v", o)
+	}
+}
