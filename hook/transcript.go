@@ -148,6 +148,21 @@ func (t *Transcript) Sync(all []llm.Message) error {
 	return t.write(&buf, len(all)-from)
 }
 
+// Compacted records a compaction the caller knows of (Sync sees one only
+// when the conversation got shorter): a compact_boundary line, then the
+// whole new conversation.
+func (t *Transcript) Compacted(all []llm.Message) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var buf bytes.Buffer
+	t.line(&buf, "system", nil, "compact_boundary")
+	t.n = 0
+	for i := range all {
+		t.line(&buf, string(all[i].Role), &all[i], "")
+	}
+	return t.write(&buf, len(all))
+}
+
 func (t *Transcript) write(buf *bytes.Buffer, msgs int) error {
 	if buf.Len() == 0 {
 		return nil

@@ -118,10 +118,18 @@ func TestTranscriptShape(t *testing.T) {
 	if err := tr.Sync([]llm.Message{llm.UserText("summary"), conv[1], conv[2]}); err != nil {
 		t.Fatal(err)
 	}
+	if err := tr.Compacted([]llm.Message{llm.UserText("s2"), conv[1], conv[2]}); err != nil {
+		t.Fatal(err)
+	}
+	if tr.n != 3 {
+		t.Errorf("after Compacted: %d", tr.n)
+	}
 	raw, _ := os.ReadFile(p)
 	var last line
 	lines := splitLines(raw)
-	if len(lines) != 8 || json.Unmarshal(lines[7], &last) != nil || *last.ParentUUID != ls[5].UUID || last.Type != "user" {
+	var boundary line
+	if len(lines) != 12 || json.Unmarshal(lines[7], &last) != nil || *last.ParentUUID != ls[5].UUID || last.Type != "user" ||
+		json.Unmarshal(lines[8], &boundary) != nil || boundary.Subtype != "compact_boundary" || *boundary.ParentUUID != last.UUID {
 		t.Fatalf("after resume: %d lines, last %s", len(lines), lines[len(lines)-1])
 	}
 	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
