@@ -282,11 +282,11 @@ func checkResults(w Workload, rs []agent.FanResult) error {
 // model (it makes no model call: it calls fan_out with its plan) whose N
 // isolated children run on deputy's openai provider, as deputy.FanOut's
 // durable root does. stream: Runner.Stream with a consumer of the deltas,
-// as a live display would be; without, the provider is left at its
-// defaults, as a library user would leave it, and the Runner streams
-// nothing.
+// as a live display would be; without, the provider is built NonStreaming
+// (as deputy.Open builds it when Options.Stream is off) and the Runner asks
+// for no deltas, so every call is the plain one, like bare-plain's.
 func memoryRun(hc *http.Client, url string, w Workload, stream bool, deltas *atomic.Int64) (func(context.Context) error, error) {
-	m, err := dopenai.New(modelName, dopenai.Options{APIKey: "k", BaseURL: url + "/v1", HTTPClient: hc})
+	m, err := dopenai.New(modelName, dopenai.Options{APIKey: "k", BaseURL: url + "/v1", HTTPClient: hc, NonStreaming: !stream})
 	if err != nil {
 		return nil, err
 	}
