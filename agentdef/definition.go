@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/deputy-run/deputy/permission"
 )
 
 // Mode is how a child's context starts.
@@ -149,12 +151,33 @@ type Definition struct {
 	ReportCap  int     `json:"report_cap"` // characters
 	Background bool    `json:"background"`
 
+	// PermissionMode is Claude Code's permissionMode (default, acceptEdits,
+	// plan, dontAsk, bypassPermissions; "manual" reads as default). Empty
+	// means the definition did not set one: the child runs in its
+	// parent's mode. Check refuses any other value and writes "manual" as
+	// default, so a loaded definition holds one of permission's constants.
+	PermissionMode permission.Mode `json:"permission_mode,omitempty"`
+	// Hooks is the hooks front matter as decoded, not interpreted here:
+	// package hook owns what a hook means, and a definition keeps the value
+	// so that a change to hook parsing needs no change to stored
+	// definitions.
+	Hooks *RawHooks `json:"hooks,omitempty"`
+
 	// Extra holds front-matter fields deputy keeps but does not use
-	// (color, hooks, permissionMode, ...), so nothing a file says is lost.
+	// (color, effort, memory, ...), so nothing a file says is lost.
 	Extra map[string]any `json:"extra,omitempty"`
 
 	// Source says where the definition came from.
 	Source Source `json:"source"`
+}
+
+// RawHooks is a definition's hooks value as its file wrote it, decoded
+// from YAML (mappings as map[string]any, lists as []any), and where it was,
+// so the hook package can parse it and report problems at file:line.
+type RawHooks struct {
+	Value any    `json:"value"`
+	File  string `json:"file,omitempty"`
+	Line  int    `json:"line,omitempty"` // the line of the hooks key
 }
 
 // Level is a catalog source; a higher level wins over a lower one.
@@ -272,6 +295,13 @@ func (d *Definition) Check() []Problem {
 		warn("isolation", "this type can change the workspace (%s) and has no isolation: a mistake reaches the "+
 			"parent's files at once; consider worktree: true or isolation: sandbox", strings.Join(d.writers(), ", "))
 	}
+	if d.PermissionMode != "" {
+		if m, err := permission.ParseMode(string(d.PermissionMode)); err != nil {
+			bad("permissionMode", "%v", err)
+		} else {
+			d.PermissionMode = m
+		}
+	}
 	if d.MaxTurns == 0 {
 		d.MaxTurns = DefaultMaxTurns
 	} else if d.MaxTurns < 0 {
@@ -380,6 +410,10 @@ func (d *Definition) Clone() *Definition {
 		for i, s := range d.MCPServers {
 			c.MCPServers[i] = s.clone()
 		}
+	}
+	if d.Hooks != nil {
+		h := *d.Hooks
+		c.Hooks = &h
 	}
 	if d.Extra != nil {
 		c.Extra = make(map[string]any, len(d.Extra))

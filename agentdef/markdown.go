@@ -17,6 +17,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/deputy-run/deputy/internal/yamlpos"
+	"github.com/deputy-run/deputy/permission"
 )
 
 // Issue is an error or warning about one file, with the line it concerns
@@ -55,11 +56,12 @@ const (
 // mode (isolated|fork), modePinned, toolChoice, worktree, network,
 // readPaths, writePaths, reportCap, and budget {totalTokens, wallTime,
 // toolCalls, outputTokensPerCall}; mcpServers, Claude Code's, in the forms
-// decodeMCPServers reads. Every other key goes to Extra with a warning.
+// decodeMCPServers reads; Claude Code's permissionMode (checked) and hooks
+// (kept raw, with its line, for package hook). Every other key goes to Extra with a warning.
 
 // Claude Code keys deputy keeps in Extra without using them.
 var claudeKeptKeys = []string{
-	"permissionMode", "effort", "color", "memory", "hooks", "initialPrompt",
+	"effort", "color", "memory", "initialPrompt",
 }
 
 var budgetKeys = []string{"totalTokens", "wallTime", "toolCalls", "outputTokensPerCall"}
@@ -184,6 +186,13 @@ func (r *defReader) field(k string, v any) (err error) {
 		err = decodeBudget(v, &d.Budgets)
 	case "mcpServers":
 		r.mcpServers(k, v)
+	case "permissionMode":
+		// Definition.Check refuses a mode that does not exist, at this line.
+		d.PermissionMode, err = asStringOf[permission.Mode](v)
+	case "hooks":
+		if v != nil {
+			d.Hooks = &RawHooks{Value: v, File: r.p.File, Line: keyLineOr1(r.fm.lineOf, k)}
+		}
 	default:
 		r.extra(k, v)
 	}

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deputy-run/deputy/permission"
 )
 
 // hasIssue reports whether issues hold one at line whose text contains sub.
@@ -141,8 +144,14 @@ Check it.
 	if d.SystemPrompt != "# Checker\n\nCheck it." {
 		t.Errorf("prompt %q", d.SystemPrompt)
 	}
-	if d.Extra["color"] != "blue" || d.Extra["permissionMode"] != "plan" || d.Extra["hooks"] == nil {
+	if d.Extra["color"] != "blue" || len(d.Extra) != 1 {
 		t.Errorf("extra %v", d.Extra)
+	}
+	if d.PermissionMode != permission.ModePlan {
+		t.Errorf("permission mode %q", d.PermissionMode)
+	}
+	if h := d.Hooks; h == nil || h.File != "c.md" || h.Line != 28 || !reflect.DeepEqual(h.Value, map[string]any{"PreToolUse": []any{}}) {
+		t.Errorf("hooks %+v", h)
 	}
 	if d.Source.File != "c.md" || d.Source.Line != 2 {
 		t.Errorf("source %+v", d.Source)
@@ -151,7 +160,7 @@ Check it.
 		line int
 		sub  string
 	}{{4, `"TeamCreate" is not a tool deputy can serve`}, {4, "Bash(git diff:*) is not granted"}, {11, "WebFetch(domain:example.com) disallows all of web_fetch"},
-		{27, "color: kept but not used"}, {28, "hooks: kept"}, {30, "permissionMode: kept"}} {
+		{27, "color: kept but not used"}} {
 		if !hasIssue(p.Warnings, w.line, w.sub) {
 			t.Errorf("no warning at c.md:%d containing %q in %v", w.line, w.sub, p.Warnings)
 		}

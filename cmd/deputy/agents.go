@@ -167,6 +167,13 @@ func printDefinition(w io.Writer, d *agentdef.Definition) {
 		line("tool choice", d.ToolChoice)
 	}
 	line("max turns", fmt.Sprint(d.MaxTurns))
+	if d.PermissionMode != "" {
+		line("permission mode", string(d.PermissionMode))
+	}
+	if d.Hooks != nil {
+		v, _ := json.Marshal(d.Hooks.Value)
+		line("hooks", fmt.Sprintf("%s (line %d)", v, d.Hooks.Line))
+	}
 	line("isolation", string(d.Isolation))
 	if d.Worktree {
 		line("worktree", "true")
