@@ -62,9 +62,14 @@ type Call struct {
 	Home string
 }
 
-// Set is the rules of one policy.
+// Set is the rules of one policy. A Set built by NewSet, LoadSettings or
+// Policy.Child is indexed by tool, so a call is tried only against the
+// rules that cover its tool; a Set literal works the same, walking every
+// rule.
 type Set struct {
 	Allow, Ask, Deny []Rule
+
+	idx *index
 }
 
 // callInfo is what the rules look at in a call, read from its input once.
@@ -215,26 +220,30 @@ func (s *Set) Decide(call Call) Decision {
 }
 
 func (s *Set) decide(ci *callInfo) Decision {
-	for i := range s.Deny {
-		if s.Deny[i].matchAny(ci) {
-			return Decision{Outcome: Deny, Rule: s.Deny[i].Text}
+	deny, ask, allow, bi := s.views(ci.c.Tool)
+	if bi != nil && len(ci.cmds) > 0 {
+		return s.decideBash(bi, ci)
+	}
+	for k := range deny.len() {
+		if r := deny.rule(k); r.matchAny(ci) {
+			return Decision{Outcome: Deny, Rule: r.Text}
 		}
 	}
-	for i := range s.Ask {
-		if s.Ask[i].matchAny(ci) {
-			return Decision{Outcome: Ask, Rule: s.Ask[i].Text}
+	for k := range ask.len() {
+		if r := ask.rule(k); r.matchAny(ci) {
+			return Decision{Outcome: Ask, Rule: r.Text}
 		}
 	}
-	if r, ok := s.allowed(ci); ok {
+	if r, ok := allowed(allow, ci); ok {
 		return Decision{Outcome: Allow, Rule: r}
 	}
 	return Decision{Outcome: Default}
 }
 
 // allowed finds the allow rules that cover the whole call.
-func (s *Set) allowed(ci *callInfo) (string, bool) {
-	for i := range s.Allow {
-		r := &s.Allow[i]
+func allowed(allow view, ci *callInfo) (string, bool) {
+	for k := range allow.len() {
+		r := allow.rule(k)
 		if r.any && r.covers(ci.c.Tool) || r.spec.kind != kindBash && r.match(ci) {
 			return r.Text, true
 		}
@@ -246,11 +255,13 @@ func (s *Set) allowed(ci *callInfo) (string, bool) {
 	if ci.c.Tool != "bash" || !ci.cmdsWhole || len(ci.cmds) == 0 {
 		return "", false
 	}
+	// Each simple command needs a rule.
+	var first string
 	var texts []string
 	for _, cmd := range ci.cmds {
 		found := ""
-		for i := range s.Allow {
-			r := &s.Allow[i]
+		for k := range allow.len() {
+			r := allow.rule(k)
 			if r.spec.kind == kindBash && !r.any && r.bash.match(cmd) {
 				found = r.Text
 				break
@@ -259,11 +270,24 @@ func (s *Set) allowed(ci *callInfo) (string, bool) {
 		if found == "" {
 			return "", false
 		}
-		if len(texts) == 0 || texts[len(texts)-1] != found {
-			texts = append(texts, found)
-		}
+		first, texts = addText(first, texts, found)
 	}
-	return strings.Join(texts, ", "), true
+	return joinTexts(first, texts), true
+}
+
+// decideBash is decide for a bash call of a Set with an index by first
+// word (see bashIndex); it decides as the walk over every rule does.
+func (s *Set) decideBash(bi *bashIndex, ci *callInfo) Decision {
+	if r := bi.deny.firstAny(s.Deny, ci); r != nil {
+		return Decision{Outcome: Deny, Rule: r.Text}
+	}
+	if r := bi.ask.firstAny(s.Ask, ci); r != nil {
+		return Decision{Outcome: Ask, Rule: r.Text}
+	}
+	if r, ok := bi.allow.allowedBash(s.Allow, ci); ok {
+		return Decision{Outcome: Allow, Rule: r}
+	}
+	return Decision{Outcome: Default}
 }
 
 // covers reports whether the rule's tool name covers a deputy tool.

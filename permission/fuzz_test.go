@@ -19,9 +19,19 @@ func FuzzDecide(f *testing.F) {
 			return
 		}
 		s := Set{Deny: []Rule{r}, Ask: []Rule{r}, Allow: []Rule{r}}
+		// Allow-only, with a second rule, so the allow path is reached
+		// too; each set also indexed, which must decide as the walk does.
+		git, _ := ParseRule("Bash(git:*)")
+		allow := Set{Allow: []Rule{r, git}}
 		in, _ := json.Marshal(map[string]string{"command": command, "path": command, "pattern": command, "url": command})
 		for _, tool := range []string{"bash", "read_file", "glob", "web_fetch", "mcp__a__b", "write_file"} {
 			c := Call{Tool: tool, Input: in, Cwd: "/w/p", ProjectDir: "/w", Home: "/h"}
+			for _, set := range []Set{s, allow} {
+				ix := NewSet(set.Allow, set.Ask, set.Deny)
+				if w, i := set.Decide(c), ix.Decide(c); w != i {
+					t.Fatalf("%s: indexed %+v, walk %+v", tool, i, w)
+				}
+			}
 			for _, m := range modes {
 				if d := Effective(m, s, c); d.Outcome == Default {
 					t.Fatalf("%s under %s undecided", tool, m)

@@ -60,12 +60,12 @@ func cmpOrMode(m Mode) Mode {
 func (p Policy) Child(def Policy) (Policy, error) {
 	chain := make([]Policy, 0, len(p.ancestors)+1+len(def.ancestors))
 	chain = append(chain, p.ancestors...)
-	chain = append(chain, Policy{Mode: p.Mode, Set: p.Set})
+	chain = append(chain, Policy{Mode: p.Mode, Set: p.Set.indexed()})
 	chain = append(chain, def.ancestors...)
 	for _, a := range chain {
 		if def.Mode.Wider(a.Mode) {
 			return Policy{}, fmt.Errorf("permission mode %s of the child is wider than its parent's %s", modeName(def.Mode), modeName(a.Mode))
 		}
 	}
-	return Policy{Mode: cmpOrMode(def.Mode), Set: def.Set, ancestors: chain}, nil
+	return Policy{Mode: cmpOrMode(def.Mode), Set: def.Set.indexed(), ancestors: chain}, nil
 }

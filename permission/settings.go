@@ -122,6 +122,7 @@ func LoadSettings(paths ...string) (Settings, error) {
 	if !modeSet {
 		st.Policy.Mode = ModeDefault
 	}
+	st.Policy.Set = st.Policy.Set.indexed()
 	return st, nil
 }
 
