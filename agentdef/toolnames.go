@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/deputy-run/deputy/permission"
 )
 
 // SpawnTool is the name of the tool a parent delegates with; an omitted
@@ -17,28 +19,6 @@ const SkillTool = "skill"
 var deputyTools = []string{
 	"read_file", "write_file", "edit_file", "glob", "grep", "bash",
 	"web_fetch", "web_search", SpawnTool, SkillTool, AskTool, FanOutTool,
-}
-
-// claudeTools maps Claude Code's tool names to deputy's. LS maps to glob:
-// glob lists a directory with `dir/*` (directories marked with a trailing
-// /), which is what LS was for. MultiEdit is several edit_file calls;
-// NotebookRead reads the .ipynb JSON with read_file. Task is Claude Code's
-// old name for spawning and Agent its new one.
-var claudeTools = map[string]string{
-	"Read":         "read_file",
-	"NotebookRead": "read_file",
-	"Write":        "write_file",
-	"Edit":         "edit_file",
-	"MultiEdit":    "edit_file",
-	"Glob":         "glob",
-	"LS":           "glob",
-	"Grep":         "grep",
-	"Bash":         "bash",
-	"WebFetch":     "web_fetch",
-	"WebSearch":    "web_search",
-	"Task":         SpawnTool,
-	"Agent":        SpawnTool,
-	"Skill":        SkillTool,
 }
 
 // IsMCPTool reports whether name is an MCP tool reference
@@ -62,7 +42,7 @@ func MapToolName(name string) (mapped string, ok, pattern bool) {
 		m, ok, _ := MapToolName(name[:i]) // name[:i] has no '(': no recursion beyond one level
 		return m, ok, ok
 	}
-	if m, ok := claudeTools[name]; ok {
+	if m, ok := permission.ClaudeTool(name); ok { // Claude Code's names, from the table permission rules use too
 		return m, true, false
 	}
 	if slices.Contains(deputyTools, name) {

@@ -25,15 +25,21 @@ type toolSpec struct {
 	kind  kind
 }
 
-// ruleTools maps the tool names a rule may use to deputy's tools. It is kept
-// here rather than taken from agentdef so that agentdef can import this
-// package. Read covers glob and grep as well (Claude Code applies Read rules
+// claudeTools maps Claude Code's tool names to deputy's tools: the one
+// table of that mapping, which agentdef reads too (ClaudeTool) to map a
+// definition's tools list. For a rule, a name covers every tool in its
+// list: Read covers glob and grep as well (Claude Code applies Read rules
 // to every tool that reads files), and Edit covers every tool that edits.
-var ruleTools = map[string]toolSpec{
+// In a tools list, a name stands for the first tool of its list. LS is
+// glob: glob lists a directory with `dir/*` (directories marked with a
+// trailing /), which is what LS was for. MultiEdit is several edit_file
+// calls; NotebookRead reads the .ipynb JSON with read_file. Task is
+// Claude Code's old name for spawning and Agent its new one.
+var claudeTools = map[string]toolSpec{
 	"Read":         {[]string{"read_file", "glob", "grep"}, kindPath},
 	"NotebookRead": {[]string{"read_file"}, kindPath},
-	"Edit":         {[]string{"write_file", "edit_file"}, kindPath},
-	"MultiEdit":    {[]string{"write_file", "edit_file"}, kindPath},
+	"Edit":         {[]string{"edit_file", "write_file"}, kindPath},
+	"MultiEdit":    {[]string{"edit_file", "write_file"}, kindPath},
 	"Write":        {[]string{"write_file"}, kindPath},
 	"Glob":         {[]string{"glob"}, kindPath},
 	"LS":           {[]string{"glob"}, kindPath},
@@ -44,19 +50,6 @@ var ruleTools = map[string]toolSpec{
 	"Task":         {[]string{"spawn_subagent"}, kindName},
 	"Agent":        {[]string{"spawn_subagent"}, kindName},
 	"Skill":        {[]string{"skill"}, kindName},
-
-	"read_file":      {[]string{"read_file"}, kindPath},
-	"write_file":     {[]string{"write_file"}, kindPath},
-	"edit_file":      {[]string{"edit_file"}, kindPath},
-	"glob":           {[]string{"glob"}, kindPath},
-	"grep":           {[]string{"grep"}, kindPath},
-	"bash":           {[]string{"bash"}, kindBash},
-	"web_fetch":      {[]string{"web_fetch"}, kindDomain},
-	"web_search":     {[]string{"web_search"}, kindPlain},
-	"spawn_subagent": {[]string{"spawn_subagent"}, kindName},
-	"skill":          {[]string{"skill"}, kindName},
-	"ask_parent":     {[]string{"ask_parent"}, kindPlain},
-	"fan_out":        {[]string{"fan_out"}, kindPlain},
 
 	// Real Claude Code tools deputy does not serve: settings files copied
 	// from Claude Code name them, so they parse (and match nothing) rather
@@ -71,6 +64,44 @@ var ruleTools = map[string]toolSpec{
 	"SlashCommand":         {nil, kindNone},
 	"ListMcpResourcesTool": {nil, kindNone},
 	"ReadMcpResourceTool":  {nil, kindNone},
+}
+
+// deputyRuleTools are deputy's own tool names, which a rule may use as
+// well; each covers itself.
+var deputyRuleTools = map[string]toolSpec{
+	"read_file":      {[]string{"read_file"}, kindPath},
+	"write_file":     {[]string{"write_file"}, kindPath},
+	"edit_file":      {[]string{"edit_file"}, kindPath},
+	"glob":           {[]string{"glob"}, kindPath},
+	"grep":           {[]string{"grep"}, kindPath},
+	"bash":           {[]string{"bash"}, kindBash},
+	"web_fetch":      {[]string{"web_fetch"}, kindDomain},
+	"web_search":     {[]string{"web_search"}, kindPlain},
+	"spawn_subagent": {[]string{"spawn_subagent"}, kindName},
+	"skill":          {[]string{"skill"}, kindName},
+	"ask_parent":     {[]string{"ask_parent"}, kindPlain},
+	"fan_out":        {[]string{"fan_out"}, kindPlain},
+}
+
+// ruleTool is the spec of a tool name a rule may use.
+func ruleTool(name string) (toolSpec, bool) {
+	if ts, ok := claudeTools[name]; ok {
+		return ts, true
+	}
+	ts, ok := deputyRuleTools[name]
+	return ts, ok
+}
+
+// ClaudeTool is the deputy tool a Claude Code tool name stands for in a
+// definition's tools list (Read is read_file, LS is glob, Agent is
+// spawn_subagent). ok is false for a name that is not Claude Code's or
+// that deputy has no counterpart for (TodoWrite).
+func ClaudeTool(name string) (tool string, ok bool) {
+	ts, ok := claudeTools[name]
+	if !ok || len(ts.tools) == 0 {
+		return "", false
+	}
+	return ts.tools[0], true
 }
 
 // Rule is one parsed permission rule.
@@ -141,7 +172,7 @@ func ParseRule(text string) (Rule, error) {
 		}
 		return r, r.parseMCP(text, name[len("mcp__"):])
 	}
-	ts, ok := ruleTools[name]
+	ts, ok := ruleTool(name)
 	if !ok {
 		return r, fmt.Errorf("permission rule %q: unknown tool %q", text, name)
 	}

@@ -202,3 +202,28 @@ func TestSplitCommand(t *testing.T) {
 		}
 	}
 }
+
+// ClaudeTool is what a Claude Code name means in a tools list: one tool,
+// and always one its rules cover.
+func TestClaudeTool(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"Read": "read_file", "NotebookRead": "read_file", "Write": "write_file", "Edit": "edit_file", "MultiEdit": "edit_file",
+		"Glob": "glob", "LS": "glob", "Grep": "grep", "Bash": "bash", "WebFetch": "web_fetch", "WebSearch": "web_search",
+		"Task": "spawn_subagent", "Agent": "spawn_subagent", "Skill": "skill",
+	} {
+		got, ok := ClaudeTool(in)
+		if !ok || got != want {
+			t.Errorf("%s: %q %v, want %q", in, got, ok, want)
+		}
+		r, err := ParseRule(in)
+		if err != nil || !r.covers(got) {
+			t.Errorf("rule %s does not cover %s (%v)", in, got, err)
+		}
+	}
+	for _, in := range []string{"TodoWrite", "NotebookEdit", "read_file", "mcp__a__b", "Nope", ""} {
+		if got, ok := ClaudeTool(in); ok {
+			t.Errorf("%q maps to %q", in, got)
+		}
+	}
+}
