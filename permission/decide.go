@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -80,7 +81,7 @@ type callInfo struct {
 	name      string   // spawn_subagent's type, skill's name
 	whole     string   // bash's whole command, normalized
 	cmds      []string // bash's simple commands
-	stripped  []string // cmds without leading assignments (deny and ask)
+	stripped  []string // cmds without leading assignments (deny and ask); nil when none has any
 	cmdsWhole bool     // the command line was read to its end
 
 	// rel caches path's segments below each anchor's base, since most
@@ -116,9 +117,13 @@ func readCall(c *Call) callInfo {
 	case "bash":
 		ci.whole = normalize(in.Command)
 		ci.cmds, ci.cmdsWhole = splitCommand(in.Command)
-		ci.stripped = make([]string, len(ci.cmds))
 		for i, cmd := range ci.cmds {
-			ci.stripped[i] = stripAssignments(cmd)
+			if st := stripAssignments(cmd); len(st) != len(cmd) {
+				if ci.stripped == nil {
+					ci.stripped = slices.Clone(ci.cmds) // most lines have no assignment: no slice for them
+				}
+				ci.stripped[i] = st
+			}
 		}
 	case "web_fetch":
 		if u, err := url.Parse(strings.TrimSpace(in.URL)); err == nil {
@@ -320,7 +325,7 @@ func (r *Rule) matchAny(ci *callInfo) bool {
 		return true
 	}
 	for i, cmd := range ci.cmds {
-		if r.bash.match(cmd) || len(ci.stripped[i]) != len(cmd) && r.bash.match(ci.stripped[i]) {
+		if r.bash.match(cmd) || ci.stripped != nil && len(ci.stripped[i]) != len(cmd) && r.bash.match(ci.stripped[i]) {
 			return true
 		}
 	}

@@ -237,7 +237,10 @@ func firstOf(a, b []int32, ok func(int32) bool) int32 {
 func (w *words) firstAny(rules []Rule, ci *callInfo) *Rule {
 	best := firstOf(w.generic, nil, func(p int32) bool { return rules[p].matchAny(ci) })
 	for i, cmd := range ci.cmds {
-		st := ci.stripped[i]
+		st := cmd
+		if ci.stripped != nil {
+			st = ci.stripped[i]
+		}
 		ok := func(p int32) bool {
 			if best >= 0 && p >= best {
 				return true // nothing after the best so far can win
