@@ -67,6 +67,6 @@ func BenchmarkDecide100Rules(b *testing.B) {
 // garbage collector's work on other threads, which the calls cause).
 func reportCPU(b *testing.B, cpu0 time.Duration) {
 	if cpu0 > 0 && b.N > 0 {
-		b.ReportMetric(float64((processCPU() - cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
