@@ -105,8 +105,15 @@ func TestCostClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
-	if os.Getenv("COSTBENCH_PROFILE") != "" {
+	if p := os.Getenv("COSTBENCH_PROFILE"); p != "" {
 		pprof.StopCPUProfile()
+		// The allocations too (go tool pprof -sample_index=alloc_space):
+		// at the default sampling rate, which the run's figures include
+		// anyway.
+		if f, err := os.Create(p + "-" + cfg + ".allocs"); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", cfg, err)
