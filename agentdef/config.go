@@ -14,6 +14,7 @@ import (
 
 	"github.com/deputy-run/deputy/cost"
 	"github.com/deputy-run/deputy/internal/yamlpos"
+	"github.com/deputy-run/deputy/permission"
 	"github.com/deputy-run/deputy/tool/shell"
 )
 
@@ -46,6 +47,38 @@ type Config struct {
 	MCP       MCPConfig       `json:"mcp,omitzero"`
 	Bash      BashConfig      `json:"bash,omitzero"`
 	OpenAI    OpenAIConfig    `json:"openai,omitzero"`
+	// Permissions are not recorded in a run's spec either (json "-"): like
+	// the .claude/settings*.json files they merge with, they are read
+	// where a run is started or resumed (deputy.LoadPermissions), so a
+	// rule added to the files holds for every run from then on.
+	Permissions PermissionsConfig `json:"-"`
+}
+
+// PermissionsConfig is deputy.yaml's permissions section, in Claude Code's
+// settings syntax (package permission has the rules' forms):
+//
+//	permissions:
+//	  allow: ["Bash(go test:*)", "Edit(/src/**)"]
+//	  ask: ["Bash(git push:*)"]
+//	  deny: ["Read(./.env)", "WebFetch(domain:example.com)"]
+//	  defaultMode: acceptEdits
+//
+// As in a settings file, an allow or ask rule that does not parse is left
+// out (Skipped, with file:line) and the rest loads, while a deny rule that
+// does not parse fails the whole file: going on without it would allow
+// what it was written to stop.
+type PermissionsConfig struct {
+	// File is the deputy.yaml the section was read from; Line is the line
+	// of its permissions key (0: the file has none).
+	File string
+	Line int
+	// Set holds the rules, each with its file:line as Source.
+	Set permission.Set
+	// Mode is defaultMode, "" when the section does not set it.
+	Mode permission.Mode
+	// Skipped are the allow and ask rules left out, each a
+	// *permission.SettingsError.
+	Skipped []error
 }
 
 // OpenAIConfig is deputy.yaml's openai section: which openai: models speak
@@ -207,8 +240,10 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 			parseBash(kv.Value, &c.Bash, bad)
 		case "openai":
 			parseOpenAI(kv.Value, &c.OpenAI, bad)
+		case "permissions":
+			parsePermissions(file, kv, &c.Permissions, bad)
 		default:
-			bad(kv, "unknown key %q (tiers, prices, isolation, telemetry, mcp, bash, openai)", key)
+			bad(kv, "unknown key %q (tiers, prices, isolation, telemetry, mcp, bash, openai, permissions)", key)
 		}
 	}
 	if len(errs) > 0 {
@@ -450,6 +485,66 @@ func parseOpenAI(n ast.Node, c *OpenAIConfig, bad badFunc) {
 		}
 		return true
 	})
+}
+
+// parsePermissions reads deputy.yaml's permissions section (kv) into c.
+func parsePermissions(file string, kv *ast.MappingValueNode, c *PermissionsConfig, bad badFunc) {
+	c.File, c.Line = file, yamlpos.Of(kv).Line
+	var allow, ask, deny []permission.Rule
+	section(kv.Value, "permissions", "allow, ask, deny, defaultMode", bad, func(key string, f *ast.MappingValueNode) bool {
+		var list *[]permission.Rule
+		switch key {
+		case "allow":
+			list = &allow
+		case "ask":
+			list = &ask
+		case "deny":
+			list = &deny
+		case "defaultMode":
+			v, ok := stringNode(f.Value)
+			m, err := permission.ParseMode(v)
+			switch {
+			case !ok:
+				bad(f.Value, "permissions.defaultMode: want a mode (default, acceptEdits, plan, dontAsk, bypassPermissions)")
+			case err != nil:
+				bad(f.Value, "permissions.defaultMode: %v", err)
+			default:
+				c.Mode = m
+			}
+			return true
+		default:
+			return false
+		}
+		seq, ok := f.Value.(*ast.SequenceNode)
+		if !ok {
+			if key == "deny" {
+				bad(f.Value, "permissions.deny: want a list of rules (a deny list that cannot be read fails the load)")
+			} else {
+				bad(f.Value, "permissions.%s: want a list of rules", key)
+			}
+			return true
+		}
+		for _, v := range seq.Values {
+			line := yamlpos.Of(v).Line
+			text, ok := stringNode(v)
+			var r permission.Rule
+			err := fmt.Errorf("rule %s is not a string", cutForMsg(strings.TrimSpace(v.String())))
+			if ok {
+				r, err = permission.ParseRule(text)
+			}
+			switch {
+			case err != nil && key == "deny":
+				bad(v, "permissions.deny: %v (a deny rule that cannot be read fails the load)", err)
+			case err != nil:
+				c.Skipped = append(c.Skipped, &permission.SettingsError{File: file, Line: line, Err: err})
+			default:
+				r.Source = fmt.Sprintf("%s:%d", file, line)
+				*list = append(*list, r)
+			}
+		}
+		return true
+	})
+	c.Set = permission.NewSet(allow, ask, deny)
 }
 
 // envList reads the env field of section (mcp, bash): a list of variable
