@@ -32,6 +32,9 @@ func (e *SettingsError) Unwrap() error { return e.Err }
 type Settings struct {
 	// Policy holds the merged rules and the mode.
 	Policy Policy
+	// ModeFrom is the file the mode came from, "" when none set one (the
+	// mode is then default).
+	ModeFrom string
 	// Files are the files that existed and were read, in the order given.
 	Files []string
 	// Skipped are the allow and ask rules that did not parse, each a
@@ -87,7 +90,7 @@ func LoadSettings(paths ...string) (Settings, error) {
 			if err != nil {
 				return Settings{}, &SettingsError{File: p, Line: lineOf(data, f.mode.off), Err: err}
 			}
-			st.Policy.Mode, modeSet = m, true
+			st.Policy.Mode, st.ModeFrom, modeSet = m, p, true
 		}
 		set := &st.Policy.Set
 		for _, group := range []struct {
