@@ -38,6 +38,9 @@ type Status struct {
 	ToolCalls int            `json:"tool_calls"`
 	Usage     llm.Usage      `json:"usage"`
 	Question  string         `json:"question,omitempty"` // while asking
+	// Approval is the call it waits to have approved, while asking for
+	// one (Question then says so in words).
+	Approval *Approval `json:"approval,omitempty"`
 	// Relay is the child's relay (Relay.ToolResult) once it has ended.
 	Relay string `json:"relay,omitempty"`
 }
@@ -63,6 +66,8 @@ type manageInput struct {
 	Timeout float64  `json:"timeout_seconds"`
 	Message string   `json:"message"`
 	Answer  string   `json:"answer"`
+	Approve *bool    `json:"approve"`
+	Reason  string   `json:"reason"`
 }
 
 func (t *manageTool) Spec() llm.ToolSpec {
@@ -149,6 +154,7 @@ func manageTools(tr *tree) []tool.Tool {
 			func(ctx context.Context, m Manager, parent string, in manageInput) (string, error) {
 				return "answered " + in.ID + "; it goes on", m.Answer(ctx, parent, in.ID, in.Answer)
 			}, `"answer":{"type":"string","minLength":1}`),
+		approveTool(tr),
 	}
 }
 

@@ -50,7 +50,13 @@ func (tr *tree) spawning(depth int, grants func(string) bool) []string {
 		out = append(out, agentdef.FanOutTool)
 	}
 	if tr.managed && grants(agentdef.SpawnTool) {
-		out = append(out, agentdef.ManageTools()...)
+		for _, n := range agentdef.ManageTools() {
+			// Approving is offered only where permissions are enforced:
+			// elsewhere nothing is ever held for approval.
+			if n != agentdef.ApproveTool || tr.perms != nil {
+				out = append(out, n)
+			}
+		}
 	}
 	return out
 }
@@ -144,6 +150,8 @@ func (tr *tree) whyNot(name string, held *tool.Set, def *agentdef.Definition) st
 			strings.Join(agentdef.RuntimeTools(), ", "))
 	case manage && !tr.managed:
 		return "the subagent_* tools need a managed runtime (Runner.Manager and Runner.Children)"
+	case name == agentdef.ApproveTool && tr.perms == nil:
+		return "subagent_approve needs permissions (Runner.Permissions): without them nothing waits for approval"
 	case (manage || name == agentdef.SpawnTool || name == agentdef.FanOutTool) && tr.maxDepth == 0:
 		return "Runner.MaxDepth allows no spawning"
 	case name == agentdef.AskTool && tr.r.Questions == nil:

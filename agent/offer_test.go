@@ -78,7 +78,8 @@ rules:
 // ask_parent to every child but one whose deny list names it.
 func TestAllowlistMeansWhatItSays(t *testing.T) {
 	t.Parallel()
-	manage := agentdef.ManageTools()
+	// subagent_approve only where permissions are enforced (none here).
+	manage := slices.DeleteFunc(agentdef.ManageTools(), func(n string) bool { return n == agentdef.ApproveTool })
 	for _, c := range []struct {
 		askParent bool
 		want      map[string][]string

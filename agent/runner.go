@@ -17,6 +17,7 @@ import (
 	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
+	"github.com/deputy-run/deputy/permission"
 	"github.com/deputy-run/deputy/tool"
 )
 
@@ -103,6 +104,16 @@ type Runner struct {
 	// its deltas reach OnEvent. Without it a provider built NonStreaming
 	// makes the plain, non-streamed call.
 	Stream bool
+	// Permissions, when set, decide every call of the tree (issue 20): the
+	// root's policy, each child's narrowed from its parent's (a child
+	// whose type asks for a wider mode is refused at spawn). Calls its
+	// policy asks about go to Approver, else are held through Approvals,
+	// else suspend the instance asking. nil: nothing is enforced.
+	Permissions *Permissions
+	// Approver, when set, answers approvals inline (see Approver).
+	Approver Approver
+	// Approvals, when set (and no Approver), records held calls durably.
+	Approvals Approvals
 	// Fencer, when set, builds the fences (sandbox, container, worktree)
 	// of children whose definitions ask for one. nil: such a spawn is
 	// refused; a child never runs unfenced.
@@ -171,6 +182,8 @@ type Task struct {
 	Inbox loop.InboxFunc
 	// Hold is the root's loop.Config.Hold (its background children).
 	Hold loop.HoldFunc
+	// Permissions, when set, replace the Runner's for this tree.
+	Permissions *Permissions
 	// Inherited, when set, is the model the root's children run on when
 	// their type inherits one, instead of the root's own: for a root whose
 	// model is no provider's (the library's fan-out planner). Such a root
@@ -319,8 +332,12 @@ func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	policy, err := tr.rootPolicy(nil)
+	if err != nil {
+		return nil, nil, err
+	}
 	root := tr.add(nil, &node{inst: instance.Record{ID: t.ID, Type: t.Type, Task: t.Task, Model: t.ModelSpec}, avail: t.Tools,
-		writes: true, heir: t.Inherited}) // its writing children take turns under it
+		writes: true, heir: t.Inherited, policy: policy}) // its writing children take turns under it
 	root.cfg = loop.Config{
 		Model:      t.Model,
 		ModelName:  t.ModelName,
@@ -354,6 +371,7 @@ type tree struct {
 	// instance is offered its share of them (pick).
 	own     *tool.Set
 	managed bool // a Manager with Children: background children and the subagent_* tools
+	perms   *Permissions // nil: no policy is enforced
 
 	mu    sync.Mutex
 	nodes []*node
@@ -391,6 +409,8 @@ type node struct {
 	// token, so at most one branch of the tree writes at a time.
 	writes    bool
 	kidsWrite chan struct{}
+	// policy decides its calls (Runner.Permissions); nil: none enforced.
+	policy *permission.Policy
 }
 
 func (r *Runner) newTree(t Task) (*tree, error) {
@@ -407,7 +427,10 @@ func (r *Runner) newTree(t Task) (*tree, error) {
 			return nil, err
 		}
 	}
-	tr := &tree{r: r, catalog: cat, clock: r.Clock, maxPar: r.MaxParallel, maxDepth: r.MaxDepth}
+	tr := &tree{r: r, catalog: cat, clock: r.Clock, maxPar: r.MaxParallel, maxDepth: r.MaxDepth, perms: r.Permissions}
+	if t.Permissions != nil {
+		tr.perms = t.Permissions
+	}
 	if tr.clock == nil {
 		tr.clock = clock.Real
 	}
@@ -500,6 +523,9 @@ func (tr *tree) run(ctx context.Context, n *node, msgs []llm.Message) (*loop.Res
 	}
 	tr.emit(n, ev)
 	cfg := n.cfg
+	if n.policy != nil {
+		cfg.Gate = tr.gate(n)
+	}
 	arts := artifactTracker{}
 	cfg.OnEvent = func(e loop.Event) {
 		if path := arts.observe(e); path != "" {
@@ -622,6 +648,9 @@ func StateOf(stop loop.StopReason, asked bool, err error) (instance.State, bool)
 func Asked(res *loop.Result) bool {
 	if res.StopReason != loop.StopSuspended || res.Pending == nil || len(res.Messages) == 0 {
 		return false
+	}
+	if slices.ContainsFunc(res.Pending.Content, loop.IsHeld) {
+		return true // a call waits for approval: asked, as a question
 	}
 	asks := map[string]bool{}
 	for _, u := range res.Messages[len(res.Messages)-1].ToolUses() {

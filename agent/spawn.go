@@ -295,7 +295,11 @@ func firstMessages(ctx context.Context, c *node, mode agentdef.Mode) ([]llm.Mess
 // caller's: the task, a fork of the parent's transcript, or, for a child
 // continued in a later run, its stored transcript.
 func (tr *tree) build(parent *node, def *agentdef.Definition, mode agentdef.Mode, task string) (*node, error) {
-	c := &node{inst: instance.Record{Type: def.Name, Task: task, Mode: string(mode)}, def: def}
+	policy, err := childPolicy(parent, def)
+	if err != nil {
+		return nil, fmt.Errorf("spawn refused: %w", err)
+	}
+	c := &node{inst: instance.Record{Type: def.Name, Task: task, Mode: string(mode)}, def: def, policy: policy}
 	c.skills, _ = agentdef.GrantedSkills(tr.r.Skills, def.Skills)
 	if slices.Contains(def.DisallowedTools, agentdef.SkillTool) {
 		c.skills = nil
@@ -305,7 +309,6 @@ func (tr *tree) build(parent *node, def *agentdef.Definition, mode agentdef.Mode
 		Limits: limitsOf(def),
 		Stream: tr.r.Stream,
 	}
-	var err error
 	if mode == agentdef.ModeFork {
 		tr.forkChild(parent, c, def, &cfg)
 	} else {

@@ -96,6 +96,9 @@ func (tr *tree) typedRoot(t Task, def *agentdef.Definition) (*node, error) {
 	// A fork type has no conversation to fork here: it runs isolated, as
 	// under Task.Inherited. The root has no mode of its own.
 	c.inst.ID, c.inst.Mode, c.heir, c.writes = t.ID, "", t.Inherited, true
+	if c.policy, err = tr.rootPolicy(def); err != nil {
+		return nil, fmt.Errorf("agent: root of type %s: %w", def.Name, err)
+	}
 	root := tr.add(nil, c)
 	cfg := &root.cfg
 	cfg.Limits = TypeLimits(def, t.Limits)

@@ -145,13 +145,16 @@ const (
 	ResumeTool = "subagent_resume"
 	CancelTool = "subagent_cancel"
 	AnswerTool = "subagent_answer"
+	// ApproveTool grants or refuses a child's call that its permissions
+	// hold for approval (issue 20), within the parent's own permissions.
+	ApproveTool = "subagent_approve"
 )
 
 // ManageTools returns the names of the subagent_* tools, in the order
 // they are offered. They come with spawn_subagent (an allowlist naming
 // spawn_subagent grants them too), where a managed runtime serves them.
 func ManageTools() []string {
-	return []string{WaitTool, StatusTool, ListTool, SendTool, PauseTool, ResumeTool, CancelTool, AnswerTool}
+	return []string{WaitTool, StatusTool, ListTool, SendTool, PauseTool, ResumeTool, CancelTool, AnswerTool, ApproveTool}
 }
 
 // RuntimeTools returns the names of the tools deputy's runtime serves

@@ -77,7 +77,7 @@ func TestAllows(t *testing.T) {
 		}
 	}
 	own := RuntimeTools()
-	if len(own) != 12 || own[0] != SpawnTool || own[1] != FanOutTool || own[2] != WaitTool || own[len(own)-1] != AskTool {
+	if len(own) != 13 || own[0] != SpawnTool || own[1] != FanOutTool || own[2] != WaitTool || own[len(own)-1] != AskTool {
 		t.Errorf("runtime tools %v", own)
 	}
 	own[0] = "x" // a fresh slice each call
