@@ -370,7 +370,7 @@ type tree struct {
 	// only when managed), their schemas compiled once per tree: each
 	// instance is offered its share of them (pick).
 	own     *tool.Set
-	managed bool // a Manager with Children: background children and the subagent_* tools
+	managed bool         // a Manager with Children: background children and the subagent_* tools
 	perms   *Permissions // nil: no policy is enforced
 
 	mu    sync.Mutex
