@@ -25,7 +25,7 @@ func newDoctorCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "doctor",
-		Short:   "Report which isolation levels work on this machine, with the fix for each missing piece",
+		Short:   "Report which isolation levels work on this machine (with the fix for each missing piece), and the permission rules and hooks in force",
 		Example: "  deputy doctor\n  deputy doctor --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -49,12 +49,14 @@ func newDoctorCmd() *cobra.Command {
 			rep.Items = append(rep.Items, teth, trustItem(ws))
 			levels := []level{{"none", nil}, {"sandbox", rep.Sandbox()}, {"container", rep.Container()},
 				{"worktree", itemErr(git)}}
+			perms := permissionsReport(ws, cfg)
 			if asJSON {
 				out := struct {
 					Items  []itemJSON         `json:"items"`
 					Levels map[string]*string `json:"levels"` // null: works; else why not
 					Tether string             `json:"tether"` // tether.Mode(), after a trial program
-				}{Items: itemsJSON(rep.Items), Levels: map[string]*string{}, Tether: tether.Mode()}
+					Perms  permsReport        `json:"permissions"`
+				}{Items: itemsJSON(rep.Items), Levels: map[string]*string{}, Tether: tether.Mode(), Perms: perms}
 				for _, l := range levels {
 					out.Levels[l.name] = nil
 					if l.err != nil {
@@ -75,11 +77,12 @@ func newDoctorCmd() *cobra.Command {
 				}
 			}
 			fmt.Fprintf(w, "unfenced tools are tethered by: %s\n", tetherMeaning[tether.Mode()])
+			perms.print(w)
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&workspace, "workspace", ".", "directory whose deputy.yaml names the root filesystem")
+	f.StringVar(&workspace, "workspace", ".", "directory whose deputy.yaml names the root filesystem, and whose .claude/settings*.json are read")
 	f.StringVar(&config, "config", "", "deputy.yaml to read (default: the workspace's, then ~/.deputy's)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd

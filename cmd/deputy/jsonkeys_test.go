@@ -103,7 +103,7 @@ func TestEveryJSONIsSnakeCase(t *testing.T) {
 		}
 	}
 	// What may print nothing here (no workers on SQLite): the types.
-	for _, v := range []any{workerJSON{}, controlJSON{}, removedJSON{}, pruneJSON{}, itemJSON{}, runResult{}, treeNode{}} {
+	for _, v := range []any{workerJSON{}, controlJSON{}, removedJSON{}, pruneJSON{}, itemJSON{}, runResult{}, treeNode{}, permsReport{}} {
 		for _, k := range jsonTags(reflect.TypeOf(v), map[reflect.Type]bool{}) {
 			if !snake.MatchString(k) {
 				t.Errorf("%T: key %q is not snake_case", v, k)
