@@ -355,10 +355,28 @@ func durableRun(ctx context.Context, t *testing.T, hc *http.Client, url string, 
 		}
 	})
 	return func(ctx context.Context) error {
-		res, err := rt.FanOut(ctx, deputy.FanOut{Tasks: fanTasks(w), MaxParallel: w.MaxParallel})
+		// Start and Wait, not FanOut: WaitFanOut parses the root's report,
+		// fan_out's result, which the tool output limit cuts at a few
+		// hundred tasks. The children's records say how each ended.
+		id, err := rt.StartFanOut(ctx, deputy.FanOut{Tasks: fanTasks(w), MaxParallel: w.MaxParallel})
 		if err != nil {
 			return err
 		}
-		return checkResults(w, res.Results)
+		root, err := rt.Wait(ctx, id)
+		if err != nil {
+			return err
+		}
+		if root.State != deputy.Completed {
+			return fmt.Errorf("fan-out %s: %s: %s", id, root.State, root.Error)
+		}
+		kids, err := rt.Children(ctx, id)
+		if err != nil {
+			return err
+		}
+		rs := make([]agent.FanResult, 0, len(kids))
+		for _, k := range kids {
+			rs = append(rs, agent.FanResult{ID: k.ID, State: k.State, Report: k.Report})
+		}
+		return checkResults(w, rs)
 	}, nil
 }
