@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -343,7 +344,7 @@ func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 		ModelName:  t.ModelName,
 		System:     withGuidance(t.System, offered),
 		Tools:      offered,
-		Limits:     t.Limits,
+		Limits:     rootLimits(t),
 		Compaction: t.Compaction,
 		Clock:      tr.clock,
 		Budget:     tr.loopBudget(t.ModelSpec),
@@ -353,6 +354,19 @@ func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 		Hold:       t.Hold,
 	}
 	return tr, root, nil
+}
+
+// rootLimits are a root's loop limits. A planner root's answer is its
+// fan_out's result, which deputy.WaitFanOut decodes: cut to the tool
+// output limit (50,000 characters, a few hundred tasks' results) it would
+// no longer decode, so unless the task sets one the planner's is lifted.
+// No model reads it: the planner only echoes it.
+func rootLimits(t Task) loop.Limits {
+	l := t.Limits
+	if _, ok := t.Model.(Planner); ok && l.ToolOutputChars == 0 {
+		l.ToolOutputChars = math.MaxInt32
+	}
+	return l
 }
 
 // tree is one run of a Runner: its instances and what they share.
