@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/deputy-run/deputy/agentdef"
+	"github.com/deputy-run/deputy/hook"
 	"github.com/deputy-run/deputy/loop"
 	"github.com/deputy-run/deputy/tool"
 )
@@ -40,6 +41,12 @@ type Fence struct {
 	// relay adds, such as a worktree's branch and its diff summary. A run
 	// replayed after a crash may call it again: it must be idempotent.
 	End func(ctx context.Context, kept bool) ([]string, error)
+	// Dir is the directory the child works in ("" when it is the
+	// parent's): where its hooks run and what their cwd says.
+	Dir string
+	// Starter, when set, starts the child's hook commands inside the
+	// fence (its sandbox box), as its bash calls are.
+	Starter hook.Starter
 	// Release, when set, lets the fence go without ending it: the run
 	// stopped to wait (it asks, or was paused) or the process is closing,
 	// and a later run builds the fence again (Fencer.Fence) and goes on.

@@ -119,6 +119,9 @@ type Runner struct {
 	// of children whose definitions ask for one. nil: such a spawn is
 	// refused; a child never runs unfenced.
 	Fencer Fencer
+	// Hooks, when set, are the Claude Code hooks every instance runs
+	// (see Hooks).
+	Hooks *Hooks
 }
 
 // Task is a root agent's work.
@@ -260,6 +263,8 @@ type Event struct {
 	// Final is a child's record as it ended (EventEnded): its own usage
 	// and cost, where the relay's cover its subtree.
 	Final *instance.Record
+	// Hook is what an event's hooks did (EventHook).
+	Hook *HookReport
 }
 
 // Spawned is what a child starts with.
@@ -531,6 +536,11 @@ func callInput[T any](ctx context.Context, name string, raw json.RawMessage) (*n
 // run runs n's loop, forwarding its events and noting the files it writes.
 func (tr *tree) run(ctx context.Context, n *node, msgs []llm.Message) (*loop.Result, error) {
 	ctx = context.WithValue(ctx, nodeKey{}, n)
+	hooks, msgs, early, err := tr.startHooks(ctx, n, msgs)
+	if early != nil {
+		return early, err
+	}
+	defer hooks.close()
 	ev := Event{Kind: EventSpawned}
 	if n.def != nil && n.parent != nil { // a root run as a type is still the root
 		ev.Spawned = n.spawned(msgs)
@@ -550,6 +560,9 @@ func (tr *tree) run(ctx context.Context, n *node, msgs []llm.Message) (*loop.Res
 		if tr.r.OnEvent != nil {
 			tr.emit(n, Event{Kind: EventStep, Loop: e})
 		}
+	}
+	if hooks != nil {
+		hooks.wire(&cfg)
 	}
 	return loop.Run(ctx, cfg, msgs)
 }

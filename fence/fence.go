@@ -171,7 +171,7 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agentdef.Definition)
 		return nil, err
 	}
 	snapshot := box != nil && def.Isolation == agentdef.IsolationContainer
-	return &agent.Fence{Tools: tools, Note: note, Instructions: instructions(tree, box),
+	f2 := &agent.Fence{Tools: tools, Note: note, Instructions: instructions(tree, box), Dir: dir,
 		End: func(ctx context.Context, kept bool) ([]string, error) {
 			return f.end(ctx, id, box, snapshot, tree, trip, kept)
 		},
@@ -184,7 +184,11 @@ func (f *Fencer) Fence(ctx context.Context, id string, def *agentdef.Definition)
 			if box != nil {
 				_ = box.Close()
 			}
-		}}, nil
+		}}
+	if box != nil {
+		f2.Starter = box // the child's hooks run in its box (a nil *Box would be a non-nil Starter)
+	}
+	return f2, nil
 }
 
 // makeBox makes the sandbox of a child working in dir (in tree, when it

@@ -168,7 +168,7 @@ func (r *run) resume(ctx context.Context, res *Result) verdict {
 	}
 	if len(run) > 0 {
 		b := &Batch{Calls: run, Parallel: len(run) > 1, set: r.cfg.Tools, limit: r.lim.ToolOutputChars,
-			turn: rs.Turn, at: at, transcript: res.Messages}
+			turn: rs.Turn, at: at, transcript: res.Messages, after: r.cfg.After}
 		for i := range run {
 			r.emit(Event{Kind: EventToolCall, Turn: ResumeTurn, Block: run[i]})
 			if b.Parallel && !r.cfg.Tools.Concurrent(run[i].Name) {

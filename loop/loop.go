@@ -107,6 +107,8 @@ type Config struct {
 	Hold HoldFunc
 	// Gate, when set, is asked before each tool call runs; see GateFunc.
 	Gate GateFunc
+	// After, when set, is asked after each tool call ran; see AfterFunc.
+	After AfterFunc
 	// Resume, when set, continues a run suspended on held calls; see
 	// Resume.
 	Resume *Resume
@@ -240,6 +242,9 @@ func (r *run) boundary(ctx context.Context, res *Result) verdict {
 	}
 	if r.cfg.Inbox != nil && res.Turns > 0 {
 		notes, stop, err := r.cfg.Inbox(ctx, res.Turns+1)
+		if v, ok := halted(err); ok {
+			return v
+		}
 		if err != nil {
 			return verdict{StopStepError, fmt.Errorf("turn %d: inbox: %w", res.Turns+1, err)}
 		}
@@ -322,6 +327,9 @@ func (r *run) answered(ctx context.Context, res *Result, t reply) verdict {
 	}
 	if r.cfg.Hold != nil && !r.wrapping {
 		notes, err := r.cfg.Hold(ctx, res.Turns+1)
+		if v, ok := halted(err); ok {
+			return v
+		}
 		if err != nil {
 			return verdict{StopStepError, fmt.Errorf("turn %d: hold: %w", res.Turns+1, err)}
 		}
@@ -557,7 +565,7 @@ func (r *run) runTools(ctx context.Context, res *Result, calls []llm.Block, runn
 	turn := res.Turns
 	run := calls[:runnable]
 	b := &Batch{Calls: run, Parallel: len(run) > 1, set: r.cfg.Tools, limit: r.lim.ToolOutputChars,
-		turn: turn, transcript: res.Messages, gate: r.cfg.Gate}
+		turn: turn, transcript: res.Messages, gate: r.cfg.Gate, after: r.cfg.After}
 	for i := range run {
 		r.emit(Event{Kind: EventToolCall, Turn: turn, Block: run[i]})
 		if b.Parallel && !r.cfg.Tools.Concurrent(run[i].Name) {

@@ -47,6 +47,7 @@ type Batch struct {
 	turn       int
 	transcript []llm.Message // for CallFrom
 	gate       GateFunc      // nil: every call runs (a resumed run's approved calls)
+	after      AfterFunc     // nil: results go back as the tools gave them
 	// at is each call's index in its turn when the batch is not the whole
 	// turn (a resumed run's approved calls); nil: the batch's own order.
 	at []int
@@ -97,7 +98,11 @@ func (b *Batch) Run(ctx context.Context, i int) llm.Block {
 	if ctx.Err() != nil && isErr {
 		out = "interrupted: " + interruption(ctx) + "\n" + out
 	}
-	return llm.ToolResult(c.ID, tool.Truncate(out, b.limit), isErr)
+	res := llm.ToolResult(c.ID, tool.Truncate(out, b.limit), isErr)
+	if b.after != nil {
+		res = b.after(ctx, call, c.Name, input, res)
+	}
+	return res
 }
 
 func interruption(ctx context.Context) string {

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# A hook that never answers.
+exec sleep 300
