@@ -96,7 +96,7 @@ type hookState struct {
 	n     *node
 	run   *hook.Runner // the instance's: settings, then its definition's
 	up    *hook.Runner // its parent's, for SubagentStart and SubagentStop; nil for a root
-	typ   string // the instance's type
+	typ   string       // the instance's type
 	steps loop.Steps
 	ts    *hook.Transcript
 	base  hook.Input // the fields every event's input shares
