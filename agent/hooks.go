@@ -321,8 +321,13 @@ func (hs *hookState) report(ev hook.Event, tool string, o hook.Outcome) {
 // sync brings the instance's transcript file up to date, so the hooks
 // about to run read whole lines; a transcript that cannot be written is
 // reported, not fatal (the hooks still run, on what the file has).
+//
+// A run replayed after a crash starts again from its first messages while
+// the file already holds what the earlier execution wrote: the file is
+// written to only once the conversation is longer than what it holds
+// (compactions are written by observe, from their event).
 func (hs *hookState) sync() {
-	if hs.ts == nil {
+	if hs.ts == nil || len(hs.msgs) <= hs.ts.Written() {
 		return
 	}
 	if err := hs.ts.Sync(hs.msgs); err != nil {

@@ -115,6 +115,15 @@ func (t *Transcript) resume() error {
 // Path is the transcript's file, what transcript_path carries.
 func (t *Transcript) Path() string { return t.path }
 
+// Written is how many messages of the current conversation (since the
+// last compaction) the file holds: a run replayed after a crash, whose
+// conversation grows again from its start, syncs only once it is longer.
+func (t *Transcript) Written() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
 // Close closes the file.
 func (t *Transcript) Close() error { return t.f.Close() }
 
