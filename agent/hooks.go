@@ -112,16 +112,13 @@ type hookState struct {
 	extra  map[string][]string // PreToolUse context for each call id, until its result
 }
 
-// defHooks reads a definition's hooks front matter (nil when it has none).
+// defHooks reads a definition's hooks front matter (nil when it has none),
+// reported at the file:line of its hooks key.
 func defHooks(def *agentdef.Definition) (*hook.Config, error) {
-	if def == nil || def.Extra == nil {
+	if def == nil || def.Hooks == nil {
 		return nil, nil
 	}
-	v, ok := def.Extra["hooks"]
-	if !ok {
-		return nil, nil
-	}
-	c, err := hook.FromFrontMatter(cmpOrHook(def.Source.File, def.Name), def.Source.Line, v)
+	c, err := hook.FromFrontMatter(cmpOrHook(def.Hooks.File, def.Name), def.Hooks.Line, def.Hooks.Value)
 	if err != nil {
 		return nil, fmt.Errorf("subagent type %s: hooks: %w", def.Name, err)
 	}
