@@ -405,14 +405,30 @@ func (hs *hookState) observe(e loop.Event) {
 	}
 }
 
-// hookAllowKey marks the context of a call a PreToolUse hook allowed:
-// the permission gate then skips its mode's prompt (a default-mode ask
-// with no ask rule) but still applies its deny and ask rules.
-type hookAllowKey struct{}
+// hookSayKey carries, in the context of a call's permission gate, what
+// a PreToolUse hook decided about it (hookDecision).
+type hookSayKey struct{}
 
-// HookAllowed reports whether a PreToolUse hook allowed the call whose
-// gate ctx is (permissionDecision: allow).
-func HookAllowed(ctx context.Context) bool { return ctx.Value(hookAllowKey{}) != nil }
+type hookSay struct {
+	outcome permission.Outcome // Allow or Ask
+	reason  string
+}
+
+// hookDecision is the policy's decision d about a call as a PreToolUse
+// hook's answer changes it (Claude Code's reading): a hook's allow skips
+// the mode's prompt (an ask that no ask rule made) but not an ask or deny
+// rule; a hook's ask asks even where the policy would allow.
+func hookDecision(ctx context.Context, d permission.Decision) permission.Decision {
+	say, ok := ctx.Value(hookSayKey{}).(hookSay)
+	switch {
+	case !ok:
+	case say.outcome == permission.Allow && d.Outcome == permission.Ask && d.Rule == "":
+		return permission.Decision{Outcome: permission.Allow, Reason: cmpOrHook(say.reason, "a PreToolUse hook allowed it")}
+	case say.outcome == permission.Ask && d.Outcome == permission.Allow:
+		return permission.Decision{Outcome: permission.Ask, Reason: cmpOrHook(say.reason, "a PreToolUse hook asks")}
+	}
+	return d
+}
 
 // gate runs PreToolUse hooks, then the permission gate (inner, nil when
 // the tree enforces no policy) on what they leave. It runs inside the
@@ -442,8 +458,9 @@ func (hs *hookState) gate(inner loop.GateFunc) loop.GateFunc {
 			if inner == nil {
 				return loop.GateResult{Verdict: loop.GateAsk, Reason: cmpOrHook(o.PermissionReason, "a PreToolUse hook asks")}
 			}
-		case permission.Allow:
-			ctx = context.WithValue(ctx, hookAllowKey{}, true)
+		}
+		if o.Permission == permission.Allow || o.Permission == permission.Ask {
+			ctx = context.WithValue(ctx, hookSayKey{}, hookSay{o.Permission, o.PermissionReason})
 		}
 		run := input
 		if o.UpdatedInput != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/deputy-run/deputy/hook"
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
+	"github.com/deputy-run/deputy/permission"
 )
 
 // Claude Code hooks wired into real runs: the root and its children run
@@ -315,5 +316,46 @@ rules:
 	o, err = e.run(e.task("describe it"))
 	if err != nil || o.Result.Answer != "saw the context" {
 		t.Fatalf("a prompt with context: %v, answer %q", err, o.Result.Answer)
+	}
+}
+
+// A PreToolUse hook's allow skips the mode's prompt only: the permission
+// policy's ask and deny rules still hold, in that order after the hook.
+func TestHookAllowComposesWithThePermissionPolicy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, anthropicWire(), `
+rules:
+  - match: {turn: 1}
+    tool_calls:
+      - {name: bash, input: {command: "echo ok > allowed.txt"}}
+      - {name: bash, input: {command: "git push origin main"}}
+      - {name: bash, input: {command: "curl -s http://127.0.0.1:1/ > curled.txt"}}
+  - match: {turn: 2}
+    text: "done"
+`)
+	allow := `cat > /dev/null; printf '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"the team hook allows bash"}}'`
+	e.withHooks(settingsOf("PreToolUse", "Bash", allow))
+	ask, _ := permission.ParseRule("Bash(git push:*)")
+	deny, _ := permission.ParseRule("Bash(curl:*)")
+	approver := &refuser{}
+	e.runner.Approver = approver
+	e.runner.Permissions = &agent.Permissions{Policy: permission.Policy{Mode: permission.ModeDefault,
+		Set: permission.NewSet(nil, []permission.Rule{ask}, []permission.Rule{deny})}, ProjectDir: e.ws}
+	o, err := e.run(e.task("ship it"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resultsOfTurn(t, o, 1)
+	if _, err := os.Stat(filepath.Join(e.ws, "allowed.txt")); err != nil || res[0].IsError {
+		t.Errorf("the hook's allow should skip default mode's prompt: %v %+v", err, res[0])
+	}
+	if len(approver.asked) != 1 || !strings.Contains(string(approver.asked[0].Input), "git push") {
+		t.Errorf("approvals asked: %+v; want git push's alone (its ask rule holds whatever the hook said)", approver.asked)
+	}
+	if !res[1].IsError || !strings.Contains(res[1].Text, "asked") {
+		t.Errorf("git push: %+v", res[1])
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "curled.txt")); err == nil || !res[2].IsError || !strings.Contains(res[2].Text, "Bash(curl:*)") {
+		t.Errorf("curl should be denied by its rule: %+v", res[2])
 	}
 }

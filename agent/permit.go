@@ -209,7 +209,7 @@ func (tr *tree) gate(n *node) loop.GateFunc {
 			return loop.GateResult{}
 		}
 		call := tr.permCall(name, input)
-		d := n.policy.Decide(call)
+		d := hookDecision(ctx, n.policy.Decide(call)) // a PreToolUse hook's say, in hooks.go
 		switch d.Outcome {
 		case permission.Allow:
 			return loop.GateResult{Rule: d.Rule, Reason: d.Reason}
