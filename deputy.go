@@ -233,6 +233,13 @@ type Options struct {
 	// list still removes it); off, a type asks only when its tools are
 	// unlisted or list ask_parent (agent.Runner.AskParent).
 	AskParent bool
+	// Permissions, when set, are enforced on every call of every tree
+	// (LoadPermissions reads a workspace's): each child's narrowed from
+	// its parent's, a call an ask rule or the mode holds waits for
+	// approval (Runtime.Approval, Approve, Deny). nil: nothing is enforced.
+	Permissions *Permissions
+	// Home anchors `~/` permission rules ("" for none).
+	Home string
 	// MaxRuns caps the runs this process carries at once, roots' and
 	// children's over every tree (default durable.DefaultMaxRuns, 64); a
 	// run waiting for its children gives its place up meanwhile.
@@ -480,7 +487,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		Fence:  fenceOf,
 		// MaxDepth and MaxParallel come with each run's spec.
 		Runner: agent.Runner{Catalog: p.cat, Skills: p.skills, Config: p.cfg, Models: p.ms.runnerModels, Stream: o.Stream,
-			AskParent: o.AskParent},
+			AskParent: o.AskParent, Permissions: agentPermissions(o)},
 		// Every event of the runs Open resumes too: the engine starts
 		// them as it opens.
 		OnEvent:      tel.Hook(rt.publish),

@@ -46,6 +46,9 @@ type ChildEnv struct {
 	// run cut by that has not ended (the next execution resumes it), so
 	// its fence is let go, not ended.
 	Closing func() bool
+	// Resume, when set, continues a run suspended on held calls
+	// (loop.Config.Resume).
+	Resume *loop.Resume
 }
 
 // ChildEnd is how a child ended: the relay its parent gets (usage and cost
@@ -131,7 +134,7 @@ func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env Child
 	if env.Steps != nil {
 		n.cfg.Steps = env.Steps
 	}
-	n.cfg.Inbox, n.cfg.Hold = env.Inbox, env.Hold
+	n.cfg.Inbox, n.cfg.Hold, n.cfg.Resume = env.Inbox, env.Hold, env.Resume
 	if l := &n.cfg.Limits; env.Spent > 0 && l.WallTime > 0 {
 		l.WallTime = max(l.WallTime-env.Spent, time.Nanosecond)
 		if l.SoftWallTime > 0 {

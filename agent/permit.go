@@ -276,6 +276,8 @@ func (tr *tree) always(ctx context.Context, n *node, call permission.Call) (bool
 	for _, t := range texts {
 		if r, err := permission.ParseRule(t); err == nil {
 			set.Allow = append(set.Allow, r)
+		} else if t == call.Tool {
+			return true, nil // a tool rules cannot name (a program's own): allowed by name
 		}
 	}
 	return set.Decide(call).Outcome == permission.Allow, nil
@@ -283,7 +285,8 @@ func (tr *tree) always(ctx context.Context, n *node, call permission.Call) (bool
 
 // AlwaysRule is the rule approve --always adds for a: the ask rule that
 // matched, or, when the mode asked with no rule, one naming exactly this
-// call (its command, for bash).
+// call (its command, for bash), or the tool's name (a program's own tool,
+// which no rule syntax names, is then allowed by name).
 func AlwaysRule(a Approval) string {
 	if a.Rule != "" && !strings.Contains(a.Rule, ", ") {
 		return a.Rule

@@ -186,6 +186,9 @@ type Task struct {
 	Inbox loop.InboxFunc
 	// Hold is the root's loop.Config.Hold (its background children).
 	Hold loop.HoldFunc
+	// Resume is the root's loop.Config.Resume: a run that continues one
+	// suspended on held calls, now decided.
+	Resume *loop.Resume
 	// Permissions, when set, replace the Runner's for this tree.
 	Permissions *Permissions
 	// Inherited, when set, is the model the root's children run on when
@@ -357,6 +360,7 @@ func (r *Runner) rootNode(t Task) (*tree, *node, error) {
 		Stream:     r.Stream,
 		Inbox:      t.Inbox,
 		Hold:       t.Hold,
+		Resume:     t.Resume,
 	}
 	return tr, root, nil
 }

@@ -102,7 +102,7 @@ func (tr *tree) typedRoot(t Task, def *agentdef.Definition) (*node, error) {
 	root := tr.add(nil, c)
 	cfg := &root.cfg
 	cfg.Limits = TypeLimits(def, t.Limits)
-	cfg.Compaction, cfg.Steps, cfg.Inbox, cfg.Hold = t.Compaction, tr.r.Steps, t.Inbox, t.Hold
+	cfg.Compaction, cfg.Steps, cfg.Inbox, cfg.Hold, cfg.Resume = t.Compaction, tr.r.Steps, t.Inbox, t.Hold, t.Resume
 	if tr.r.Questions != nil && tr.asks(def) {
 		// Its parent is whoever started it: a root may ask them even
 		// without a Manager (a child needs one, to be answered).

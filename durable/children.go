@@ -392,7 +392,8 @@ func (e *Engine) continueChild(ctx dbos.Context, runCtx context.Context, ld load
 	if err != nil {
 		return agent.ChildEnd{}, err
 	}
-	env.Spent = ld.Active
+	env.Spent, env.Resume = ld.Active, ld.Resume
+	rec.resuming(ld.Instance.ID, ld.ResumeMail)
 	end, err := runner.Continue(runCtx, task, lineage, ld.Messages, env)
 	if err == nil {
 		err = rec.failed()

@@ -289,8 +289,13 @@ func (c Control) Question(ctx context.Context, id string) (*store.Mail, error) {
 // question is instance id's open question, "" when it has none.
 func question(ctx context.Context, st *store.Store, id string) (string, error) {
 	q, err := openQuestion(ctx, st, id)
-	if err != nil || q == nil {
+	if err != nil {
 		return "", err
+	}
+	if q == nil {
+		// A call waiting for approval is its question, in words.
+		text, _, err := approvalNotice(ctx, st, id)
+		return text, err
 	}
 	return q.Body, nil
 }
@@ -451,7 +456,7 @@ func continuation(in *instance.Record, msgs []llm.Message, mail []store.Mail) (*
 			answer = &m
 		case MailNote:
 			notes = append(notes, llm.Text(noteText(m)))
-		case MailQuestion, MailPause:
+		case MailQuestion, MailPause, MailApproval, MailDecision:
 			// Superseded by this run: the question is answered (or asked
 			// again), the pause is over.
 		default:
@@ -476,6 +481,13 @@ func continuation(in *instance.Record, msgs []llm.Message, mail []store.Mail) (*
 		}
 	}
 	for i, b := range content {
+		if loop.IsHeld(b) {
+			// Resumed with no decision on it (paused while it waited, then
+			// resumed): it did not run.
+			content[i] = llm.ToolResult(b.ToolUseID, "[deputy] Not run: it waited for approval, and you were "+
+				"resumed before anyone decided. Call it again if you still need it.", true)
+			continue
+		}
 		if b.Type != llm.TypeToolResult || b.Text != agent.Waiting {
 			continue
 		}

@@ -34,6 +34,7 @@ type rig struct {
 	onEvent  func(agent.Event)
 	fence    func(durable.Spec) agent.Fencer // durable.Options.Fence
 	fail     string                          // durable.Options.Failpoint
+	perms    *agent.Permissions              // agent.Runner.Permissions
 	// endWritten is the test hook durable.OnEndWritten sets.
 	endWritten func(id string)
 	e          *durable.Engine
@@ -71,7 +72,7 @@ func (r *rig) reopen() {
 		Clock:     r.clk,
 		Models:    func(string) (llm.Model, string, error) { return model, "fake", nil },
 		Tools:     func(durable.Spec) (*tool.Set, error) { return tool.NewSet(r.tools...) },
-		Runner:    agent.Runner{Catalog: r.catalog},
+		Runner:    agent.Runner{Catalog: r.catalog, Permissions: r.perms},
 		MaxRuns:   r.maxRuns,
 		OnEvent:   r.onEvent,
 		Fence:     r.fence,

@@ -311,6 +311,9 @@ func (e *Engine) status(ctx context.Context, in *instance.Record) (agent.Status,
 		if s.Question, err = question(ctx, e.st, in.ID); err != nil {
 			return s, err
 		}
+		if s.Approval, _, err = openApproval(ctx, e.st, in.ID); err != nil {
+			return s, err
+		}
 	case in.State.Terminal():
 		s.Relay, _ = recordedEnd(in).Relay.ToolResult()
 	}

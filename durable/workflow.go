@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +32,11 @@ type loaded struct {
 	// the tree budget: read in the step, so a replay is charged the same.
 	Spent agent.TreeBudget
 	Run   store.Run // set by the start step
+	// Resume continues a run suspended on held calls, now decided
+	// (resumption); ResumeMail is the mail it takes, consumed when the
+	// resumed turn's results are recorded.
+	Resume     *loop.Resume `json:",omitempty"`
+	ResumeMail []int64      `json:",omitempty"`
 }
 
 // runInstance is the workflow that carries a root instance from where it
@@ -71,6 +77,8 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 	}
 	task.Limits = rootLimits(spec, task.Definition, ld)
 	task.Messages, task.Inbox, task.Hold = ld.Messages, e.inbox(ctx, id, ""), e.hold(ctx, id, "")
+	task.Resume = ld.Resume
+	rec.resuming(id, ld.ResumeMail)
 	slotCtx, release, err := e.takeSlot(ctx, id)
 	if err != nil {
 		return "", err
@@ -167,7 +175,7 @@ func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder,
 	if wf, ok := ctx.(dbos.Context); ok && nonce != "" {
 		runner.Steps = &steps{wf: wf, e: e, nonce: nonce}
 	}
-	runner.Children, runner.Questions, runner.Manager = e, e, manager{e}
+	runner.Children, runner.Questions, runner.Manager, runner.Approvals = e, e, manager{e}, e
 	if e.opts.Fence != nil {
 		withConfig := spec
 		withConfig.Config = runner.Config
@@ -269,6 +277,20 @@ func (e *Engine) suspend(ctx dbos.Context, id string, s stop) (instance.State, e
 		if err != nil {
 			return "", err
 		}
+		a, aid, err := openApproval(c, e.st, id)
+		if err != nil {
+			return "", err
+		}
+		if q == nil && a != nil && heldIn(s.pending) {
+			to, why = store.Asking, "approval: "+a.Tool+" "+agentdef.OneLine(string(a.Input), 200)
+			if s.notify != "" {
+				if _, err := e.st.Post(c, store.Mail{InstanceID: s.notify, Sender: id, Kind: mailAsked,
+					Body: fmt.Sprintf("[deputy] Your subagent %s %s", id, agent.ApprovalNotice(a, s.notify)),
+					Key:  fmt.Sprintf("asked-approval-%d", aid)}); err != nil {
+					return "", err
+				}
+			}
+		}
 		if q != nil {
 			to, why = store.Asking, "asked: "+agentdef.OneLine(q.Body, 200)
 			if s.notify != "" {
@@ -326,7 +348,17 @@ func (e *Engine) load(ctx context.Context, id string, deliver bool) (loaded, err
 			in, err = e.st.GetInstance(ctx, id)
 			return loaded{Instance: in, Messages: msgs}, err
 		}
-		if m, ids := continuation(in, msgs, mail); m != nil || len(ids) > 0 {
+		if r, ids, ok := resumption(msgs, mail); ok {
+			// Decided held calls: the run resumes the turn (its first
+			// batch runs the approved ones) instead of delivering it.
+			runs, err := e.st.Runs(ctx, id)
+			if err != nil {
+				return loaded{}, err
+			}
+			ld, err := e.loadTotals(ctx, in, msgs, runs)
+			ld.Resume, ld.ResumeMail = r, ids
+			return ld, err
+		} else if m, ids := continuation(in, msgs, mail); m != nil || len(ids) > 0 {
 			add := []llm.Message{}
 			if m != nil {
 				add = append(add, *m)
@@ -341,6 +373,12 @@ func (e *Engine) load(ctx context.Context, id string, deliver bool) (loaded, err
 	if err != nil {
 		return loaded{}, err
 	}
+	return e.loadTotals(ctx, in, msgs, runs)
+}
+
+// loadTotals is what a run starts from besides its transcript: the time
+// earlier runs spent running, and what its tree spent.
+func (e *Engine) loadTotals(ctx context.Context, in *store.Instance, msgs []llm.Message, runs []store.Run) (loaded, error) {
 	var active time.Duration
 	for _, r := range runs {
 		if !r.EndedAt.IsZero() {
@@ -407,6 +445,11 @@ type recorder struct {
 	usage  map[string]llm.Usage       // model calls not yet counted (their message follows)
 	live   map[string]*store.Progress // running totals: earlier runs' and this run's
 	tools  map[string]string          // tool names by call id, for the results' events
+	// resumeID is the instance whose run resumes a turn of held calls;
+	// resumeMail is the mail that resumption took, consumed with the
+	// resumed turn's results (its first user message of the run).
+	resumeID   string
+	resumeMail []int64
 	// base is what the instance this run resumes had spent in its earlier
 	// runs, as its load step read it: its record now also holds this
 	// run's live progress (store.With.Progress), so its end adds to this, not to
@@ -494,7 +537,10 @@ func (r *recorder) step(ctx context.Context, id string, le loop.Event) error {
 			// this run's turns and appends what is missing.
 			return nil
 		}
-		return r.e.st.AppendWith(ctx, id, le.Turn, seq, []llm.Message{le.Message}, r.with(id, le.Turn, le.Message))
+		if err := r.e.st.AppendWith(ctx, id, le.Turn, seq, []llm.Message{le.Message}, r.with(id, le.Turn, le.Message)); err != nil {
+			return err
+		}
+		return r.resumed(ctx, id, le.Message)
 	case loop.EventModelAttempt:
 		_, err := r.e.st.RecordAttempt(ctx, id, le.Turn, le.Attempt)
 		return err
@@ -630,4 +676,35 @@ func (r *recorder) failed() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.err
+}
+
+// resuming says that this run of instance id resumes a turn of held
+// calls, taking mail.
+func (r *recorder) resuming(id string, mail []int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resumeID, r.resumeMail = id, mail
+}
+
+// resumed consumes the resumption's mail once the resumed turn's results
+// (m, the run's first user message of id) are recorded: from then on the
+// transcript holds the decision, and a later run must not resume again.
+// A crash before this replays the run from its checkpointed load, to the
+// same place.
+func (r *recorder) resumed(ctx context.Context, id string, m llm.Message) error {
+	r.mu.Lock()
+	if id != r.resumeID || m.Role != llm.User || r.resumeMail == nil {
+		r.mu.Unlock()
+		return nil
+	}
+	ids := r.resumeMail
+	r.resumeMail = nil
+	r.mu.Unlock()
+	return consume(ctx, r.e.st, ids)
+}
+
+// heldIn reports whether a suspended run's pending results hold a call
+// for approval.
+func heldIn(pending *llm.Message) bool {
+	return pending != nil && slices.ContainsFunc(pending.Content, loop.IsHeld)
 }
