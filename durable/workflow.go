@@ -385,17 +385,13 @@ func (e *Engine) loadTotals(ctx context.Context, in *store.Instance, msgs []llm.
 			active += r.EndedAt.Sub(r.StartedAt)
 		}
 	}
-	tree, err := e.st.ListInstances(ctx, store.Filter{Root: in.Root})
+	// The tree's running total (one row), not a sum over its instances:
+	// a fan-out's every child reads it as it starts.
+	total, err := e.st.TreeSpent(ctx, in.Root)
 	if err != nil {
 		return loaded{}, err
 	}
-	var spent agent.TreeBudget
-	for _, t := range tree {
-		spent.Tokens += t.Usage.Total()
-		if t.Cost != nil {
-			spent.USD += *t.Cost
-		}
-	}
+	spent := agent.TreeBudget{Tokens: total.Tokens, USD: total.USD}
 	return loaded{Instance: in, Messages: msgs, Active: active, Spent: spent}, nil
 }
 

@@ -226,8 +226,8 @@ func (s *Store) ListInstances(ctx context.Context, f Filter) ([]*instance.Record
 // It writes a "progress" event with the totals in the same transaction.
 func (s *Store) UpdateProgress(ctx context.Context, id string, turns, toolCalls int, usage llm.Usage, cost *float64) error {
 	err := s.tx(ctx, func(q querier) error {
-		err := s.updateActive(ctx, q, id, `turns = ?, tool_calls = ?, usage = ?, cost = ?`,
-			turns, toolCalls, usageJSON(usage), nullFloat(cost))
+		err := s.updateActive(ctx, q, id, `turns = ?, tool_calls = ?, usage = ?, tokens = ?, cost = ?`,
+			turns, toolCalls, usageJSON(usage), usage.Total(), nullFloat(cost))
 		if err != nil {
 			return err
 		}
@@ -257,8 +257,8 @@ type Progress struct {
 // what a live view shows while a run goes on. The totals a run leaves when
 // it waits or ends (UpdateProgress, Finish) replace them.
 func (s *Store) setProgress(ctx context.Context, q querier, id string, p Progress) error {
-	if err := s.updateActive(ctx, q, id, `turns = ?, tool_calls = ?, usage = ?, cost = ?`,
-		p.Turns, p.ToolCalls, usageJSON(p.Usage), nullFloat(p.Cost)); err != nil {
+	if err := s.updateActive(ctx, q, id, `turns = ?, tool_calls = ?, usage = ?, tokens = ?, cost = ?`,
+		p.Turns, p.ToolCalls, usageJSON(p.Usage), p.Usage.Total(), nullFloat(p.Cost)); err != nil {
 		return err
 	}
 	ev := map[string]any{"turns": p.Turns, "tool_calls": p.ToolCalls, "usage": p.Usage}

@@ -110,9 +110,9 @@ func (s *Store) Finish(ctx context.Context, id string, r Result) error {
 		}
 		now := s.now()
 		set := `state = ?, updated_at = ?, ended_at = ?, stop_reason = ?, incomplete = ?, report = ?, error = ?,
-			usage = ?, cost = ?, turns = ?, tool_calls = ?, artifacts = ?`
+			usage = ?, tokens = ?, cost = ?, turns = ?, tool_calls = ?, artifacts = ?`
 		args := []any{string(r.State), now.UnixMicro(), now.UnixMicro(), r.StopReason, r.Incomplete, r.Report, r.Error,
-			usageJSON(r.Usage), nullFloat(r.Cost), r.Turns, r.ToolCalls, artifactsColumn(r.Artifacts)}
+			usageJSON(r.Usage), r.Usage.Total(), nullFloat(r.Cost), r.Turns, r.ToolCalls, artifactsColumn(r.Artifacts)}
 		// The state event of an end carries the relay's facts, so a
 		// follower needs no second read to show how it ended.
 		ev := map[string]any{"stop_reason": r.StopReason, "report": cut(r.Report, EventReportCut),

@@ -45,6 +45,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListInstances", testListInstances},
 		{"CreationOrder", testCreationOrder},
 		{"Progress", testProgress},
+		{"TreeTotals", testTreeTotals},
 		{"LegalTransitions", testLegalTransitions},
 		{"IllegalTransitions", testIllegalTransitions},
 		{"TerminalNeverChanges", testTerminalNeverChanges},
