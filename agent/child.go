@@ -65,6 +65,11 @@ type ChildEnd struct {
 // child that could not run relays that as a failure.
 func (tr *tree) runChild(ctx context.Context, c *node, msgs []llm.Message) Relay {
 	parent, n := tr.list(ctx, c, msgs)
+	return tr.runListed(ctx, parent, n, msgs)
+}
+
+// runListed is runChild for a child listed already (n, under parent).
+func (tr *tree) runListed(ctx context.Context, parent, n *node, msgs []llm.Message) Relay {
 	defer tr.stopMCP(n) // its run has ended, or never started
 	release, err := tr.acquire(ctx, parent, n)
 	if err != nil {
@@ -176,6 +181,14 @@ func (tr *tree) work(ctx context.Context, n *node, msgs []llm.Message, env Child
 // list adds a prepared child under the instance whose spawn call ctx
 // belongs to, placed and named after that call.
 func (tr *tree) list(ctx context.Context, c *node, msgs []llm.Message) (parent, n *node) {
+	parent, n = tr.place(ctx, c)
+	tr.emit(n, Event{Kind: EventCreated, Spawned: n.spawned(msgs)})
+	return parent, n
+}
+
+// place adds a prepared child to the tree as list does, announcing
+// nothing.
+func (tr *tree) place(ctx context.Context, c *node) (parent, n *node) {
 	parent = nodeFrom(ctx)
 	c.order = append(slices.Clip(parent.order), 0, 0)
 	call, _ := loop.CallFrom(ctx)
@@ -183,9 +196,7 @@ func (tr *tree) list(ctx context.Context, c *node, msgs []llm.Message) (parent, 
 		c.order[len(c.order)-2], c.order[len(c.order)-1] = call.Turn, call.Index
 	}
 	c.inst.ID = tr.childID(parent, call, c.sub)
-	n = tr.add(parent, c)
-	tr.emit(n, Event{Kind: EventCreated, Spawned: n.spawned(msgs)})
-	return parent, n
+	return parent, tr.add(parent, c)
 }
 
 // childID names a child. Under a ChildRunner the name comes from its parent

@@ -466,6 +466,12 @@ func judged(v Vote, m FanResult, results []FanResult) Vote {
 // children of parent, each when its dependencies have ended, and returns
 // their results in task order. A task whose dependency did not complete
 // is skipped, unless it runs anyway.
+//
+// The tasks that depend on none are prepared at once and listed together,
+// in task order, before any starts, with one EventListed before their
+// EventCreated: a store records them in one write rather than one per
+// child. A task that depends on others is listed when they have ended,
+// since their reports are part of its task.
 func (tr *tree) fanOut(ctx context.Context, parent *node, tasks []FanTask) []FanResult {
 	results := make([]FanResult, len(tasks))
 	ended := make(map[string]chan struct{}, len(tasks))
@@ -473,12 +479,17 @@ func (tr *tree) fanOut(ctx context.Context, parent *node, tasks []FanTask) []Fan
 	for i, t := range tasks {
 		ended[t.ID], at[t.ID] = make(chan struct{}), i
 	}
+	ready := tr.listReady(ctx, parent, tasks)
 	var wg sync.WaitGroup
 	for i, t := range tasks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer close(ended[t.ID])
+			if r := ready[i]; r != nil {
+				results[i] = tr.fanListed(ctx, r)
+				return
+			}
 			var deps []FanResult
 			for _, d := range t.DependsOn {
 				<-ended[d]
@@ -498,8 +509,78 @@ func (tr *tree) fanOut(ctx context.Context, parent *node, tasks []FanTask) []Fan
 	return results
 }
 
+// fanReady is a task of a fan-out prepared at its call: listed (n), or
+// refused (res says why).
+type fanReady struct {
+	res       FanResult
+	parent, n *node
+	msgs      []llm.Message
+	err       error
+}
+
+// listReady prepares the tasks that depend on none, concurrently (a
+// child's MCP servers start as it is prepared), then lists those that
+// could be, in task order, announcing them together (EventListed) before
+// one by one (EventCreated). It returns them by task index, nil for the
+// tasks that wait for others.
+func (tr *tree) listReady(ctx context.Context, parent *node, tasks []FanTask) []*fanReady {
+	ready := make([]*fanReady, len(tasks))
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		if len(t.DependsOn) > 0 {
+			continue
+		}
+		r := &fanReady{}
+		ready[i] = r
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := fanInput(t, nil)
+			r.res = fanResult(t.ID, in)
+			var c *node
+			if c, r.msgs, r.err = tr.prepare(ctx, parent, in); r.err == nil {
+				r.n = c
+			}
+		}()
+	}
+	wg.Wait()
+	var listed []Event
+	for _, r := range ready {
+		if r == nil || r.err != nil {
+			continue
+		}
+		r.parent, r.n = tr.place(ctx, r.n)
+		listed = append(listed, tr.stamp(r.n, Event{Kind: EventCreated, Spawned: r.n.spawned(r.msgs)}))
+	}
+	if len(listed) > 1 {
+		tr.emit(parent, Event{Kind: EventListed, Listed: listed})
+	}
+	for _, e := range listed {
+		if tr.r.OnEvent != nil {
+			tr.r.OnEvent(e)
+		}
+	}
+	return ready
+}
+
+// fanListed runs a task listed at the fan-out's call (listReady).
+func (tr *tree) fanListed(ctx context.Context, r *fanReady) FanResult {
+	res := r.res
+	if r.err != nil {
+		res.State, res.Report = instance.Failed, r.err.Error()
+		return res
+	}
+	return ranAs(res, tr.runListed(ctx, r.parent, r.n, r.msgs))
+}
+
 // fanTask runs one task of a fan-out as a foreground child.
 func (tr *tree) fanTask(ctx context.Context, parent *node, t FanTask, deps []FanResult) FanResult {
+	return tr.fanChild(ctx, parent, t.ID, fanInput(t, deps))
+}
+
+// fanInput is the spawn of task t, given the reports of the tasks it
+// depends on.
+func fanInput(t FanTask, deps []FanResult) spawnInput {
 	var b strings.Builder
 	if c := strings.TrimSpace(t.Context); c != "" {
 		b.WriteString("Context:\n" + c + "\n\n")
@@ -508,24 +589,36 @@ func (tr *tree) fanTask(ctx context.Context, parent *node, t FanTask, deps []Fan
 		b.WriteString("Reports of the tasks this one builds on:\n\n" + MergeConcat(deps) + "\n\n")
 	}
 	b.WriteString(t.Task)
-	return tr.fanChild(ctx, parent, t.ID, spawnInput{SpawnInput: SpawnInput{Type: t.Type, Task: b.String()}, tools: t.Tools, timeout: t.Timeout,
-		isolation: t.Isolation})
+	in := spawnInput{SpawnInput: SpawnInput{Type: t.Type, Task: b.String()}, tools: t.Tools, timeout: t.Timeout,
+		isolation: t.Isolation}
+	in.Description, in.sub = t.ID, t.ID
+	return in
+}
+
+// fanResult is the start of the result of a fan-out's child id.
+func fanResult(id string, in spawnInput) FanResult {
+	res := FanResult{ID: id, Type: in.Type}
+	if in.def != nil {
+		res.Type = in.def.Name
+	}
+	return res
 }
 
 // fanChild runs one child of a fan-out (a task, or the merge's) in the
 // foreground, named after the call and id.
 func (tr *tree) fanChild(ctx context.Context, parent *node, id string, in spawnInput) FanResult {
 	in.Description, in.sub = id, id
-	res := FanResult{ID: id, Type: in.Type}
-	if in.def != nil {
-		res.Type = in.def.Name
-	}
+	res := fanResult(id, in)
 	child, msgs, err := tr.prepare(ctx, parent, in)
 	if err != nil {
 		res.State, res.Report = instance.Failed, err.Error()
 		return res
 	}
-	r := tr.runChild(ctx, child, msgs)
+	return ranAs(res, tr.runChild(ctx, child, msgs))
+}
+
+// ranAs is res filled in with how its child's run ended (r).
+func ranAs(res FanResult, r Relay) FanResult {
 	res.State, res.Report, res.Incomplete, res.Artifacts = r.State, r.Report, r.Incomplete, r.Artifacts
 	res.Instance, res.Usage, res.Elapsed = r.ID, r.Usage, r.Duration
 	if r.Failed() && r.Error != "" {

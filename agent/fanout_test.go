@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -268,3 +269,48 @@ func (f fnTool) Spec() llm.ToolSpec {
 }
 func (fnTool) ReadOnly() bool                                               { return true }
 func (f fnTool) Run(ctx context.Context, _ json.RawMessage) (string, error) { return f.run(ctx) }
+
+// The tasks that depend on none are listed together, in task order, before
+// any of them starts (one EventListed, then each one's EventCreated); a task
+// that depends on others, or that cannot be spawned, is not among them.
+func TestFanOutListsReadyTasksTogether(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, fanOutToolScenario)
+	var mu sync.Mutex
+	var kinds []string
+	record := l.runner.OnEvent
+	l.runner.OnEvent = func(e agent.Event) {
+		record(e)
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Kind {
+		case agent.EventListed:
+			var ids []string
+			for _, c := range e.Listed {
+				if c.Kind != agent.EventCreated || c.Spawned == nil || c.Parent != e.Instance {
+					t.Errorf("listed %+v, not a child's EventCreated under %s", c, e.Instance)
+				}
+				ids = append(ids, c.Spawned.Task)
+			}
+			kinds = append(kinds, "listed "+strings.Join(ids, ","))
+		case agent.EventCreated:
+			kinds = append(kinds, "created "+e.Spawned.Task)
+		case agent.EventSpawned:
+			if e.Depth > 0 {
+				kinds = append(kinds, "spawned")
+			}
+		}
+	}
+	l.run(t)
+	mu.Lock()
+	defer mu.Unlock()
+	// a and b are ready; bad cannot be spawned (an unknown type), so it is
+	// not listed; the others wait for tasks.
+	want := []string{"listed count a,Context:\nb lives in b.txt\n\ncount b", "created count a", "created Context:\nb lives in b.txt\n\ncount b"}
+	if len(kinds) < 3 || !reflect.DeepEqual(kinds[:3], want) {
+		t.Fatalf("events %q, want them to begin with %q", kinds, want)
+	}
+	if n := strings.Count(strings.Join(kinds, "\n"), "listed"); n != 1 {
+		t.Fatalf("%d EventListed, want 1: %q", n, kinds)
+	}
+}

@@ -248,6 +248,12 @@ const (
 	// EventCreated: a child was listed, before it waits for a slot and
 	// starts (EventSpawned); Spawned describes it, for a store to record.
 	EventCreated
+	// EventListed: several children were listed at once (a fan-out's
+	// tasks that depend on none), announced by the instance that lists
+	// them just before each one's own EventCreated. Listed holds those
+	// EventCreated, in order, so a store can record them in one write; a
+	// consumer that records each EventCreated may ignore it.
+	EventListed
 )
 
 // Event is something that happened to one instance of a tree.
@@ -268,6 +274,9 @@ type Event struct {
 	Final *instance.Record
 	// Hook is what an event's hooks did (EventHook).
 	Hook *HookReport
+	// Listed are the EventCreated of children listed together
+	// (EventListed).
+	Listed []Event
 }
 
 // Spawned is what a child starts with.
@@ -575,10 +584,15 @@ func (tr *tree) emit(n *node, e Event) {
 	if tr.r.OnEvent == nil {
 		return
 	}
+	tr.r.OnEvent(tr.stamp(n, e))
+}
+
+// stamp is e as an event of n: its instance, parent, type and depth set.
+func (tr *tree) stamp(n *node, e Event) Event {
 	tr.mu.Lock()
 	e.Instance, e.Parent, e.Type, e.Depth = n.inst.ID, n.inst.Parent, n.inst.Type, n.inst.Depth
 	tr.mu.Unlock()
-	tr.r.OnEvent(e)
+	return e
 }
 
 // end records how an instance's run ended: in state, terminal or waiting

@@ -452,9 +452,10 @@ type recorder struct {
 	// the record. A child that starts in this run has none.
 	base store.Instance
 
-	mu  sync.Mutex
-	seq map[string]int // next message seq per instance
-	err error
+	mu     sync.Mutex
+	seq    map[string]int  // next message seq per instance
+	listed map[string]bool // children recorded by an EventListed, whose EventCreated is still to come
+	err    error
 }
 
 func newRecorder(e *Engine, root string, in *store.Instance, messages int) *recorder {
@@ -475,15 +476,17 @@ func (r *recorder) event(ev agent.Event) {
 	ctx := context.Background() // the writes must land even as a run is being cancelled
 	var err error
 	switch s := ev.Spawned; {
+	case ev.Kind == agent.EventListed:
+		// Children listed together (a fan-out's): recorded in one
+		// transaction, all or none; their own EventCreated follow.
+		err = r.createListed(ctx, ev.Listed)
 	case ev.Kind == agent.EventCreated && s != nil:
+		if r.wasListed(ev.Instance) {
+			break
+		}
 		// A child is listed: recorded, with its first messages, before
 		// its workflow starts (its start step moves it to running).
-		def, _ := json.Marshal(s.Definition)
-		err = r.e.st.CreateInstance(ctx, &store.Instance{ID: ev.Instance, Parent: ev.Parent, Type: ev.Type,
-			Definition: def, Task: s.Task, Mode: string(s.Mode), Model: s.Model})
-		if err == nil {
-			err = r.e.st.AppendMessages(ctx, ev.Instance, 0, 0, s.Messages)
-		}
+		err = r.e.st.CreateInstances(ctx, []store.Listed{listedOf(ev)})
 	case ev.Kind == agent.EventSpawned && s != nil:
 		r.mu.Lock()
 		r.seq[ev.Instance] = len(s.Messages)
@@ -504,6 +507,50 @@ func (r *recorder) event(ev agent.Event) {
 		}
 		r.mu.Unlock()
 	}
+}
+
+// listedOf is the instance to record for a child's EventCreated, with its
+// first messages.
+func listedOf(ev agent.Event) store.Listed {
+	s := ev.Spawned
+	def, _ := json.Marshal(s.Definition)
+	return store.Listed{Instance: &store.Instance{ID: ev.Instance, Parent: ev.Parent, Type: ev.Type,
+		Definition: def, Task: s.Task, Mode: string(s.Mode), Model: s.Model}, Messages: s.Messages}
+}
+
+// createListed records the children of an EventListed, marking them so
+// that their own EventCreated record nothing more.
+func (r *recorder) createListed(ctx context.Context, evs []agent.Event) error {
+	list := make([]store.Listed, 0, len(evs))
+	for _, ev := range evs {
+		if ev.Kind == agent.EventCreated && ev.Spawned != nil {
+			list = append(list, listedOf(ev))
+		}
+	}
+	if err := r.e.st.CreateInstances(ctx, list); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.listed == nil {
+		r.listed = map[string]bool{}
+	}
+	for _, l := range list {
+		r.listed[l.Instance.ID] = true
+	}
+	return nil
+}
+
+// wasListed reports, once, whether child id was recorded by an
+// EventListed.
+func (r *recorder) wasListed(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.listed[id] {
+		return false
+	}
+	delete(r.listed, id)
+	return true
 }
 
 // childEnd reports whether ev is the end of one of the tree's children:

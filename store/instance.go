@@ -35,6 +35,81 @@ var insertSeq = map[Dialect]string{
 // in is then filled with the stored instance. The same id with a different
 // identity is ErrConflict; a parent that does not exist is ErrNotFound.
 func (s *Store) CreateInstance(ctx context.Context, in *instance.Record) error {
+	if err := checkNew(in); err != nil {
+		return err
+	}
+	var stored *instance.Record
+	err := s.tx(ctx, func(q querier) error {
+		var err error
+		stored, _, err = s.create(ctx, q, in, map[string]lineage{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create instance %s: %w", in.ID, err)
+	}
+	*in = *stored
+	return nil
+}
+
+// Listed is an instance to create with its first messages
+// (CreateInstances).
+type Listed struct {
+	Instance *instance.Record
+	Messages []llm.Message
+}
+
+// CreateInstances creates every instance of list as CreateInstance would,
+// with its first messages as AppendMessages(id, 0, 0, msgs) would, all in
+// one transaction: a fan-out's children are listed by one commit, not two
+// per child, and a crash leaves all of them or none. The same list again
+// (a replay) is a no-op; an instance that exists with a different identity
+// or first messages is ErrConflict, and then nothing is created. Each
+// Instance is filled in as CreateInstance fills in.
+func (s *Store) CreateInstances(ctx context.Context, list []Listed) error {
+	contents := make([][]string, len(list))
+	for i, l := range list {
+		if err := checkNew(l.Instance); err != nil {
+			return err
+		}
+		c, err := encodeAppend(l.Instance.ID, 0, l.Messages, nil)
+		if err != nil {
+			return err
+		}
+		contents[i] = c
+	}
+	stored := make([]*instance.Record, len(list))
+	err := s.tx(ctx, func(q querier) error {
+		parents := map[string]lineage{}
+		for i, l := range list {
+			in, created, err := s.create(ctx, q, l.Instance, parents)
+			if err != nil {
+				return fmt.Errorf("create instance %s: %w", l.Instance.ID, err)
+			}
+			stored[i] = in
+			next := 0
+			if !created {
+				// Recorded before (a replay): what is stored must match.
+				if next, err = checkAppend(ctx, q, in.ID, 0, 0, contents[i]); err != nil {
+					return fmt.Errorf("first messages of %s: %w", in.ID, err)
+				}
+			}
+			if err := insertMessages(ctx, q, in.ID, 0, next, 0, l.Messages, contents[i], in.CreatedAt.UnixMicro()); err != nil {
+				return fmt.Errorf("first messages of %s: %w", in.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create %d instances: %w", len(list), err)
+	}
+	for i, l := range list {
+		*l.Instance = *stored[i]
+	}
+	return nil
+}
+
+// checkNew refuses an instance to create that is wrong in itself.
+func checkNew(in *instance.Record) error {
 	if in.ID == "" {
 		return errors.New("create instance: empty id")
 	}
@@ -44,75 +119,92 @@ func (s *Store) CreateInstance(ctx context.Context, in *instance.Record) error {
 	if in.Parent == in.ID {
 		return fmt.Errorf("create instance %s: it cannot be its own parent", in.ID)
 	}
+	return nil
+}
+
+// lineage is where a parent stands in its tree, as create reads it.
+type lineage struct {
+	root  string
+	depth int
+}
+
+// create records in (see CreateInstance) inside transaction q and returns
+// the stored record, and whether this call created it. parents caches the
+// parents read so far in q: a fan-out's children share one.
+func (s *Store) create(ctx context.Context, q querier, in *instance.Record, parents map[string]lineage) (*instance.Record, bool, error) {
 	want := *in
-	var stored *instance.Record
-	err := s.tx(ctx, func(q querier) error {
-		if want.Parent == "" {
-			if want.Root != "" && want.Root != want.ID {
-				return fmt.Errorf("a root instance is its own root, not %s", want.Root)
-			}
-			if want.Depth != 0 {
-				return fmt.Errorf("a root instance has depth 0, not %d", want.Depth)
-			}
-			want.Root = want.ID
-		} else {
-			var root string
-			var depth int
-			err := q.row(ctx, `SELECT root, depth FROM deputy_instances WHERE id = ?`, want.Parent).Scan(&root, &depth)
+	if want.Parent == "" {
+		if want.Root != "" && want.Root != want.ID {
+			return nil, false, fmt.Errorf("a root instance is its own root, not %s", want.Root)
+		}
+		if want.Depth != 0 {
+			return nil, false, fmt.Errorf("a root instance has depth 0, not %d", want.Depth)
+		}
+		want.Root = want.ID
+	} else {
+		p, ok := parents[want.Parent]
+		if !ok {
+			err := q.row(ctx, `SELECT root, depth FROM deputy_instances WHERE id = ?`, want.Parent).Scan(&p.root, &p.depth)
 			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("parent %s: %w", want.Parent, ErrNotFound)
+				return nil, false, fmt.Errorf("parent %s: %w", want.Parent, ErrNotFound)
 			} else if err != nil {
-				return fmt.Errorf("read parent %s: %w", want.Parent, err)
+				return nil, false, fmt.Errorf("read parent %s: %w", want.Parent, err)
 			}
-			if want.Root == "" {
-				want.Root = root
-			} else if want.Root != root {
-				return fmt.Errorf("root %s differs from its parent's root %s", want.Root, root)
-			}
-			if want.Depth == 0 {
-				want.Depth = depth + 1
-			} else if want.Depth != depth+1 {
-				return fmt.Errorf("depth %d is not its parent's depth + 1 (%d)", want.Depth, depth+1)
-			}
+			parents[want.Parent] = p
 		}
-		now := s.now()
-		res, err := q.exec(ctx, `INSERT INTO deputy_instances
-			(id, parent, root, depth, type, definition, task, mode, model, state, usage, created_at, updated_at, created_seq)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+insertSeq[s.dialect]+`)
-			ON CONFLICT (id) DO NOTHING`,
-			want.ID, nullString(want.Parent), want.Root, want.Depth, want.Type, nullJSON(want.Definition),
-			want.Task, want.Mode, want.Model, string(instance.Created), usageJSON(llm.Usage{}), now.UnixMicro(), now.UnixMicro())
-		if err != nil {
-			return fmt.Errorf("insert: %w", err)
+		if want.Root == "" {
+			want.Root = p.root
+		} else if want.Root != p.root {
+			return nil, false, fmt.Errorf("root %s differs from its parent's root %s", want.Root, p.root)
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("insert: %w", err)
-		} else if n == 1 {
-			_, err := q.exec(ctx, `INSERT INTO deputy_transitions (instance_id, seq, from_state, to_state, cause, at)
-				VALUES (?, 1, '', ?, 'create', ?)`, want.ID, string(instance.Created), now.UnixMicro())
-			if err != nil {
-				return fmt.Errorf("record creation: %w", err)
-			}
-			stored, err = getInstance(ctx, q, want.ID)
-			if err != nil {
-				return err
-			}
-			ev := map[string]any{"from": "", "to": instance.Created, "cause": "create", "type": want.Type,
-				"model": want.Model, "mode": want.Mode, "depth": want.Depth}
-			_, err = s.appendEvent(ctx, q, want.ID, EventState, ev)
-			return err
+		if want.Depth == 0 {
+			want.Depth = p.depth + 1
+		} else if want.Depth != p.depth+1 {
+			return nil, false, fmt.Errorf("depth %d is not its parent's depth + 1 (%d)", want.Depth, p.depth+1)
 		}
-		stored, err = getInstance(ctx, q, want.ID)
-		return err
-	})
+	}
+	now := s.now()
+	res, err := q.exec(ctx, `INSERT INTO deputy_instances
+		(id, parent, root, depth, type, definition, task, mode, model, state, usage, created_at, updated_at, created_seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+insertSeq[s.dialect]+`)
+		ON CONFLICT (id) DO NOTHING`,
+		want.ID, nullString(want.Parent), want.Root, want.Depth, want.Type, nullJSON(want.Definition),
+		want.Task, want.Mode, want.Model, string(instance.Created), usageJSON(llm.Usage{}), now.UnixMicro(), now.UnixMicro())
 	if err != nil {
-		return fmt.Errorf("create instance %s: %w", in.ID, err)
+		return nil, false, fmt.Errorf("insert: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return nil, false, fmt.Errorf("insert: %w", err)
+	}
+	created := n == 1
+	if created {
+		_, err := q.exec(ctx, `INSERT INTO deputy_transitions (instance_id, seq, from_state, to_state, cause, at)
+			VALUES (?, 1, '', ?, 'create', ?)`, want.ID, string(instance.Created), now.UnixMicro())
+		if err != nil {
+			return nil, false, fmt.Errorf("record creation: %w", err)
+		}
+		ev := map[string]any{"from": "", "to": instance.Created, "cause": "create", "type": want.Type,
+			"model": want.Model, "mode": want.Mode, "depth": want.Depth}
+		if _, err := s.appendEvent(ctx, q, want.ID, EventState, ev); err != nil {
+			return nil, false, err
+		}
+		// The row as just inserted: no read needed to return it.
+		rec := &instance.Record{ID: want.ID, Parent: want.Parent, Root: want.Root, Depth: want.Depth, Type: want.Type,
+			Task: want.Task, Mode: want.Mode, Model: want.Model, State: instance.Created, CreatedAt: now, UpdatedAt: now}
+		if len(want.Definition) > 0 {
+			rec.Definition = json.RawMessage(string(want.Definition))
+		}
+		return rec, true, nil
+	}
+	stored, err := getInstance(ctx, q, want.ID)
+	if err != nil {
+		return nil, false, err
 	}
 	if diff := identityDiff(&want, stored); diff != "" {
-		return fmt.Errorf("create instance %s: %w: it exists with a different %s", in.ID, ErrConflict, diff)
+		return nil, false, fmt.Errorf("%w: it exists with a different %s", ErrConflict, diff)
 	}
-	*in = *stored
-	return nil
+	return stored, created, nil
 }
 
 // identityDiff names the first identity field in which a and b differ.

@@ -46,6 +46,7 @@ func Run(t *testing.T, h Harness) {
 		{"CreationOrder", testCreationOrder},
 		{"Progress", testProgress},
 		{"TreeTotals", testTreeTotals},
+		{"CreateInstances", testCreateInstances},
 		{"LegalTransitions", testLegalTransitions},
 		{"IllegalTransitions", testIllegalTransitions},
 		{"TerminalNeverChanges", testTerminalNeverChanges},
