@@ -234,6 +234,8 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, errors.New("durable: Options.Store, Models and Tools are required")
 	}
 	opts = withDefaults(opts)
+	// The store's pool follows the runs this engine carries at once.
+	opts.Store.SizePool(opts.MaxRuns)
 	cfg := dbosConfig(opts.Logger)
 	cfg.ExecutorID = opts.ExecutorID
 	if opts.Store.Dialect() == store.SQLite {

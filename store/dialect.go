@@ -84,13 +84,18 @@ const sqliteMaxConns = 8
 // pgMaxIdleConns is how many Postgres connections stay open between bursts.
 const pgMaxIdleConns = 8
 
-// pgMaxOpenConns caps the store's Postgres connections. Without a cap a
-// fan-out of 1,000 children opened hundreds at once, past the server's
-// max_connections (100 by default), and writes failed; with it, a burst
-// queues for a connection instead (measured: a 1,000-task fan-out that
-// never finished completed with the pool capped at 16 to 64). The engine's
-// own pool (DBOS) is separate, so this leaves the server room for it.
+// pgMaxOpenConns caps the store's Postgres connections until the engine
+// sizes the pool (SizePool). Without a cap a fan-out of 1,000 children
+// opened hundreds at once, past the server's max_connections (100 by
+// default), and writes failed; with it, a burst queues for a connection
+// instead (measured: a 1,000-task fan-out that never finished completed
+// with the pool capped at 16 to 64). The engine's own pool (DBOS) is
+// separate, so this leaves the server room for it.
 const pgMaxOpenConns = 32
+
+// pgPoolMin and pgPoolMax bound SizePool's Postgres pool: the measured
+// range in which the 1,000-task fan-out completed.
+const pgPoolMin, pgPoolMax = 16, 64
 
 func openSQLite(ctx context.Context, path string, busy time.Duration) (*sql.DB, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
@@ -112,6 +117,9 @@ func openSQLite(ctx context.Context, path string, busy time.Duration) (*sql.DB, 
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// No commit checkpoints the WAL: the store's checkpointer does, in the
+	// background (checkpoint.go).
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", path+"?"+q.Encode())
 	if err != nil {
@@ -160,6 +168,24 @@ func openPostgres(ctx context.Context, target string, busy time.Duration) (*sql.
 		return nil, nil, fmt.Errorf("open store %s: connect: %w", describe(Postgres, target), err)
 	}
 	return db, cfg, nil
+}
+
+// SizePool sizes the store's connection pool for an engine that carries
+// up to runs runs at once. On Postgres: one connection for every two runs
+// (a run writes between model calls, rarely two at once), between
+// pgPoolMin and pgPoolMax, so a small engine holds few of the server's
+// connections and a large one does not queue for them. On SQLite the pool
+// stays at DBOS's size (sqliteMaxConns): the database has one writer, and
+// a connection more only waits for it in SQLite's busy handler, which
+// sleeps, where a writer queued for a connection is handed one the moment
+// it is free.
+func (s *Store) SizePool(runs int) {
+	if s.dialect != Postgres || runs <= 0 {
+		return
+	}
+	n := min(max(runs/2, pgPoolMin), pgPoolMax)
+	s.db.SetMaxOpenConns(n)
+	s.db.SetMaxIdleConns(min(n, pgMaxIdleConns*2))
 }
 
 // redactParseError keeps a URL parse error's reason but not the URL, which
@@ -232,6 +258,8 @@ type querier struct {
 	events *bool
 	// tx, when set, is a caller's transaction (On), used instead of x.
 	tx Tx
+	// c holds the prepared statements (SQLite; nil: none).
+	c *stmts
 }
 
 func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -242,6 +270,9 @@ func (q querier) exec(ctx context.Context, query string, args ...any) (sql.Resul
 		}
 		return txResult{res}, nil
 	}
+	if st := q.prepared(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
 	return q.x.ExecContext(ctx, q.rebind(query), args...)
 }
 
@@ -249,12 +280,18 @@ func (q querier) query(ctx context.Context, query string, args ...any) (Rows, er
 	if q.tx != nil {
 		return q.tx.Query(ctx, q.rebind(query), args...)
 	}
+	if st := q.prepared(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return q.x.QueryContext(ctx, q.rebind(query), args...)
 }
 
 func (q querier) row(ctx context.Context, query string, args ...any) Row {
 	if q.tx != nil {
 		return txRow{q.tx.QueryRow(ctx, q.rebind(query), args...)}
+	}
+	if st := q.prepared(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
 	return q.x.QueryRowContext(ctx, q.rebind(query), args...)
 }

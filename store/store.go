@@ -43,6 +43,9 @@ type Options struct {
 	// MigrateTo stops the migrations at this schema version (0: the latest).
 	// For tests that build an older database, and for a staged rollout.
 	MigrateTo int
+	// CheckpointEvery is how many of the store's commits pass between two
+	// checkpoints of SQLite's WAL (DefaultCheckpointEvery when 0).
+	CheckpointEvery int
 }
 
 // DefaultBusyTimeout is Options.BusyTimeout when unset.
@@ -60,6 +63,9 @@ type Store struct {
 
 	pgcfg  *pgx.ConnConfig // Postgres: the listener's connection
 	listen listener
+
+	stmts *stmts      // SQLite's prepared statements (nil on Postgres)
+	wal   *checkpoint // SQLite's WAL checkpoints, off the writers' path (nil on Postgres)
 }
 
 // Open opens (creating if needed) the database at url and migrates it to the
@@ -100,6 +106,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", describe(d, target), err)
 	}
+	if d == SQLite {
+		// After the migrations: a statement prepared before a schema
+		// change would be compiled again at its first use anyway.
+		s.stmts = newStmts(db)
+		s.wal = startCheckpoints(db, opts.CheckpointEvery)
+	}
 	return s, nil
 }
 
@@ -115,6 +127,8 @@ func (s *Store) Dialect() Dialect { return s.dialect }
 // database handle.
 func (s *Store) Close() error {
 	s.listen.stop()
+	s.wal.stop()
+	s.stmts.close()
 	return s.db.Close()
 }
 
@@ -184,7 +198,7 @@ func (s *Store) tx1(ctx context.Context, fn func(q querier) error) error {
 		return classify(s.dialect, s.busy, err)
 	}
 	var events bool
-	if err := fn(querier{d: s.dialect, x: tx, events: &events}); err != nil {
+	if err := fn(querier{d: s.dialect, x: tx, events: &events, c: s.stmts}); err != nil {
 		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
 		}
@@ -193,6 +207,7 @@ func (s *Store) tx1(ctx context.Context, fn func(q querier) error) error {
 	if err := tx.Commit(); err != nil {
 		return classify(s.dialect, s.busy, fmt.Errorf("commit: %w", err))
 	}
+	s.wal.committed()
 	if events {
 		s.eventsCommitted()
 	}
@@ -200,4 +215,4 @@ func (s *Store) tx1(ctx context.Context, fn func(q querier) error) error {
 }
 
 // q runs single statements outside a transaction.
-func (s *Store) q() querier { return querier{d: s.dialect, x: s.db} }
+func (s *Store) q() querier { return querier{d: s.dialect, x: s.db, c: s.stmts} }
