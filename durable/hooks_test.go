@@ -20,6 +20,7 @@ import (
 	"github.com/deputy-run/deputy/llm/fake"
 	"github.com/deputy-run/deputy/store"
 	"github.com/deputy-run/deputy/tool"
+	"github.com/deputy-run/deputy/tool/builtin"
 )
 
 // stopOnce is a Stop hook guarded by stop_hook_active, as Claude Code's
@@ -39,6 +40,10 @@ const hookCrashScenario = `
 rules:
   - match: {last_user: "CHANGELOG.md is not updated"}
     text: "second answer"
+  - match: {last_user: "^call$"}
+    tool_calls: [{name: bash, input: {command: "echo ran >> count.txt"}}]
+  - match: {turn: 2, tool_result: ".*"}
+    text: "called"
   - match: {turn: 1}
     text: "first answer"
 `
@@ -65,7 +70,13 @@ func hookCrashEngine(t *testing.T, dir, failpoint string) (*durable.Engine, *sto
 		Store:     st,
 		Failpoint: failpoint,
 		Models:    func(string) (llm.Model, string, error) { return model, "fake", nil },
-		Tools:     func(durable.Spec) (*tool.Set, error) { return tool.NewSet() },
+		Tools: func(sp durable.Spec) (*tool.Set, error) {
+			ts, err := builtin.Tools(builtin.Config{Workspace: sp.Workspace})
+			if err != nil {
+				return nil, err
+			}
+			return tool.NewSet(ts...)
+		},
 		Runner: agent.Runner{Hooks: &agent.Hooks{Settings: cfg, Runner: hook.Runner{ProjectDir: dir},
 			TranscriptDir: filepath.Join(dir, "transcripts")}},
 	})
@@ -85,7 +96,7 @@ func TestHookCrashChild(t *testing.T) {
 	}
 	e, _ := hookCrashEngine(t, dir, os.Getenv("DEPUTY_HOOK_CRASH_FAILPOINT"))
 	ctx := context.Background()
-	id, err := e.Start(ctx, "finish", durable.Spec{System: "root", Model: "fake", Workspace: dir})
+	id, err := e.Start(ctx, os.Getenv("DEPUTY_HOOK_CRASH_TASK"), durable.Spec{System: "root", Model: "fake", Workspace: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +124,7 @@ func TestStopHookDecisionIsReplayed(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHookCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "DEPUTY_HOOK_CRASH_DIR="+dir, "DEPUTY_HOOK_CRASH_FAILPOINT=after:turn-2/hook-Stop")
-	out, err := cmd.CombinedOutput()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("the child did not die at its failpoint: %v\n%s", err, out)
-	}
+	crashAt(t, dir, "finish", "after:turn-2/hook-Stop")
 	if b, _ := os.ReadFile(log); string(b) != "Stop active=false\n" {
 		t.Fatalf("before the crash the hook logged %q", b)
 	}
@@ -147,5 +152,52 @@ func TestStopHookDecisionIsReplayed(t *testing.T) {
 	tb, err := os.ReadFile(filepath.Join(dir, "transcripts", string(id)+".jsonl"))
 	if err != nil || strings.Count(string(tb), "\n") != 4 {
 		t.Errorf("JSONL transcript: %v\n%s", err, tb)
+	}
+}
+
+// crashAt runs task in a child process over dir's database, which dies
+// at failpoint.
+func crashAt(t *testing.T, dir, task, failpoint string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHookCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "DEPUTY_HOOK_CRASH_DIR="+dir, "DEPUTY_HOOK_CRASH_FAILPOINT="+failpoint,
+		"DEPUTY_HOOK_CRASH_TASK="+task)
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the child did not die at its failpoint: %v\n%s", err, out)
+	}
+}
+
+// TestPreToolUseHookIsNotRunAgainForACheckpointedCall: PreToolUse runs in
+// the gate, inside the tool call's own step, so a process killed after the
+// call's result was checkpointed replays the result on recovery and runs
+// neither the call nor its hook again.
+func TestPreToolUseHookIsNotRunAgainForACheckpointedCall(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "pre.log")
+	cmdline := "cat > /dev/null; echo pre >> " + log
+	settings := `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "` + cmdline + `"}]}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	crashAt(t, dir, "call", "after:turn-1/call-1-bash")
+	id, err := os.ReadFile(filepath.Join(dir, "id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, st := hookCrashEngine(t, dir, "")
+	t.Cleanup(func() { e.Close(5 * time.Second); st.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	in, err := e.Wait(ctx, string(id))
+	if err != nil || in.State != instance.Completed || in.Report != "called" {
+		t.Fatalf("resumed run: %+v %v", in, err)
+	}
+	pre, _ := os.ReadFile(log)
+	count, _ := os.ReadFile(filepath.Join(dir, "count.txt"))
+	if string(pre) != "pre\n" || string(count) != "ran\n" {
+		t.Fatalf("the hook logged %q and the call wrote %q; want each once", pre, count)
 	}
 }
