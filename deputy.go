@@ -240,6 +240,10 @@ type Options struct {
 	Permissions *Permissions
 	// Home anchors `~/` permission rules ("" for none).
 	Home string
+	// Hooks, when set, are the Claude Code hooks every instance runs
+	// (agent.Hooks): the CLI loads them from Claude Code's settings files
+	// (LoadHooks).
+	Hooks *agent.Hooks
 	// MaxRuns caps the runs this process carries at once, roots' and
 	// children's over every tree (default durable.DefaultMaxRuns, 64); a
 	// run waiting for its children gives its place up meanwhile.
@@ -487,7 +491,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		Fence:  fenceOf,
 		// MaxDepth and MaxParallel come with each run's spec.
 		Runner: agent.Runner{Catalog: p.cat, Skills: p.skills, Config: p.cfg, Models: p.ms.runnerModels, Stream: o.Stream,
-			AskParent: o.AskParent, Permissions: agentPermissions(o)},
+			AskParent: o.AskParent, Permissions: agentPermissions(o), Hooks: o.Hooks},
 		// Every event of the runs Open resumes too: the engine starts
 		// them as it opens.
 		OnEvent:      tel.Hook(rt.publish),

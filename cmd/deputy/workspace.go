@@ -118,6 +118,10 @@ func cliOptions(in cliInputs) (deputylib.Options, error) {
 	if user, err := deputylib.UserDir(); err == nil {
 		o.Sources.User = user
 	}
+	home, _ := os.UserHomeDir() // none: no user settings file
+	if o.Hooks, err = deputylib.LoadHooks(ws, home); err != nil {
+		return deputylib.Options{}, usageErr("hooks: %v", err)
+	}
 	if in.scenario != "" && in.scenario != "demo" {
 		if o.Scenario, err = os.ReadFile(in.scenario); err != nil {
 			return deputylib.Options{}, usageErr("load scenario: %v", err)
