@@ -76,6 +76,7 @@ const (
 	PauseTool       = agentdef.PauseTool
 	ResumeTool      = agentdef.ResumeTool
 	CancelTool      = agentdef.CancelTool
+	ApproveTool     = agentdef.ApproveTool
 	DefinitionsTool = "list_definitions"
 )
 
@@ -171,6 +172,12 @@ type (
 		State string `json:"state,omitempty" jsonschema:"Only instances in these states, comma-separated: created, running, asking, paused, completed, failed, timed_out, cancelled."`
 		Limit int    `json:"limit,omitempty" jsonschema:"At most this many, newest first (default 20, most 200)."`
 	}
+	approveInput struct {
+		ID      string `json:"id" jsonschema:"The subagent's instance id."`
+		Approve bool   `json:"approve" jsonschema:"true runs the held call; false refuses it."`
+		Always  bool   `json:"always,omitempty" jsonschema:"With approve: the rule that asked allows such calls for the rest of this tree's session."`
+		Reason  string `json:"reason,omitempty" jsonschema:"With approve false: why, which the subagent's model reads as the call's error."`
+	}
 	noInput struct{}
 )
 
@@ -205,6 +212,10 @@ func (s *server) register(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: CancelTool, Description: "Cancel a subagent and the subagents it started; what " +
 		"they did so far is kept, and its partial report is returned.",
 		Annotations: &mcp.ToolAnnotations{Title: "Cancel a subagent", DestructiveHint: boolPtr(true), OpenWorldHint: closed}}, s.cancel)
+	mcp.AddTool(srv, &mcp.Tool{Name: ApproveTool, Description: "Approve or refuse the tool call a subagent waits on " +
+		"an approval for (subagent_status shows the call, its arguments and the rule that asked). An approved call " +
+		"runs once; a refused one is an error the subagent's model reads, with the reason. Then subagent_wait.",
+		Annotations: &mcp.ToolAnnotations{Title: "Approve a subagent's call", DestructiveHint: boolPtr(true), OpenWorldHint: closed}}, s.approve)
 	mcp.AddTool(srv, &mcp.Tool{Name: DefinitionsTool, Description: "List the subagent types spawn_subagent can " +
 		"start: each one's description, model, tools, limits and mode.",
 		Annotations: &mcp.ToolAnnotations{Title: "Subagent types", ReadOnlyHint: true, OpenWorldHint: closed}}, s.definitions)
@@ -396,10 +407,54 @@ func (s *server) status(ctx context.Context, _ *mcp.CallToolRequest, in idInput)
 	if err != nil {
 		return nil, nil, known(in.ID, err)
 	}
+	if now.State.Waiting() {
+		a, err := s.rt.Approval(ctx, in.ID)
+		if err != nil {
+			return nil, nil, known(in.ID, err)
+		}
+		if a != nil {
+			return text(statusLine(now)+"\n"+approvalText(a), false), nil, nil
+		}
+	}
 	if now.State.Terminal() || now.State == instance.Asking {
 		return s.relay(ctx, in.ID) // the report, or the question, with the same facts
 	}
 	return text(statusLine(now), false), nil, nil
+}
+
+// approvalText is a pending approval as a client model reads it.
+func approvalText(a *deputy.Approval) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "it waits for approval of a %s call (call %s): %s", a.Tool, a.CallID, agentdef.OneLine(string(a.Input), 400))
+	if a.Rule != "" {
+		fmt.Fprintf(&b, "\nthe rule that asked: %s", a.Rule)
+	}
+	if a.Reason != "" {
+		fmt.Fprintf(&b, "\nwhy: %s", a.Reason)
+	}
+	b.WriteString("\nsubagent_approve with approve true runs it, with approve false refuses it")
+	return b.String()
+}
+
+func (s *server) approve(ctx context.Context, _ *mcp.CallToolRequest, in approveInput) (*mcp.CallToolResult, any, error) {
+	var err error
+	switch {
+	case in.Approve && in.Reason != "":
+		err = errors.New("a reason goes with a refusal (approve: false)")
+	case in.Approve:
+		err = s.rt.Approve(ctx, in.ID, in.Always)
+	case in.Always:
+		err = errors.New("always goes with an approval (approve: true)")
+	default:
+		err = s.rt.Deny(ctx, in.ID, in.Reason)
+	}
+	if err != nil {
+		return nil, nil, known(in.ID, err)
+	}
+	if in.Approve {
+		return text("approved the call of "+in.ID+"; it runs, and the subagent goes on (subagent_wait collects its report)", false), nil, nil
+	}
+	return text("refused the call of "+in.ID+"; the subagent goes on without it (subagent_wait collects its report)", false), nil, nil
 }
 
 // statusLine is how an instance stands, on a line or two.

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -13,18 +14,43 @@ import (
 	"github.com/deputy-run/deputy/store"
 )
 
+// instanceView is an instance as the API shows it: its record, and the
+// call it waits on an approval for, if it does.
+type instanceView struct {
+	instance.Record
+	Approval *approvalJSON `json:"approval,omitempty"`
+}
+
+// approvalJSON is a pending approval: the call held, with its arguments
+// as the model wrote them, and the rule that asked.
+type approvalJSON struct {
+	CallID  string          `json:"call_id"`
+	Tool    string          `json:"tool"`
+	Input   json.RawMessage `json:"input"`
+	Rule    string          `json:"rule,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
+	AskedAt time.Time       `json:"asked_at"`
+}
+
 // view is in as the API shows it, as the CLI's --json does too: its
 // record's View (without the definition snapshot, which the definitions
 // endpoints show), with its open question while it waits (asking, or
-// paused while asking).
-func (s *Server) view(r *http.Request, in *instance.Record) (instance.Record, error) {
-	v := in.View()
+// paused while asking), and the call it waits on an approval for.
+func (s *Server) view(r *http.Request, in *instance.Record) (instanceView, error) {
+	v := instanceView{Record: in.View()}
 	if in.State.Waiting() {
 		q, err := s.rt.Question(r.Context(), in.ID)
 		if err != nil {
 			return v, err
 		}
 		v.Question = q
+		a, err := s.rt.Approval(r.Context(), in.ID)
+		if err != nil {
+			return v, err
+		}
+		if a != nil {
+			v.Approval = &approvalJSON{CallID: a.CallID, Tool: a.Tool, Input: a.Input, Rule: a.Rule, Reason: a.Reason, AskedAt: a.AskedAt}
+		}
 	}
 	return v, nil
 }
@@ -121,7 +147,7 @@ func (s *Server) listInstances(w http.ResponseWriter, r *http.Request) {
 	}
 	// Newest first: a dashboard shows the latest runs; the store lists
 	// oldest first.
-	out := make([]instance.Record, 0, min(len(all), limit))
+	out := make([]instanceView, 0, min(len(all), limit))
 	for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
 		if typ != "" && all[i].Type != typ {
 			continue
@@ -167,7 +193,7 @@ func (t *totals) add(u totals) {
 }
 
 type node struct {
-	instance.Record
+	instanceView
 	Subtree  totals  `json:"subtree"`
 	Children []*node `json:"children"`
 }
@@ -190,7 +216,7 @@ func (s *Server) getTree(w http.ResponseWriter, r *http.Request) {
 			fail(w, err)
 			return
 		}
-		nodes[in.ID] = &node{Record: v, Children: []*node{}}
+		nodes[in.ID] = &node{instanceView: v, Children: []*node{}}
 	}
 	// Spawn order is the store's: it lists instances in the order they
 	// were created (created_seq), which children spawned in one turn keep
@@ -316,6 +342,41 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	if err := s.rt.Answer(r.Context(), id, in.Text); err != nil {
+		fail(w, err)
+		return
+	}
+	s.writeInstance(w, r, http.StatusOK, id)
+}
+
+// approval decides the call an instance waits on an approval for:
+// {"approve": true, "always": false} runs it (always: the rule that asked
+// allows such calls for the rest of the root's session), {"approve":
+// false, "reason": "..."} refuses it, the model reading the reason as the
+// call's error.
+func (s *Server) approval(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Approve *bool  `json:"approve"`
+		Always  bool   `json:"always"`
+		Reason  string `json:"reason"`
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	id := r.PathValue("id")
+	var err error
+	switch {
+	case in.Approve == nil:
+		err = badRequest(`say "approve": true or false`)
+	case *in.Approve && in.Reason != "":
+		err = badRequest("a reason goes with a denial (approve: false)")
+	case *in.Approve:
+		err = s.rt.Approve(r.Context(), id, in.Always)
+	case in.Always:
+		err = badRequest("always goes with an approval (approve: true)")
+	default:
+		err = s.rt.Deny(r.Context(), id, in.Reason)
+	}
+	if err != nil {
 		fail(w, err)
 		return
 	}

@@ -152,6 +152,7 @@ func (s *Server) routes() {
 	api("POST /api/instances/{id}/cancel", s.control(s.rt.Cancel))
 	api("POST /api/instances/{id}/send", s.send)
 	api("POST /api/instances/{id}/answer", s.answer)
+	api("POST /api/instances/{id}/approval", s.approval)
 
 	api("GET /api/events", s.events(scopeAll))
 	api("GET /api/instances/{id}/events", s.events(scopeInstance))

@@ -594,6 +594,7 @@
 
     renderTotals();
     renderQuestion();
+    renderApprovals();
     renderOutcome();
     renderTree();
     drawChart();
@@ -637,6 +638,58 @@
       S.answerFor = r.id + S.question;
       $('answer').value = '';
       $('answer-send').disabled = false;
+    }
+  }
+
+  // Every call of the tree that waits for the person's approval: the
+  // instance, the tool, its arguments as the model wrote them, the rule
+  // that asked, and Approve / Deny.
+  function renderApprovals() {
+    const pending = [...S.byId.values()].filter((n) => n.approval);
+    const box = $('approvals');
+    box.hidden = pending.length === 0;
+    const sig = JSON.stringify(pending.map((n) => [n.id, n.approval.call_id]));
+    if (box.dataset.sig === sig) return; // unchanged: keep a reason being typed
+    box.dataset.sig = sig;
+    const ul = clear($('approval-list'));
+    for (const n of pending) {
+      const a = n.approval;
+      const li = el('li', 'approval');
+      li.dataset.id = n.id;
+      li.append(el('div', 'approval-head', `${n.type || 'root'} ${shortId(n.id)} wants to run ${a.tool}`));
+      let input = '';
+      try {
+        input = JSON.stringify(a.input, null, 2);
+      } catch (_) {
+        input = String(a.input);
+      }
+      li.append(el('pre', 'approval-input', input));
+      if (a.rule) li.append(el('div', 'approval-rule', `asked by the rule ${a.rule}`));
+      if (a.reason) li.append(el('div', 'approval-reason', a.reason));
+      const reason = el('input', 'approval-why');
+      reason.placeholder = 'Why not (for Deny)…';
+      reason.setAttribute('aria-label', 'Reason for denying');
+      const yes = el('button', 'primary approval-approve', 'Approve');
+      const no = el('button', 'approval-deny', 'Deny');
+      yes.type = no.type = 'button';
+      yes.addEventListener('click', () => decide(n.id, { approve: true }, li));
+      no.addEventListener('click', () => decide(n.id, { approve: false, reason: reason.value.trim() }, li));
+      const row = el('div', 'approval-actions');
+      row.append(yes, no, reason);
+      li.append(row);
+      ul.append(li);
+    }
+  }
+
+  async function decide(id, body, li) {
+    for (const b of li.querySelectorAll('button')) b.disabled = true;
+    try {
+      await api('POST', `/api/instances/${enc(id)}/approval`, body);
+      toast(body.approve ? 'Approved: the call runs.' : 'Denied.');
+      await loadTree();
+    } catch (e) {
+      for (const b of li.querySelectorAll('button')) b.disabled = false;
+      report(e);
     }
   }
 
