@@ -157,7 +157,7 @@ func TestMcpHTTPListsTools(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"list_definitions", "spawn_subagent", "subagent_answer", "subagent_cancel", "subagent_list",
+	want := []string{"list_definitions", "spawn_subagent", "subagent_answer", "subagent_approve", "subagent_cancel", "subagent_list",
 		"subagent_pause", "subagent_resume", "subagent_send", "subagent_status", "subagent_wait"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v", names)
@@ -354,6 +354,9 @@ func TestMcpHTTPErrorsAreToolErrors(t *testing.T) {
 		{mcpserver.SpawnTool, map[string]any{"subagent_type": 7, "task": "x"}, "at /subagent_type: got number, want string"},
 		{mcpserver.ListTool, map[string]any{"state": "sleeping"}, `unknown state "sleeping"`},
 		{mcpserver.WaitTool, map[string]any{"id": "x", "timeout_seconds": -1}, "must not be negative"},
+		{mcpserver.ApproveTool, map[string]any{"id": "x"}, `missing properties: ["approve"]`},
+		{mcpserver.ApproveTool, map[string]any{"id": "x", "approve": true, "reason": "r"}, "a reason goes with a refusal"},
+		{mcpserver.ApproveTool, map[string]any{"id": "x", "approve": false, "always": true}, "always goes with an approval"},
 	} {
 		out, isErr := r.call(t, c.tool, c.args)
 		if !isErr || !strings.Contains(out, c.want) {
