@@ -21,15 +21,18 @@ type instanceView struct {
 	Approval *approvalJSON `json:"approval,omitempty"`
 }
 
-// approvalJSON is a pending approval: the call held, with its arguments
-// as the model wrote them, and the rule that asked.
+// approvalJSON is a pending approval: the instance whose call is held (this
+// one, or for a parent the nearest descendant waiting, whose approval is
+// the person's), the call with its arguments as the model wrote them, and
+// the rule that asked.
 type approvalJSON struct {
-	CallID  string          `json:"call_id"`
-	Tool    string          `json:"tool"`
-	Input   json.RawMessage `json:"input"`
-	Rule    string          `json:"rule,omitempty"`
-	Reason  string          `json:"reason,omitempty"`
-	AskedAt time.Time       `json:"asked_at"`
+	InstanceID string          `json:"instance_id"`
+	CallID     string          `json:"call_id"`
+	Tool       string          `json:"tool"`
+	Input      json.RawMessage `json:"input"`
+	Rule       string          `json:"rule,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+	AskedAt    time.Time       `json:"asked_at"`
 }
 
 // view is in as the API shows it, as the CLI's --json does too: its
@@ -49,7 +52,7 @@ func (s *Server) view(r *http.Request, in *instance.Record) (instanceView, error
 			return v, err
 		}
 		if a != nil {
-			v.Approval = &approvalJSON{CallID: a.CallID, Tool: a.Tool, Input: a.Input, Rule: a.Rule, Reason: a.Reason, AskedAt: a.AskedAt}
+			v.Approval = &approvalJSON{InstanceID: a.InstanceID, CallID: a.CallID, Tool: a.Tool, Input: a.Input, Rule: a.Rule, Reason: a.Reason, AskedAt: a.AskedAt}
 		}
 	}
 	return v, nil

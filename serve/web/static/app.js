@@ -645,18 +645,26 @@
   // instance, the tool, its arguments as the model wrote them, the rule
   // that asked, and Approve / Deny.
   function renderApprovals() {
-    const pending = [...S.byId.values()].filter((n) => n.approval);
+    // A parent shows its descendant's approval too: one entry per call.
+    const seen = new Set();
+    const pending = [];
+    for (const n of S.byId.values()) {
+      const a = n.approval;
+      if (!a || seen.has(a.instance_id + ' ' + a.call_id)) continue;
+      seen.add(a.instance_id + ' ' + a.call_id);
+      pending.push({ node: S.byId.get(a.instance_id) || n, a });
+    }
     const box = $('approvals');
     box.hidden = pending.length === 0;
-    const sig = JSON.stringify(pending.map((n) => [n.id, n.approval.call_id]));
+    const sig = JSON.stringify(pending.map((p) => [p.a.instance_id, p.a.call_id]));
     if (box.dataset.sig === sig) return; // unchanged: keep a reason being typed
     box.dataset.sig = sig;
     const ul = clear($('approval-list'));
-    for (const n of pending) {
-      const a = n.approval;
+    for (const { node: n, a } of pending) {
+      const id = a.instance_id || n.id;
       const li = el('li', 'approval');
-      li.dataset.id = n.id;
-      li.append(el('div', 'approval-head', `${n.type || 'root'} ${shortId(n.id)} wants to run ${a.tool}`));
+      li.dataset.id = id;
+      li.append(el('div', 'approval-head', `${n.type || 'root'} ${shortId(id)} wants to run ${a.tool}`));
       let input = '';
       try {
         input = JSON.stringify(a.input, null, 2);
@@ -672,8 +680,8 @@
       const yes = el('button', 'primary approval-approve', 'Approve');
       const no = el('button', 'approval-deny', 'Deny');
       yes.type = no.type = 'button';
-      yes.addEventListener('click', () => decide(n.id, { approve: true }, li));
-      no.addEventListener('click', () => decide(n.id, { approve: false, reason: reason.value.trim() }, li));
+      yes.addEventListener('click', () => decide(id, { approve: true }, li));
+      no.addEventListener('click', () => decide(id, { approve: false, reason: reason.value.trim() }, li));
       const row = el('div', 'approval-actions');
       row.append(yes, no, reason);
       li.append(row);
