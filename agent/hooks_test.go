@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/clock"
 	"github.com/deputy-run/deputy/hook"
 	"github.com/deputy-run/deputy/llm"
@@ -357,5 +358,53 @@ rules:
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, "curled.txt")); err == nil || !res[2].IsError || !strings.Contains(res[2].Text, "Bash(curl:*)") {
 		t.Errorf("curl should be denied by its rule: %+v", res[2])
+	}
+}
+
+// A child's own definition's hooks front matter runs for its calls, on top
+// of the settings'; its parent's calls do not see them.
+func TestHookDefinitionFrontMatter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, anthropicWire(), `
+rules:
+  - match: {system: "You are the cleaner"}
+    tool_calls: [{name: bash, input: {command: "rm -rf victim"}}]
+    times: 1
+  - match: {system: "You are the cleaner"}
+    text: "Conclusion: {{index .ToolResults 0}}"
+  - match: {turn: 1}
+    tool_calls:
+      - {name: bash, input: {command: "rm -rf other"}}
+      - {name: spawn_subagent, input: {subagent_type: cleaner, task: "clean"}}
+  - match: {turn: 2}
+    text: "done"
+`)
+	for _, d := range []string{"victim", "other"} {
+		if err := os.Mkdir(filepath.Join(e.ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md := "---\nname: cleaner\ndescription: cleans\ntools: [bash]\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n" +
+		"        - type: command\n          command: " + script(t, "deny-rm.sh") + "\n---\nYou are the cleaner.\n"
+	p := agentdef.ParseDefinition(filepath.Join(e.ws, ".deputy", "agents", "cleaner.md"), []byte(md))
+	if p.Def == nil || p.Def.Hooks == nil {
+		t.Fatalf("definition: %+v", p)
+	}
+	def := p.Def
+	e.runner.Hooks = &agent.Hooks{Runner: hook.Runner{ProjectDir: e.ws}}
+	task := e.task("clean")
+	task.Volatile = []*agentdef.Definition{def}
+	o, err := e.run(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Instances) != 2 || !strings.Contains(children(o)[0].Report, "blocked by policy: rm -rf") {
+		t.Fatalf("instances %+v", o.Instances)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "victim")); err != nil {
+		t.Errorf("the child's own hook should have denied its rm -rf: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "other")); err == nil {
+		t.Errorf("the root's rm -rf ran under its child's hook")
 	}
 }
