@@ -8,7 +8,6 @@ import (
 
 	"github.com/deputy-run/deputy/agent"
 	"github.com/deputy-run/deputy/instance"
-	"github.com/deputy-run/deputy/store"
 )
 
 // Approval is a call that waits to be approved (Options.Permissions): the
@@ -45,11 +44,7 @@ func agentPermissions(o Options) *agent.Permissions {
 // grant it, so it is the person's): the whole tree's approvals reach
 // whoever holds the root. nil when none waits.
 func (rt *Runtime) Approval(ctx context.Context, id string) (*Approval, error) {
-	holder, err := rt.approvalHolder(ctx, id)
-	if err != nil || holder == "" {
-		return nil, err
-	}
-	a, err := rt.control.Approval(ctx, holder)
+	a, err := rt.control.Waiting(ctx, id)
 	return approvalOf(a), err
 }
 
@@ -57,63 +52,28 @@ func (rt *Runtime) Approval(ctx context.Context, id string) (*Approval, error) {
 // runs it (once, whatever crashes come between) and goes on. always also
 // allows its rule for the rest of the root's session.
 func (rt *Runtime) Approve(ctx context.Context, id string, always bool) error {
-	holder, err := rt.approvalHolder(ctx, id)
-	if err != nil {
-		return err
+	a, err := rt.control.Waiting(ctx, id)
+	if err != nil || a == nil {
+		return cmpErr(err, rt.noApproval(ctx, id))
 	}
-	if holder == "" {
-		return rt.noApproval(ctx, id)
-	}
-	return rt.control.Approve(ctx, holder, always)
+	return rt.control.Approve(ctx, a.InstanceID, always)
 }
 
 // Deny refuses the call Approval(id) returns: the model that made it reads
 // reason as the call's error.
 func (rt *Runtime) Deny(ctx context.Context, id, reason string) error {
-	holder, err := rt.approvalHolder(ctx, id)
+	a, err := rt.control.Waiting(ctx, id)
+	if err != nil || a == nil {
+		return cmpErr(err, rt.noApproval(ctx, id))
+	}
+	return rt.control.Deny(ctx, a.InstanceID, reason)
+}
+
+func cmpErr(err, otherwise error) error {
 	if err != nil {
 		return err
 	}
-	if holder == "" {
-		return rt.noApproval(ctx, id)
-	}
-	return rt.control.Deny(ctx, holder, reason)
-}
-
-// approvalHolder is the instance whose pending approval Approval(id)
-// means: id itself, else its first waiting descendant, nearest first; ""
-// when none waits.
-func (rt *Runtime) approvalHolder(ctx context.Context, id string) (string, error) {
-	in, err := rt.st.GetInstance(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	if a, err := rt.control.Approval(ctx, id); err != nil || a != nil {
-		return id, err
-	}
-	tree, err := rt.st.ListInstances(ctx, store.Filter{Root: in.Root, Active: true})
-	if err != nil {
-		return "", err
-	}
-	// Nearest first: each round takes the next generation below id.
-	level := map[string]bool{id: true}
-	for len(level) > 0 {
-		next := map[string]bool{}
-		for _, t := range tree {
-			if !level[t.Parent] {
-				continue
-			}
-			next[t.ID] = true
-			if t.State != instance.Asking {
-				continue
-			}
-			if a, err := rt.control.Approval(ctx, t.ID); err != nil || a != nil {
-				return t.ID, err
-			}
-		}
-		level = next
-	}
-	return "", nil
+	return otherwise
 }
 
 func (rt *Runtime) noApproval(ctx context.Context, id string) error {

@@ -252,3 +252,40 @@ func (m manager) Decide(ctx context.Context, parent, id string, granted bool, re
 		return c.decide(ctx, id, parent, decision{Approved: granted, Reason: reason}, false)
 	})
 }
+
+// Waiting returns the call instance id waits to have approved, or, when it
+// has none, the first one a descendant waits on, nearest first (a call
+// its parent may not grant is the person's): the whole tree's approvals
+// reach whoever holds the root. nil when none waits.
+func (c Control) Waiting(ctx context.Context, id string) (*agent.Approval, error) {
+	in, err := c.Store.GetInstance(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if a, err := c.Approval(ctx, id); err != nil || a != nil {
+		return a, err
+	}
+	tree, err := c.Store.ListInstances(ctx, store.Filter{Root: in.Root, Active: true})
+	if err != nil {
+		return nil, err
+	}
+	// Each round takes the next generation below id.
+	level := map[string]bool{id: true}
+	for len(level) > 0 {
+		next := map[string]bool{}
+		for _, t := range tree {
+			if !level[t.Parent] {
+				continue
+			}
+			next[t.ID] = true
+			if t.State != instance.Asking {
+				continue
+			}
+			if a, err := c.Approval(ctx, t.ID); err != nil || a != nil {
+				return a, err
+			}
+		}
+		level = next
+	}
+	return nil, nil
+}

@@ -95,6 +95,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newRunCmd(), newWorkerCmd(), newWorkersCmd(), newShowCmd(), newPsCmd(), newTreeCmd(), newLogsCmd(), newFakeLLMCmd(),
 		newVersionCmd(), newAgentsCmd(), newDoctorCmd(), newMergeCmd(), newServeCmd(), newMcpCmd(), newRmCmd(), newPruneCmd())
 	root.AddCommand(newControlCmds()...)
+	root.AddCommand(newApprovalCmds()...)
 	// Made here rather than by Execute, so that they get examples (and
 	// the tests see them) like every other command.
 	root.InitDefaultHelpCmd()

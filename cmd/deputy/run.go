@@ -114,6 +114,8 @@ type runResult struct {
 	// this process stopped before the run ended (exit 6: it resumes).
 	State    string `json:"state"`
 	Question string `json:"question,omitempty"`
+	// Approval is the call the tree waits to have approved (exit 4).
+	Approval *deputylib.Approval `json:"approval,omitempty"`
 }
 
 // runTask is deputy run: it runs task's tree until it ends, waits, or a
@@ -164,8 +166,16 @@ func runTask(ctx context.Context, o runOptions, task string, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	if err := o.print(ctx, stdout, stderr, spec, root, tree, records); err != nil {
+	var approval *deputylib.Approval
+	if root.State == instance.Asking {
+		approval, _ = records.Approval(ctx, id) // without it, the exit still says it waits
+	}
+	if err := o.print(ctx, stdout, stderr, spec, root, tree, records, approval); err != nil {
 		return err
+	}
+	if approval != nil {
+		return &exitError{code: exitWaiting, err: fmt.Errorf("%s waits for approval of a call: deputy approve %s [--always], "+
+			"or deputy deny %s --reason TEXT", approval.InstanceID, id, id)}
 	}
 	return runExit(root, tree)
 }
@@ -267,10 +277,10 @@ func unfinished(in *instance.Record) bool {
 // root's report and its question; with the cost table on stderr unless
 // quiet.
 func (o runOptions) print(ctx context.Context, stdout, stderr io.Writer, spec string, root *instance.Record,
-	tree []*instance.Record, records runRecords) error {
+	tree []*instance.Record, records runRecords, approval *deputylib.Approval) error {
 	rows, usage, cost := instanceRows(tree)
 	question := ""
-	if root.State == instance.Asking {
+	if root.State == instance.Asking && approval == nil {
 		question, _ = records.Question(ctx, root.ID) // without it, the exit still says it asks
 	}
 	if o.asJSON {
@@ -279,7 +289,7 @@ func (o runOptions) print(ctx context.Context, stdout, stderr io.Writer, spec st
 			state = "interrupted" // not an instance's state: stopped, resumable
 		}
 		return writeJSON(stdout, runResult{ID: root.ID, Answer: root.Report, StopReason: root.StopReason, Usage: usage,
-			State: state, Question: question, Turns: root.Turns, ToolCalls: root.ToolCalls, Model: spec,
+			State: state, Question: question, Approval: approval, Turns: root.Turns, ToolCalls: root.ToolCalls, Model: spec,
 			Instances: rows, Cost: cost, Error: root.Error})
 	}
 	if root.Report != "" {
@@ -287,6 +297,9 @@ func (o runOptions) print(ctx context.Context, stdout, stderr io.Writer, spec st
 	}
 	if question != "" {
 		fmt.Fprintf(stdout, "%s asks: %s\n", root.ID, question)
+	}
+	if approval != nil {
+		fmt.Fprintln(stdout, approvalLine(approval))
 	}
 	if !o.quiet && !setupFailed(root) {
 		costTable(stderr, rows, usage, cost) // a setup error is one line, not a table of zeros
@@ -340,6 +353,7 @@ func atWork(rootID string, tree []*instance.Record) string {
 type runRecords interface {
 	List(ctx context.Context, f deputylib.Filter) ([]*deputylib.Instance, error)
 	Question(ctx context.Context, id string) (string, error)
+	Approval(ctx context.Context, id string) (*deputylib.Approval, error)
 }
 
 // storeRecords reads a run's records from a store.
@@ -355,6 +369,25 @@ func (s storeRecords) Question(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	return q.Body, nil
+}
+
+func (s storeRecords) Approval(ctx context.Context, id string) (*deputylib.Approval, error) {
+	a, err := durable.Control{Store: s.st}.Waiting(ctx, id)
+	if err != nil || a == nil {
+		return nil, err
+	}
+	return &deputylib.Approval{InstanceID: a.InstanceID, CallID: a.CallID, Tool: a.Tool, Input: a.Input, Rule: a.Rule,
+		Reason: a.Reason, AskedAt: a.AskedAt}, nil
+}
+
+// approvalLine says which call waits for approval: its tool, arguments and
+// the rule (or why) that holds it.
+func approvalLine(a *deputylib.Approval) string {
+	why := a.Reason
+	if a.Rule != "" {
+		why = "rule " + a.Rule
+	}
+	return fmt.Sprintf("%s waits for approval: %s %s (%s)", a.InstanceID, a.Tool, string(a.Input), why)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -76,6 +76,12 @@ func view(ctx context.Context, st *store.Store, in *instance.Record) (instance.R
 		}
 		if q != nil {
 			v.Question = q.Body
+		} else if a, err := (durable.Control{Store: st}).Approval(ctx, in.ID); err != nil {
+			return v, err
+		} else if a != nil {
+			// A call waiting for approval is its question, in words, with
+			// what answers it (deputy ps and show, the API).
+			v.Question = approvalQuestion(a.Tool, string(a.Input), a.Rule, a.Reason, in.ID)
 		}
 	}
 	return v, nil
@@ -158,7 +164,11 @@ func newPsCmd() *cobra.Command {
 				if parent == "" {
 					parent = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", in.ID, parent, in.Type, in.State, in.Turns,
+				state := string(in.State)
+				if strings.HasPrefix(in.Question, "approval: ") {
+					state += " (approval)" // a call waits for deputy approve or deny
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", in.ID, parent, in.Type, state, in.Turns,
 					in.Usage.Total(), in.CreatedAt.Local().Format("01-02 15:04:05"), strings.TrimSpace(oneLineOf(in.Task, 60)))
 			}
 			return tw.Flush()
@@ -205,4 +215,14 @@ func printMessage(w io.Writer, i int, m llm.Message) {
 		}
 		fmt.Fprintf(w, "%3d %-9s %s\n", i, m.Role, line)
 	}
+}
+
+// approvalQuestion is how a call waiting for approval reads where a
+// question would: "approval: TOOL ARGS (rule R): deputy approve ID".
+func approvalQuestion(tool, input, rule, reason, id string) string {
+	why := reason
+	if rule != "" {
+		why = "rule " + rule
+	}
+	return fmt.Sprintf("approval: %s %s (%s): deputy approve %s [--always] or deputy deny %s --reason TEXT", tool, input, why, id, id)
 }

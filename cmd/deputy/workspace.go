@@ -122,6 +122,17 @@ func cliOptions(in cliInputs) (deputylib.Options, error) {
 	if o.Hooks, err = deputylib.LoadHooks(ws, home); err != nil {
 		return deputylib.Options{}, usageErr("hooks: %v", err)
 	}
+	// Permissions are enforced once a settings file or deputy.yaml's
+	// permissions say something: with none, deputy runs as it always did.
+	// A file that cannot be read, or a deny rule that cannot, stops it
+	// here (fail closed).
+	ps, err := deputylib.LoadPermissions(ws, home, cfg)
+	if err != nil {
+		return deputylib.Options{}, usageErr("permissions: %v", err)
+	}
+	if len(ps.Files) > 0 {
+		o.Permissions, o.Home = &ps, home
+	}
 	if in.scenario != "" && in.scenario != "demo" {
 		if o.Scenario, err = os.ReadFile(in.scenario); err != nil {
 			return deputylib.Options{}, usageErr("load scenario: %v", err)
