@@ -52,7 +52,7 @@ func TestEveryJSONIsSnakeCase(t *testing.T) {
 	// In this order: the controls on the queued root before cancel and
 	// before a run (whose engine would start the queued root), rm last.
 	order := []string{"show", "ps", "tree", "logs", "agents list", "workers", "doctor", "send", "pause", "resume",
-		"answer", "cancel", "run", "prune", "rm"}
+		"answer", "approve", "deny", "cancel", "run", "prune", "rm"}
 	runs := map[string][]string{
 		"run":         {"run", "--model", "fake", "--json", "-q", "count"},
 		"show":        {"show", "--json", id},
@@ -66,11 +66,14 @@ func TestEveryJSONIsSnakeCase(t *testing.T) {
 		"pause":       {"pause", "--json", queued},
 		"resume":      {"resume", "--json", queued},
 		"answer":      {"answer", "--json", queued, "x"},
+		"approve":     {"approve", "--json", queued},
+		"deny":        {"deny", "--json", queued},
 		"cancel":      {"cancel", "--json", queued},
 		"prune":       {"prune", "--json", "--dry-run", "--before", justAfterTree(t, ws, id)},
 		"rm":          {"rm", "--json", id},
 	}
-	refused := map[string]bool{"pause": true, "resume": true, "answer": true} // a queued root is neither running nor asking
+	// A queued root is neither running nor asking, nor waits for approval.
+	refused := map[string]bool{"pause": true, "resume": true, "answer": true, "approve": true, "deny": true}
 	var have []string
 	walkCommands(newRoot(os.Stdout, os.Stderr), func(c *cobra.Command) {
 		if c.Flags().Lookup("json") != nil {
