@@ -66,7 +66,21 @@ func countLines(t *testing.T, path string) int {
 // once; deputy deny makes it a tool error the model reads.
 func TestApproveAndDenyThroughTheCLI(t *testing.T) {
 	t.Parallel()
-	for _, approve := range []bool{true, false} {
+	for _, c := range []struct {
+		approve bool
+		kill    string // the worker's failpoint: SIGKILLed there, a second worker goes on
+		report  string
+	}{
+		{true, "", "result: "},
+		// Between the approval and the push: the push runs once, in the
+		// worker that takes the run over.
+		{true, "before:turn-0/call-1-bash/start", "result: "},
+		// After the push, before its result was checkpointed: it is not
+		// run again (it may have had effects), so it was made once.
+		{true, "during:turn-0/call-1-bash", "interrupted: this call had started"},
+		{false, "", "permission denied: the call was denied: not on a Friday"},
+	} {
+		approve := c.approve
 		ws := t.TempDir()
 		pushes := pushRepo(t, ws)
 		if err := os.MkdirAll(filepath.Join(ws, ".claude"), 0o755); err != nil {
@@ -109,6 +123,12 @@ func TestApproveAndDenyThroughTheCLI(t *testing.T) {
 		if out, errOut, code := deputy(t, ws, nil, args...); code != 0 || !strings.Contains(out, "bash call") {
 			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errOut)
 		}
+		if c.kill != "" {
+			_, errOut, code := deputy(t, ws, []string{"DEPUTY_FAILPOINT=" + c.kill}, "worker", "--until-idle", "-q", "--scenario", "push.yaml")
+			if code != -1 { // killed by its signal
+				t.Fatalf("worker with failpoint %s: exit %d\n%s", c.kill, code, errOut)
+			}
+		}
 		if _, errOut, code := deputy(t, ws, nil, "worker", "--until-idle", "-q", "--scenario", "push.yaml"); code != 0 {
 			t.Fatalf("worker: exit %d\n%s", code, errOut)
 		}
@@ -117,12 +137,12 @@ func TestApproveAndDenyThroughTheCLI(t *testing.T) {
 		if json.Unmarshal([]byte(out), &shown) != nil || shown.State != "completed" {
 			t.Fatalf("show after the worker: %s", out)
 		}
-		want, report := 0, "permission denied: the call was denied: not on a Friday"
+		want := 0
 		if approve {
-			want, report = 1, "result: "
+			want = 1
 		}
-		if n := countLines(t, pushes); n != want || !strings.Contains(shown.Report, report) {
-			t.Errorf("approve %v: %d pushes, report %q", approve, n, shown.Report)
+		if n := countLines(t, pushes); n != want || !strings.Contains(shown.Report, c.report) {
+			t.Errorf("approve %v, killed at %q: %d pushes, report %q", approve, c.kill, n, shown.Report)
 		}
 		args[0] = "approve"
 		if _, errOut, code := deputy(t, ws, nil, args[:2]...); code != exitUsage || !strings.Contains(errOut, "waits for approval") {
