@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/deputy-run/deputy/agent"
+	"github.com/deputy-run/deputy/agentdef"
 	"github.com/deputy-run/deputy/durable"
 	"github.com/deputy-run/deputy/instance"
 	"github.com/deputy-run/deputy/permission"
@@ -117,5 +118,43 @@ rules:
 	}
 	if err := r.ctl.Approve(ctx, "i-nosuch", false); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("approve an unknown id: %v", err)
+	}
+}
+
+const parentApprovesScenario = `
+rules:
+  - match: {system: "You are a counter", turn: 1}
+    tool_calls: [{name: count, input: {}}]
+  - match: {system: "You are a counter"}
+    text: "counted {{index .ToolResults 0}}"
+  - match: {turn: 1}
+    tool_calls: [{name: spawn_subagent, input: {subagent_type: counter, task: "count once"}}]
+  - match: {turn: 2, tool_result: "waits for approval"}
+    tool_calls: [{name: subagent_approve, input: {id: "{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}", approve: true}}]
+  - match: {turn: 3}
+    tool_calls: [{name: subagent_wait, input: {ids: ["{{find \"i-[0-9a-f]+\" (index .ToolResults 0)}}"]}}]
+  - match: {turn: 4}
+    text: "{{index .ToolResults 0}}"
+`
+
+// A child's call that its own permissions hold but its parent's allow is
+// the parent's to grant: its spawn call returns saying so, the parent
+// approves with subagent_approve (nobody else is asked), the child's next
+// run makes the call once, and subagent_wait collects its report.
+func TestParentApprovesItsChildsCall(t *testing.T) {
+	t.Parallel()
+	base, _ := agentdef.Load(agentdef.LoadOptions{})
+	cat, err := base.With(&agentdef.Definition{Name: "counter", Description: "counts", SystemPrompt: "You are a counter.",
+		Tools: []string{"count"}, PermissionMode: permission.ModeDefault})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	r := newRigWith(t, &rig{scenario: parentApprovesScenario, tools: []tool.Tool{counter{&n}}, catalog: cat,
+		perms: &agent.Permissions{Policy: permission.Policy{Mode: permission.ModeBypassPermissions}}})
+	id := r.start(durable.Spec{System: "root"})
+	in := r.wait(id)
+	if in.State != instance.Completed || !strings.Contains(in.Report, "counted count 1") || n.Load() != 1 {
+		t.Fatalf("root %s %q, counted %d times\n%s", in.State, in.Report, n.Load(), transcriptText(t, r.st, id))
 	}
 }
