@@ -338,7 +338,7 @@ func (e *Engine) childTurns(ctx dbos.Context, ld loaded, x *launch) (agent.Child
 	}
 	// The run's own steps are named like a root's; their failpoints carry
 	// "child:" so a test can tell them apart.
-	env := agent.ChildEnv{Steps: &steps{wf: ctx, e: e, nonce: agent.NewID(), label: "child:"},
+	env := agent.ChildEnv{Steps: &steps{wf: ctx, e: e, nonce: agent.NewID(), label: "child:", id: id},
 		Inbox: e.inbox(ctx, id, "child:"), Hold: e.hold(ctx, id, "child:"),
 		Closing: func() bool { return ctx.Err() != nil || e.closed.Load() }}
 	if x != nil {
@@ -388,6 +388,7 @@ func (e *Engine) continueChild(ctx dbos.Context, runCtx context.Context, ld load
 		}
 	}
 	rec := newRecorder(e, at.ID, ld.Instance, len(ld.Messages))
+	defer rec.forget(ld.Instance.ID)
 	runner, task, _, err := e.setup(ctx, at, rec, "", ld.Spent)
 	if err != nil {
 		return agent.ChildEnd{}, err

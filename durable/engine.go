@@ -207,6 +207,11 @@ type Engine struct {
 	handles  sync.Map // instance id → dbos.WorkflowHandle[string]
 	launches launches // children's work, on its way to their workflows
 	running  sync.Map // instance id → context.CancelCauseFunc of its run here
+	recs     sync.Map // instance id → *recorder of its loop's events here (recorderOf)
+	// ds is the store's database as DBOS's data source, on the very pool
+	// DBOS's system database uses, so a transaction step (steps.generate)
+	// is one transaction: its checkpoint with the store's writes.
+	ds *dbos.DataSource
 	slots    slots    // the cap on runs at once
 	parents  parentCaps
 
@@ -258,7 +263,16 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("durable: start DBOS: %w", err)
 	}
-	e := &Engine{opts: opts, st: opts.Store, dbos: dctx, base: opts.Runner.Catalog,
+	var ds *dbos.DataSource
+	if cfg.SQLiteSystemDB != nil {
+		// The store's own handle, which is DBOS's system database: DBOS
+		// runs a transaction step on it as one transaction.
+		if ds, err = dbos.NewDataSource(dctx, cfg.SQLiteSystemDB, dbos.WithDataSourceName("deputy")); err != nil {
+			dbos.Shutdown(dctx, time.Second)
+			return nil, fmt.Errorf("durable: the store as DBOS's data source: %w", err)
+		}
+	}
+	e := &Engine{opts: opts, st: opts.Store, dbos: dctx, base: opts.Runner.Catalog, ds: ds,
 		slots: slots{ch: make(chan struct{}, opts.MaxRuns)}, ch: make(chan struct{}), gate: newGate(opts.Clock),
 		log: func(msg string, args ...any) { opts.Logger.Warn("deputy: "+msg, args...) }}
 	if e.base == nil {

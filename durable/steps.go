@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
 	"github.com/deputy-run/deputy/llm"
 	"github.com/deputy-run/deputy/loop"
+	"github.com/deputy-run/deputy/store"
 )
 
 // Interrupted is the result a side-effecting tool call gets when a crash
@@ -32,10 +34,133 @@ type steps struct {
 	e     *Engine
 	nonce string // this execution's
 	label string // before step names in failpoints: "" for a root, "child:" for a child
+	id    string // the instance whose steps these are
+
+	// stored is how many messages the instance's transcript held when
+	// this execution first asked (storedOnce): a turn whose assistant
+	// message is among them is checkpointed (generate).
+	storedOnce sync.Once
+	stored     int
+	storedErr  error
 }
 
 func (s *steps) Model(ctx context.Context, turn int, purpose loop.StepPurpose, gen func(context.Context) (*llm.Response, error)) (*llm.Response, error) {
-	return runStep(s.e, dbos.From(s.wf, ctx), s.label, fmt.Sprintf("turn-%d/%s", turn, purpose), gen)
+	name := fmt.Sprintf("turn-%d/%s", turn, purpose)
+	if purpose == loop.StepGenerate && s.e.ds != nil && s.id != "" {
+		if rec := s.e.recorderOf(s.id); rec != nil {
+			return s.generate(ctx, rec, turn, name, gen)
+		}
+	}
+	return runStep(s.e, dbos.From(s.wf, ctx), s.label, name, gen)
+}
+
+// generate is a turn's model call as one transaction: the HTTP call first,
+// outside any transaction (holding SQLite's one writer for the length of
+// a model call would serialise every run), then one DBOS transaction step
+// whose output is the response and which stores, with its checkpoint, the
+// assistant message, the instance's progress and its tool_call events
+// (the data source is DBOS's own database: one commit, not two).
+//
+// DBOS checks a transaction step's checkpoint only inside its
+// transaction, after the call would have run, so a replay is kept from
+// calling the model again by the transcript: the message and the
+// checkpoint commit together, so "the transcript held message seq S as
+// this execution began" is "turn S's call is checkpointed", and the call
+// is skipped for it. A failed call checkpoints its error (nothing else),
+// as a plain step would. An append the store refuses (the instance ended
+// meanwhile, a conflict) commits the checkpoint alone, and the recorder
+// then appends the message from the loop's event as it did before, to
+// the same refusal.
+func (s *steps) generate(ctx context.Context, rec *recorder, turn int, name string, gen func(context.Context) (*llm.Response, error)) (*llm.Response, error) {
+	e := s.e
+	rec.mu.Lock()
+	seq := rec.seq[s.id] // the assistant message's: the loop emits it next
+	rec.mu.Unlock()
+	s.storedOnce.Do(func() { s.stored, s.storedErr = e.st.MessageCount(context.WithoutCancel(ctx), s.id) })
+	if s.storedErr != nil {
+		return nil, s.storedErr
+	}
+	e.failpoint("before:" + s.label + name)
+	var resp *llm.Response
+	var genErr error
+	if seq >= s.stored {
+		// An engine that drains, or a worker whose lease may be running
+		// out, starts nothing; its admission is let go once the outcome
+		// is checkpointed (during).
+		if err := e.gate.admit(ctx); err != nil {
+			return nil, err
+		}
+		defer e.gate.stepDone()
+		if e.opts.Failpoint == "error:"+s.label+name {
+			genErr = fmt.Errorf("step %s: %w", s.label+name, ErrFailpoint)
+		} else {
+			resp, genErr = gen(context.WithValue(ctx, inStepKey{}, true))
+		}
+		e.failpoint("during:" + s.label + name)
+	}
+	var ran, wrote bool
+	out, err := dbos.RunAsTransaction(dbos.From(s.wf, ctx), e.ds, func(c context.Context, tx dbos.Tx) (*llm.Response, error) {
+		ran, wrote = true, false // run again if DBOS retries the transaction
+		if genErr != nil {
+			return nil, genErr
+		}
+		if resp == nil {
+			return nil, fmt.Errorf("%s: the transcript holds its message but its checkpoint is missing", name)
+		}
+		msg := resp.Message()
+		rec.mu.Lock()
+		u := rec.usage[s.id] // none pending, unless a call's message was never emitted
+		u.Add(resp.Usage)
+		w, _ := rec.assistant(s.id, turn, msg, u)
+		rec.mu.Unlock()
+		err := e.st.AppendWithTx(c, storeTx{tx}, s.id, turn, seq, []llm.Message{msg}, w)
+		switch {
+		case err == nil:
+			wrote = true
+		case errors.Is(err, store.ErrTerminal), errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotFound):
+			// Refused before it wrote anything: the recorder meets the
+			// same refusal and keeps it as the run's record error.
+		default:
+			return nil, err
+		}
+		return resp, nil
+	}, dbos.WithStepName(name), dbos.WithStepMaxRetries(0))
+	e.failpoint("after:" + s.label + name)
+	if err != nil {
+		return out, err
+	}
+	if !ran {
+		wrote = seq < s.stored // replayed: stored with its checkpoint, unless the store refused it then
+	}
+	if wrote {
+		e.st.EventsCommitted()
+		if out != nil {
+			rec.mu.Lock()
+			u := rec.usage[s.id]
+			u.Add(out.Usage)
+			delete(rec.usage, s.id)
+			_, apply := rec.assistant(s.id, turn, out.Message(), u)
+			apply()
+			rec.fold[s.id] = seq
+			rec.mu.Unlock()
+		}
+	}
+	return out, nil
+}
+
+// storeTx is DBOS's transaction as the store takes a caller's (store.Tx).
+type storeTx struct{ tx dbos.Tx }
+
+func (t storeTx) Exec(ctx context.Context, q string, args ...any) (store.TxResult, error) {
+	return t.tx.Exec(ctx, q, args...)
+}
+
+func (t storeTx) Query(ctx context.Context, q string, args ...any) (store.Rows, error) {
+	return t.tx.Query(ctx, q, args...)
+}
+
+func (t storeTx) QueryRow(ctx context.Context, q string, args ...any) store.Row {
+	return t.tx.QueryRow(ctx, q, args...)
 }
 
 // Tools runs a turn's calls. Resumable calls (read-only ones, and spawns,

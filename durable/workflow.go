@@ -69,6 +69,7 @@ func (e *Engine) carry(ctx dbos.Context, id string) (string, error) {
 		return string(ld.Instance.State), nil
 	}
 	rec := newRecorder(e, id, ld.Instance, len(ld.Messages))
+	defer rec.forget(id)
 	// A fresh nonce per execution: a side-effecting call whose start marker
 	// carries another execution's nonce had started before a crash.
 	runner, task, spec, err := e.setup(ctx, ld.Instance, rec, agent.NewID(), ld.Spent)
@@ -173,7 +174,7 @@ func (e *Engine) setup(ctx context.Context, root *store.Instance, rec *recorder,
 	runner.Clock = e.opts.Clock
 	runner.MaxDepth, runner.MaxParallel = spec.MaxDepth, spec.MaxParallel
 	if wf, ok := ctx.(dbos.Context); ok && nonce != "" {
-		runner.Steps = &steps{wf: wf, e: e, nonce: nonce}
+		runner.Steps = &steps{wf: wf, e: e, nonce: nonce, id: root.ID}
 	}
 	runner.Children, runner.Questions, runner.Manager, runner.Approvals = e, e, manager{e}, e
 	if e.opts.Fence != nil {
@@ -455,14 +456,34 @@ type recorder struct {
 	mu     sync.Mutex
 	seq    map[string]int  // next message seq per instance
 	listed map[string]bool // children recorded by an EventListed, whose EventCreated is still to come
-	err    error
+	// fold holds, per instance, the seq of the assistant message its
+	// model step stored in the step's own transaction (steps.generate):
+	// the loop's events for that call (its response, its message) then
+	// write nothing and count nothing, the step did.
+	fold map[string]int
+	err  error
 }
 
 func newRecorder(e *Engine, root string, in *store.Instance, messages int) *recorder {
-	return &recorder{e: e, root: root, seq: map[string]int{in.ID: messages}, models: map[string]string{in.ID: in.Model},
-		usage: map[string]llm.Usage{}, tools: map[string]string{}, base: *in,
+	r := &recorder{e: e, root: root, seq: map[string]int{in.ID: messages}, models: map[string]string{in.ID: in.Model},
+		usage: map[string]llm.Usage{}, tools: map[string]string{}, base: *in, fold: map[string]int{},
 		live: map[string]*store.Progress{in.ID: {Turns: in.Turns, ToolCalls: in.ToolCalls, Usage: in.Usage, Cost: in.Cost}}}
+	e.recs.Store(in.ID, r)
+	return r
 }
+
+// recorderOf is the recorder that records instance id's loop events in
+// this process (its run's, or its spawner's for a child started here),
+// nil when none does.
+func (e *Engine) recorderOf(id string) *recorder {
+	if r, ok := e.recs.Load(id); ok {
+		return r.(*recorder)
+	}
+	return nil
+}
+
+// forget stops naming r as instance id's recorder (its run here ended).
+func (r *recorder) forget(id string) { r.e.recs.CompareAndDelete(id, r) }
 
 // event passes ev on (Options.OnEvent) and records what it says happened
 // (a loop's step: step); the first write that fails is kept (failed).
@@ -492,6 +513,7 @@ func (r *recorder) event(ev agent.Event) {
 		r.seq[ev.Instance] = len(s.Messages)
 		r.models[ev.Instance] = s.Model
 		r.mu.Unlock()
+		r.e.recs.Store(ev.Instance, r)
 	case ev.Kind == agent.EventStep:
 		err = r.step(ctx, ev.Instance, ev.Loop)
 	case r.childEnd(ev) && !ev.Relay.Interrupted:
@@ -499,6 +521,9 @@ func (r *recorder) event(ev agent.Event) {
 		// said so): its workflow stays pending and the next execution
 		// resumes it.
 		err = r.finishChild(ctx, ev.Instance, ev.Relay, ev.Final)
+	}
+	if r.childEnd(ev) {
+		r.forget(ev.Instance)
 	}
 	if err != nil {
 		r.mu.Lock()
@@ -570,7 +595,14 @@ func (r *recorder) step(ctx context.Context, id string, le loop.Event) error {
 		r.mu.Lock()
 		seq := r.seq[id]
 		r.seq[id] = seq + 1
+		f, folded := r.fold[id]
+		if folded && f == seq {
+			delete(r.fold, id) // stored, counted and announced by its step
+		}
 		r.mu.Unlock()
+		if folded && f == seq {
+			return nil
+		}
 		if r.e.dbos.Err() != nil {
 			// DBOS is shutting down: a step it cut off ends the loop with
 			// "not run" results that must not be recorded (the next run
@@ -589,9 +621,11 @@ func (r *recorder) step(ctx context.Context, id string, le loop.Event) error {
 		return err
 	case loop.EventModelResponse:
 		r.mu.Lock()
-		u := r.usage[id]
-		u.Add(le.Usage)
-		r.usage[id] = u
+		if _, folded := r.fold[id]; !folded { // a folded call's usage is counted already
+			u := r.usage[id]
+			u.Add(le.Usage)
+			r.usage[id] = u
+		}
 		r.mu.Unlock()
 	case loop.EventCompaction:
 		// Every message so far is stored (the loop emits them before it
@@ -650,31 +684,10 @@ func (r *recorder) with(id string, turn int, m llm.Message) store.With {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m.Role == llm.Assistant {
-		// Absolute totals, from the base the run's load step read plus
-		// every call of this run (a replay's too): the store needs no read
-		// to write them.
-		p := r.live[id]
-		if p == nil {
-			p = &store.Progress{}
-			r.live[id] = p
-		}
 		u := r.usage[id]
 		delete(r.usage, id)
-		p.Turns++
-		p.Usage.Add(u)
-		if c, ok := r.prices.Cost(r.models[id], u); ok {
-			p.Cost = addCost(p.Cost, &c)
-		}
-		for _, b := range m.Content {
-			if b.Type == llm.TypeToolUse {
-				p.ToolCalls++
-				r.tools[b.ID] = b.Name
-				event("tool_call", map[string]any{"turn": turn, "id": b.ID, "name": b.Name,
-					"input": agentdef.OneLine(b.Arguments(), toolEventCut)})
-			}
-		}
-		cp := *p
-		w.Progress = &cp
+		w, apply := r.assistant(id, turn, m, u)
+		apply()
 		return w
 	}
 	for _, b := range m.Content {
@@ -686,6 +699,45 @@ func (r *recorder) with(id string, turn int, m llm.Message) store.With {
 		}
 	}
 	return w
+}
+
+// assistant is what the append of assistant message m of instance id
+// carries (with), for a model call that used u, and apply, which makes
+// the recorder count it: computing it changes nothing, so a transaction
+// that runs it and is run again (a retry) or rolled back counts nothing.
+// Called with r.mu held; apply too.
+func (r *recorder) assistant(id string, turn int, m llm.Message, u llm.Usage) (store.With, func()) {
+	var w store.With
+	// Absolute totals, from the base the run's load step read plus every
+	// call of this run (a replay's too): the store needs no read to write
+	// them.
+	var p store.Progress
+	if cur := r.live[id]; cur != nil {
+		p = *cur
+	}
+	p.Turns++
+	p.Usage.Add(u)
+	if c, ok := r.prices.Cost(r.models[id], u); ok {
+		p.Cost = addCost(p.Cost, &c)
+	}
+	var calls []llm.Block
+	for _, b := range m.Content {
+		if b.Type == llm.TypeToolUse {
+			p.ToolCalls++
+			calls = append(calls, b)
+			raw, _ := json.Marshal(map[string]any{"turn": turn, "id": b.ID, "name": b.Name,
+				"input": agentdef.OneLine(b.Arguments(), toolEventCut)}) // strings and numbers only
+			w.Events = append(w.Events, store.NewEvent{Kind: "tool_call", Data: raw})
+		}
+	}
+	cp := p
+	w.Progress = &cp
+	return w, func() {
+		r.live[id] = &p
+		for _, b := range calls {
+			r.tools[b.ID] = b.Name
+		}
+	}
 }
 
 // finishChild records a child's end, with the totals of all its runs:

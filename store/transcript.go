@@ -334,3 +334,12 @@ func (s *Store) Compactions(ctx context.Context, id string) ([]Compaction, error
 	}
 	return out, nil
 }
+
+// MessageCount is the number of messages instance id's transcript holds.
+func (s *Store) MessageCount(ctx context.Context, id string) (int, error) {
+	n, err := messageCount(ctx, s.q(), id)
+	if err != nil {
+		return 0, fmt.Errorf("transcript of %s: %w", id, err)
+	}
+	return n, nil
+}
