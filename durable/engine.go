@@ -211,9 +211,9 @@ type Engine struct {
 	// ds is the store's database as DBOS's data source, on the very pool
 	// DBOS's system database uses, so a transaction step (steps.generate)
 	// is one transaction: its checkpoint with the store's writes.
-	ds *dbos.DataSource
-	slots    slots    // the cap on runs at once
-	parents  parentCaps
+	ds      *dbos.DataSource
+	slots   slots // the cap on runs at once
+	parents parentCaps
 
 	chMu sync.Mutex
 	ch   chan struct{} // closed and replaced when an instance moves (changed)
