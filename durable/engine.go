@@ -263,14 +263,20 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("durable: start DBOS: %w", err)
 	}
+	// The data source of the turn's transaction steps (steps.generate) is
+	// DBOS's own system database, the very handle: DBOS then runs such a
+	// step as one transaction, its checkpoint with the store's writes. On
+	// SQLite that is the store's handle; on Postgres DBOS's pool, whose
+	// transaction the store's writes of the step run on (store.Tx).
 	var ds *dbos.DataSource
 	if cfg.SQLiteSystemDB != nil {
-		// The store's own handle, which is DBOS's system database: DBOS
-		// runs a transaction step on it as one transaction.
-		if ds, err = dbos.NewDataSource(dctx, cfg.SQLiteSystemDB, dbos.WithDataSourceName("deputy")); err != nil {
-			dbos.Shutdown(dctx, time.Second)
-			return nil, fmt.Errorf("durable: the store as DBOS's data source: %w", err)
-		}
+		ds, err = dbos.NewDataSource(dctx, cfg.SQLiteSystemDB, dbos.WithDataSourceName("deputy"))
+	} else {
+		ds, err = dbos.NewDataSource(dctx, cfg.SystemDBPool, dbos.WithDataSourceName("deputy"))
+	}
+	if err != nil {
+		dbos.Shutdown(dctx, time.Second)
+		return nil, fmt.Errorf("durable: DBOS's database as a data source: %w", err)
 	}
 	e := &Engine{opts: opts, st: opts.Store, dbos: dctx, base: opts.Runner.Catalog, ds: ds,
 		slots: slots{ch: make(chan struct{}, opts.MaxRuns)}, ch: make(chan struct{}), gate: newGate(opts.Clock),
