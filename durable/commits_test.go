@@ -24,25 +24,27 @@ import (
 // by path: a commit hook on every connection the driver opens to one.
 // SQLite calls it for every transaction that took the write lock (the
 // store's BEGIN IMMEDIATE, DBOS's), not for reads.
-var commitCounters struct {
-	once sync.Once
-	mu   sync.Mutex
-	by   map[string]*atomic.Int64
+var commitCounters = struct {
+	mu sync.Mutex
+	by map[string]*atomic.Int64
+}{by: map[string]*atomic.Int64{}}
+
+// The driver's hook list is not guarded: it is set before any test opens
+// a connection.
+func init() {
+	sqlite.RegisterConnectionHook(func(c sqlite.ExecQuerierContext, dsn string) error {
+		commitCounters.mu.Lock()
+		n := commitCounters.by[strings.SplitN(dsn, "?", 2)[0]]
+		commitCounters.mu.Unlock()
+		if h, ok := c.(sqlite.HookRegisterer); ok && n != nil {
+			h.RegisterCommitHook(func() int32 { n.Add(1); return 0 })
+		}
+		return nil
+	})
 }
 
+// countCommits counts the commits on the SQLite file at path from now on.
 func countCommits(path string) *atomic.Int64 {
-	commitCounters.once.Do(func() {
-		commitCounters.by = map[string]*atomic.Int64{}
-		sqlite.RegisterConnectionHook(func(c sqlite.ExecQuerierContext, dsn string) error {
-			commitCounters.mu.Lock()
-			n := commitCounters.by[strings.SplitN(dsn, "?", 2)[0]]
-			commitCounters.mu.Unlock()
-			if h, ok := c.(sqlite.HookRegisterer); ok && n != nil {
-				h.RegisterCommitHook(func() int32 { n.Add(1); return 0 })
-			}
-			return nil
-		})
-	})
 	n := &atomic.Int64{}
 	commitCounters.mu.Lock()
 	commitCounters.by[path] = n
@@ -56,7 +58,7 @@ func countCommits(path string) *atomic.Int64 {
 // start, finish) do not count. Issue 19's goal is two: one for the model
 // call, one for the batch of tool calls; the test holds the count where
 // the engine has brought it, so a change that adds a write to every turn
-// fails here.
+// fails here (5 a turn before issue 19, 4 with the model call folded).
 func TestTurnCommits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -69,8 +71,12 @@ func TestTurnCommits(t *testing.T) {
 	defer st.Close()
 	var scenario atomic.Pointer[fake.Model]
 	eng, err := durable.Open(ctx, durable.Options{Store: st,
-		Models: func(string) (llm.Model, string, error) { return scenario.Load(), "fake", nil },
-		Tools:  func(durable.Spec) (*tool.Set, error) { return tool.NewSet(benchloop.Noop{}) },
+		// DBOS's queue poll takes SQLite's write lock (BEGIN IMMEDIATE)
+		// each time, a commit that comes with the clock, not the turns:
+		// these runs are started, not queued, so it is put off.
+		PollInterval: time.Hour,
+		Models:       func(string) (llm.Model, string, error) { return scenario.Load(), "fake", nil },
+		Tools:        func(durable.Spec) (*tool.Set, error) { return tool.NewSet(benchloop.Noop{}) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -98,14 +104,19 @@ func TestTurnCommits(t *testing.T) {
 		return commits.Load() - before
 	}
 	run(2) // warm: DBOS's first writes of its own
-	short, long := run(2), run(8)
-	perTurn := float64(long-short) / 6
-	t.Logf("commits: %d for 2 turns, %d for 8: %.2f a turn", short, long, perTurn)
+	short, long := run(2), run(14)
 	if short == 0 {
 		t.Fatal("no commit counted: the hook is not on the store's connections")
 	}
-	const most = 4 // the model call 1 (its message, progress and events with its checkpoint), the tool call 1, its results 1, the inbox 1
+	perTurn := float64(long-short) / 12
+	t.Logf("commits: %d for 2 turns, %d for 14: %.2f a turn", short, long, perTurn)
+	// The model call 1 (its message, progress and events with its
+	// checkpoint), the tool call 1, its results 1, the inbox step 1.
+	// DBOS's own monitors commit with the clock, not the turns (its
+	// timeouts and delayed workflows, about one a second), hence the half:
+	// one more write a turn is 5.
+	const most = 4.5
 	if perTurn > most {
-		t.Errorf("a turn commits %.2f transactions; at most %d expected", perTurn, most)
+		t.Errorf("a turn commits %.2f transactions; at most 4 expected (%.1f with DBOS's background commits)", perTurn, most)
 	}
 }
