@@ -119,7 +119,8 @@ func TestMcpStdioSpawnWaitRelay(t *testing.T) {
 			t.Errorf("spawn_subagent's description does not list the catalog:\n%s", tl.Description)
 		}
 	}
-	if got := strings.Join(names, ","); len(names) != 10 || !strings.Contains(got, "spawn_subagent") || !strings.Contains(got, "subagent_wait") {
+	if got := strings.Join(names, ","); len(names) != 11 || !strings.Contains(got, "spawn_subagent") || !strings.Contains(got, "subagent_wait") ||
+		!strings.Contains(got, "subagent_approve") {
 		t.Fatalf("tools %s", got)
 	}
 
